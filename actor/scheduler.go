@@ -1,0 +1,380 @@
+package actor
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Config configures a [Scheduler].
+type Config struct {
+	// Seed seeds the default strategy.
+	Seed uint64
+	// Strategy picks the next task; nil means [NewRandomWalk](Seed).
+	Strategy Strategy
+	// MaxSteps bounds the number of scheduling steps (0: no bound). A run
+	// that reaches it fails with [ErrStepLimit].
+	MaxSteps int64
+	// KeepEvents keeps every trace event in memory (see [Trace.Events]).
+	KeepEvents bool
+}
+
+// Strategy decides which runnable task runs at each scheduling step.
+type Strategy interface {
+	// Next returns an index into runnable, which is ordered by task ID.
+	Next(step int64, runnable []*Task) int
+}
+
+// ErrStepLimit is returned by [Scheduler.Run] when Config.MaxSteps is reached.
+var ErrStepLimit = errors.New("scheduler step limit reached")
+
+type taskState int
+
+const (
+	taskReady taskState = iota
+	taskBlocked
+	taskRunning
+	taskDone
+)
+
+// Task is one coroutine under a [Scheduler]: a rank program, a mailbox run, a
+// kernel block or a signalling lane.
+type Task struct {
+	id     int
+	name   string
+	resume chan bool // true aborts the task
+	state  taskState
+	point  string // the scheduling point the task is parked at
+
+	what     string
+	ready    func() bool
+	deadline time.Duration // < 0: none
+	timedOut bool
+	woke     bool // the last resumption ended a Wait
+}
+
+// ID is the task's number, unique within its scheduler, in creation order.
+func (t *Task) ID() int { return t.id }
+
+// Name is the name the task was started with.
+func (t *Task) Name() string { return t.name }
+
+// Point is the scheduling point the task is parked at.
+func (t *Task) Point() string { return t.point }
+
+// Waiting reports whether the task is parked in a Wait (rather than a Yield).
+func (t *Task) Waiting() bool { return t.state == taskBlocked }
+
+// Scheduler is the deterministic simulator runtime. See the package doc.
+//
+// Only one task runs at a time; control passes between the scheduler loop
+// and task goroutines through channels, so all simulation state may be
+// accessed without locks from tasks and from Wait conditions.
+type Scheduler struct {
+	strategy Strategy
+	maxSteps int64
+	tasks    []*Task // live tasks in ID order
+	nextID   int
+	cur      *Task
+	now      time.Duration
+	steps    int64
+	trace    *Trace
+	parked   chan struct{}
+	failure  error
+	running  bool
+}
+
+// NewScheduler returns a scheduler with no tasks.
+func NewScheduler(cfg Config) *Scheduler {
+	st := cfg.Strategy
+	if st == nil {
+		st = NewRandomWalk(cfg.Seed)
+	}
+	return &Scheduler{
+		strategy: st,
+		maxSteps: cfg.MaxSteps,
+		trace:    NewTrace(cfg.KeepEvents),
+		parked:   make(chan struct{}),
+	}
+}
+
+// Trace is the scheduler's event log.
+func (s *Scheduler) Trace() *Trace { return s.trace }
+
+// Steps is the number of scheduling steps taken so far.
+func (s *Scheduler) Steps() int64 { return s.steps }
+
+// Now is the virtual time.
+func (s *Scheduler) Now() time.Duration { return s.now }
+
+// Simulated reports true.
+func (s *Scheduler) Simulated() bool { return true }
+
+// Current is the running task, or nil when called from outside a task.
+func (s *Scheduler) Current() *Task { return s.cur }
+
+// Go starts a task. It may be called before Run or from a running task.
+func (s *Scheduler) Go(name string, fn func()) { s.Spawn(name, fn) }
+
+// Spawn starts a task and returns it.
+func (s *Scheduler) Spawn(name string, fn func()) *Task {
+	t := &Task{id: s.nextID, name: name, resume: make(chan bool), point: "start", deadline: -1}
+	s.nextID++
+	s.tasks = append(s.tasks, t)
+	s.Record("spawn", fmt.Sprintf("%d %s", t.id, name))
+	go s.body(t, fn)
+	return t
+}
+
+func (s *Scheduler) body(t *Task, fn func()) {
+	if abort := <-t.resume; abort {
+		t.state = taskDone
+		s.parked <- struct{}{}
+		return
+	}
+	aborted := true
+	defer func() {
+		if r := recover(); r != nil && s.failure == nil {
+			s.failure = &PanicError{Task: t.name, Value: r, Stack: string(debug.Stack())}
+		} else if !aborted {
+			s.Record("exit", t.name)
+		}
+		t.state = taskDone
+		s.parked <- struct{}{}
+	}()
+	fn()
+	aborted = false
+}
+
+// park hands control back to the scheduler loop and waits to be resumed.
+func (s *Scheduler) park(t *Task) {
+	s.parked <- struct{}{}
+	if abort := <-t.resume; abort {
+		runtime.Goexit()
+	}
+}
+
+func (s *Scheduler) mustCurrent(op string) *Task {
+	if s.cur == nil {
+		panic("actor: Scheduler." + op + " called from outside a task")
+	}
+	return s.cur
+}
+
+// Yield is a scheduling point: the strategy may run another task first.
+func (s *Scheduler) Yield(point string) {
+	t := s.mustCurrent("Yield")
+	t.state = taskReady
+	t.point = point
+	s.park(t)
+}
+
+// Wait blocks the running task until ready() is true or timeout passes.
+func (s *Scheduler) Wait(what string, ready func() bool, timeout time.Duration) error {
+	t := s.mustCurrent("Wait")
+	t.state = taskBlocked
+	t.point = "wait " + what
+	t.what = what
+	t.ready = ready
+	t.deadline = -1
+	if timeout > 0 {
+		t.deadline = s.now + timeout
+	}
+	t.timedOut = false
+	s.park(t)
+	if t.timedOut {
+		return &TimeoutError{Task: t.name, What: what, After: timeout}
+	}
+	return nil
+}
+
+// Sleep blocks the running task for d of virtual time.
+func (s *Scheduler) Sleep(d time.Duration) {
+	if d <= 0 {
+		s.Yield("sleep 0")
+		return
+	}
+	_ = s.Wait("sleep", never, d)
+}
+
+func never() bool { return false }
+
+// After starts a task that runs fn once d of virtual time has passed, unless
+// cancel is called first (the task then ends without running fn).
+func (s *Scheduler) After(name string, d time.Duration, fn func()) (cancel func()) {
+	cancelled := false
+	s.Go(name, func() {
+		err := s.Wait("timer "+name, func() bool { return cancelled }, d)
+		if err != nil && !cancelled {
+			fn()
+		}
+	})
+	return func() { cancelled = true }
+}
+
+// Record appends an interaction by the running task to the trace.
+func (s *Scheduler) Record(kind, detail string) {
+	id := -1
+	if s.cur != nil {
+		id = s.cur.id
+	}
+	s.trace.Add(s.steps, id, kind, detail)
+}
+
+// Run runs tasks until all have finished. It returns a [*DeadlockError] when
+// tasks remain blocked with nothing to wake them, a [*PanicError] when a task
+// panics, or [ErrStepLimit]. Whatever the outcome, no task goroutine is left
+// behind.
+func (s *Scheduler) Run() error {
+	if s.running {
+		return errors.New("scheduler: Run called twice")
+	}
+	s.running = true
+	defer func() { s.running = false }()
+	err := s.loop()
+	s.abortAll()
+	return err
+}
+
+func (s *Scheduler) loop() error {
+	var runnable []*Task
+	for {
+		if s.failure != nil {
+			return s.failure
+		}
+		s.reap()
+		if len(s.tasks) == 0 {
+			return nil
+		}
+		runnable = runnable[:0]
+		for _, t := range s.tasks {
+			if t.state == taskReady || (t.state == taskBlocked && t.ready()) {
+				runnable = append(runnable, t)
+			}
+		}
+		if len(runnable) == 0 {
+			if !s.fireTimers() {
+				return s.deadlock()
+			}
+			continue
+		}
+		if s.maxSteps > 0 && s.steps >= s.maxSteps {
+			return fmt.Errorf("%w after %d steps (%d tasks live)", ErrStepLimit, s.steps, len(s.tasks))
+		}
+		t := runnable[s.strategy.Next(s.steps, runnable)]
+		s.steps++
+		t.woke = t.state == taskBlocked
+		s.trace.Add(s.steps, t.id, "run", t.point)
+		s.resume(t)
+	}
+}
+
+func (s *Scheduler) resume(t *Task) {
+	t.state = taskRunning
+	t.ready = nil
+	s.cur = t
+	t.resume <- false
+	<-s.parked
+	s.cur = nil
+}
+
+func (s *Scheduler) reap() {
+	live := s.tasks[:0]
+	for _, t := range s.tasks {
+		if t.state != taskDone {
+			live = append(live, t)
+		}
+	}
+	for i := len(live); i < len(s.tasks); i++ {
+		s.tasks[i] = nil
+	}
+	s.tasks = live
+}
+
+// fireTimers advances the clock to the earliest deadline and times out the
+// tasks waiting for it. It reports false when no task has a deadline.
+func (s *Scheduler) fireTimers() bool {
+	next := time.Duration(-1)
+	for _, t := range s.tasks {
+		if t.state == taskBlocked && t.deadline >= 0 && (next < 0 || t.deadline < next) {
+			next = t.deadline
+		}
+	}
+	if next < 0 {
+		return false
+	}
+	if next > s.now {
+		s.now = next
+	}
+	s.trace.Add(s.steps, -1, "clock", s.now.String())
+	for _, t := range s.tasks {
+		if t.state == taskBlocked && t.deadline >= 0 && t.deadline <= s.now {
+			t.state = taskReady
+			t.timedOut = true
+		}
+	}
+	return true
+}
+
+func (s *Scheduler) deadlock() error {
+	d := &DeadlockError{Now: s.now}
+	for _, t := range s.tasks {
+		d.Blocked = append(d.Blocked, BlockedTask{ID: t.id, Name: t.name, What: t.what})
+	}
+	s.trace.Add(s.steps, -1, "deadlock", d.Error())
+	return d
+}
+
+// abortAll unwinds every task still alive (deferred calls run).
+func (s *Scheduler) abortAll() {
+	for _, t := range s.tasks {
+		if t.state == taskDone {
+			continue
+		}
+		s.cur = t
+		t.resume <- true
+		<-s.parked
+		s.cur = nil
+	}
+	s.tasks = nil
+}
+
+// DeadlockError reports that every remaining task is blocked and nothing can
+// wake any of them.
+type DeadlockError struct {
+	Now     time.Duration // virtual time of the report
+	Blocked []BlockedTask // in task ID order
+}
+
+// BlockedTask is one entry of a [DeadlockError].
+type BlockedTask struct {
+	ID   int
+	Name string
+	What string
+}
+
+func (e *DeadlockError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "deadlock at virtual time %v: %d tasks blocked", e.Now, len(e.Blocked))
+	blocked := append([]BlockedTask(nil), e.Blocked...)
+	sort.Slice(blocked, func(i, j int) bool { return blocked[i].ID < blocked[j].ID })
+	for _, t := range blocked {
+		fmt.Fprintf(&b, "\n  task %d %s waits for %s", t.ID, t.Name, t.What)
+	}
+	return b.String()
+}
+
+// PanicError reports a task that panicked.
+type PanicError struct {
+	Task  string
+	Value any
+	Stack string
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("task %s panicked: %v\n%s", e.Task, e.Value, e.Stack)
+}

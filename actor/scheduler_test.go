@@ -1,0 +1,200 @@
+package actor
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	pa "github.com/asynkron/protoactor-go/actor"
+)
+
+// racyWorkload starts tasks that interleave increments of a shared counter
+// and records the order they observe, so different schedules leave
+// different traces.
+func racyWorkload(s *Scheduler) *[]int {
+	order := &[]int{}
+	counter := 0
+	for i := range 4 {
+		s.Go(fmt.Sprintf("worker%d", i), func() {
+			for range 5 {
+				v := counter
+				s.Yield("read")
+				counter = v + 1
+				*order = append(*order, i)
+				s.Record("write", fmt.Sprintf("%d=%d", i, counter))
+			}
+		})
+	}
+	return order
+}
+
+func runRacy(t testing.TB, seed uint64) (string, []int) {
+	s := NewScheduler(Config{Seed: seed})
+	order := racyWorkload(s)
+	if err := s.Run(); err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	return s.Trace().Hash(), *order
+}
+
+func TestDeterminismSameSeedSameTrace(t *testing.T) {
+	hashes := map[string]bool{}
+	for seed := uint64(0); seed < 200; seed++ {
+		h1, o1 := runRacy(t, seed)
+		h2, o2 := runRacy(t, seed)
+		if h1 != h2 {
+			t.Fatalf("seed %d: trace %s then %s", seed, h1, h2)
+		}
+		if fmt.Sprint(o1) != fmt.Sprint(o2) {
+			t.Fatalf("seed %d: order %v then %v", seed, o1, o2)
+		}
+		hashes[h1] = true
+	}
+	if len(hashes) < 150 {
+		t.Fatalf("200 seeds gave only %d distinct schedules on a racy workload", len(hashes))
+	}
+}
+
+func TestDeadlockReportListsBlockedTasks(t *testing.T) {
+	s := NewScheduler(Config{Seed: 1})
+	a, b := false, false
+	s.Go("left", func() {
+		_ = s.Wait("right's flag", func() bool { return b }, 0)
+		a = true
+	})
+	s.Go("right", func() {
+		_ = s.Wait("left's flag", func() bool { return a }, 0)
+		b = true
+	})
+	before := runtime.NumGoroutine()
+	err := s.Run()
+	var d *DeadlockError
+	if !errors.As(err, &d) {
+		t.Fatalf("Run = %v, want a deadlock", err)
+	}
+	if len(d.Blocked) != 2 {
+		t.Fatalf("blocked = %+v, want 2 tasks", d.Blocked)
+	}
+	msg := err.Error()
+	for _, want := range []string{"left waits for right's flag", "right waits for left's flag"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("report %q lacks %q", msg, want)
+		}
+	}
+	time.Sleep(10 * time.Millisecond)
+	if after := runtime.NumGoroutine(); after > before {
+		t.Errorf("goroutines %d -> %d: blocked tasks were not unwound", before, after)
+	}
+}
+
+func TestWaitTimesOutInVirtualTime(t *testing.T) {
+	s := NewScheduler(Config{Seed: 3})
+	var err error
+	var at time.Duration
+	s.Go("waiter", func() {
+		err = s.Wait("nothing", never, 5*time.Second)
+		at = s.Now()
+	})
+	start := time.Now()
+	if rerr := s.Run(); rerr != nil {
+		t.Fatal(rerr)
+	}
+	var te *TimeoutError
+	if !errors.As(err, &te) || te.What != "nothing" {
+		t.Fatalf("Wait = %v, want a timeout naming what it waited for", err)
+	}
+	if at != 5*time.Second {
+		t.Fatalf("virtual time after timeout = %v, want 5s", at)
+	}
+	if time.Since(start) > time.Second {
+		t.Fatal("a virtual 5 s timeout took real time")
+	}
+}
+
+func TestAfterAndCancel(t *testing.T) {
+	s := NewScheduler(Config{Seed: 4})
+	fired, cancelledFired := time.Duration(-1), false
+	s.Go("main", func() {
+		s.After("t1", 2*time.Millisecond, func() { fired = s.Now() })
+		cancel := s.After("t2", time.Millisecond, func() { cancelledFired = true })
+		cancel()
+	})
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if fired != 2*time.Millisecond || cancelledFired {
+		t.Fatalf("fired at %v, cancelled timer fired %v", fired, cancelledFired)
+	}
+}
+
+func TestPanicInTaskIsReported(t *testing.T) {
+	s := NewScheduler(Config{Seed: 5})
+	s.Go("bad", func() { panic("boom") })
+	s.Go("other", func() { _ = s.Wait("forever", never, 0) })
+	var p *PanicError
+	if err := s.Run(); !errors.As(err, &p) || p.Task != "bad" {
+		t.Fatalf("Run = %v, want a panic from task bad", err)
+	}
+}
+
+func TestStepLimit(t *testing.T) {
+	s := NewScheduler(Config{Seed: 6, MaxSteps: 100})
+	s.Go("spinner", func() {
+		for {
+			s.Yield("spin")
+		}
+	})
+	if err := s.Run(); !errors.Is(err, ErrStepLimit) {
+		t.Fatalf("Run = %v, want ErrStepLimit", err)
+	}
+}
+
+type ping struct{ n int }
+
+// TestActorsUnderScheduler checks that protoactor mailbox runs become
+// scheduler tasks: same seed, same trace; no goroutines left over.
+func TestActorsUnderScheduler(t *testing.T) {
+	run := func(seed uint64) (string, []int) {
+		s := NewScheduler(Config{Seed: seed})
+		sys := NewSystem()
+		var got []int
+		props := pa.PropsFromFunc(func(c pa.Context) {
+			if p, ok := c.Message().(*ping); ok {
+				got = append(got, p.n)
+				s.Record("actor", fmt.Sprint(p.n))
+			}
+		}, pa.WithDispatcher(s.Dispatcher()))
+		pids := []*pa.PID{sys.Root.Spawn(props), sys.Root.Spawn(props)}
+		for i := range 3 {
+			s.Go(fmt.Sprintf("sender%d", i), func() {
+				for j := range 3 {
+					sys.Root.Send(pids[(i+j)%2], &ping{n: i*10 + j})
+					s.Yield("sent")
+				}
+			})
+		}
+		if err := s.Run(); err != nil {
+			t.Fatal(err)
+		}
+		return s.Trace().Hash(), got
+	}
+	h1, g1 := run(11)
+	h2, g2 := run(11)
+	if h1 != h2 || fmt.Sprint(g1) != fmt.Sprint(g2) {
+		t.Fatalf("same seed differed: %s %v vs %s %v", h1, g1, h2, g2)
+	}
+	if len(g1) != 9 {
+		t.Fatalf("actors received %d messages, want 9", len(g1))
+	}
+	distinct := map[string]bool{}
+	for seed := uint64(0); seed < 20; seed++ {
+		h, _ := run(seed)
+		distinct[h] = true
+	}
+	if len(distinct) < 2 {
+		t.Fatal("20 seeds gave one schedule")
+	}
+}
