@@ -1,0 +1,143 @@
+// Package device defines what a rank runs on: the interface every device
+// implements (physical allocations, shareable handles, address ranges, maps,
+// copies, streams, events, kernel launches, attributes, topology) and the
+// types shared by devices, kernels and ranks.
+//
+// The interface is shaped after the CUDA driver's virtual-memory API so that
+// the simulator (device/sim) and real GPUs (device/cuda) are interchangeable.
+package device
+
+import (
+	"fmt"
+	"time"
+)
+
+// Granularity is the allocation granularity of physical memory on the
+// devices we target (H100/H200): every physical allocation and mapping is a
+// multiple of it.
+const Granularity = 2 << 20
+
+// Ptr is a 64-bit device virtual address.
+type Ptr uint64
+
+// Add returns p advanced by n bytes.
+func (p Ptr) Add(n uint64) Ptr { return p + Ptr(n) }
+
+func (p Ptr) String() string { return fmt.Sprintf("0x%x", uint64(p)) }
+
+// Handle names a physical allocation on one device.
+type Handle uint64
+
+// Stream is an ordered queue of device work.
+type Stream uint64
+
+// Event marks a point in a stream.
+type Event uint64
+
+// Attributes describe a device.
+type Attributes struct {
+	Name        string
+	Index       int    // device ordinal on its host
+	SMCount     int    // streaming multiprocessors (blocks that run at once)
+	Granularity uint64 // physical allocation granularity in bytes
+	// MulticastSupported is the driver's multicast attribute, forced false
+	// by SYMMEM_DISABLE_MULTICAST or TORCH_SYMM_MEM_DISABLE_MULTICAST. No
+	// multicast object is ever created.
+	MulticastSupported bool
+}
+
+// Launch describes one kernel launch.
+type Launch struct {
+	Kernel  string // registered kernel name (see package kernels)
+	Blocks  int    // grid size
+	Threads int    // threads per block
+	Args    any    // the kernel's argument struct, defined in package kernels
+}
+
+// Device is one accelerator as seen by one rank. Methods that take a Stream
+// enqueue work on it; Synchronize waits for it and reports errors raised by
+// kernels (such as a [*KernelError] for a signal timeout). Such errors are
+// recoverable: the stream and device stay usable.
+type Device interface {
+	// Attributes describes the device.
+	Attributes() Attributes
+
+	// CreatePhysical creates a physical allocation of size bytes (a multiple
+	// of the granularity) that can be exported as a file descriptor.
+	CreatePhysical(size uint64) (Handle, error)
+	// ReleasePhysical releases a handle; memory is freed once unmapped everywhere.
+	ReleasePhysical(h Handle) error
+	// ExportHandle exports a physical allocation as a shareable file descriptor.
+	ExportHandle(h Handle) (fd int, err error)
+	// ImportHandle imports a file descriptor exported by a peer (which may be
+	// another device of the same host). The caller still owns fd.
+	ImportHandle(fd int) (Handle, error)
+	// CloseFD closes a file descriptor returned by ExportHandle or received
+	// from a peer.
+	CloseFD(fd int) error
+
+	// Reserve reserves a range of size bytes of virtual addresses.
+	Reserve(size uint64) (Ptr, error)
+	// FreeRange returns a reserved range.
+	FreeRange(p Ptr, size uint64) error
+	// Map maps a physical allocation at p (inside a reserved range).
+	Map(p Ptr, size uint64, h Handle) error
+	// SetAccess grants this device read/write access to [p, p+size).
+	SetAccess(p Ptr, size uint64) error
+	// Unmap removes a mapping.
+	Unmap(p Ptr, size uint64) error
+
+	// Memset sets n bytes at dst to value, in stream order.
+	Memset(s Stream, dst Ptr, value byte, n uint64) error
+	// Copy copies n bytes device to device, in stream order.
+	Copy(s Stream, dst, src Ptr, n uint64) error
+	// Write copies host bytes to dst after the stream's earlier work and
+	// returns when done.
+	Write(s Stream, dst Ptr, src []byte) error
+	// Read copies device bytes to the host after the stream's earlier work
+	// and returns when done.
+	Read(s Stream, dst []byte, src Ptr) error
+
+	// NewStream creates a stream.
+	NewStream() (Stream, error)
+	// DestroyStream destroys a stream after its work completes.
+	DestroyStream(s Stream) error
+	// Synchronize waits until all work on s has completed.
+	Synchronize(s Stream) error
+	// NewEvent creates an event.
+	NewEvent() (Event, error)
+	// RecordEvent records e at the current end of s.
+	RecordEvent(e Event, s Stream) error
+	// Elapsed is the device time between two recorded, completed events.
+	Elapsed(start, end Event) (time.Duration, error)
+	// DestroyEvent destroys an event.
+	DestroyEvent(e Event) error
+
+	// Launch enqueues a kernel launch on s.
+	Launch(s Stream, l Launch) error
+
+	// NVLinkMatrix returns the N x N matrix of NVLink connection counts
+	// between the host's devices (index by device ordinal).
+	NVLinkMatrix() ([][]int, error)
+
+	// Close releases the device's resources.
+	Close() error
+}
+
+// KernelError is a recoverable error raised inside a kernel, reported by
+// Synchronize. Signal waits that time out raise one naming the slot.
+type KernelError struct {
+	Kernel  string
+	Rank    int // rank that waited
+	Block   int
+	Peer    int // the rank it waited for
+	Channel int
+	Slot    int           // index of the uint32 slot in the pad
+	Timeout time.Duration // how long it waited
+	Reason  string
+}
+
+func (e *KernelError) Error() string {
+	return fmt.Sprintf("kernel %s: rank %d block %d: %s waiting for rank %d on channel %d (pad slot %d) after %v",
+		e.Kernel, e.Rank, e.Block, e.Reason, e.Peer, e.Channel, e.Slot, e.Timeout)
+}
