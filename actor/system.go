@@ -19,10 +19,17 @@ func NewSystem() *pa.ActorSystem {
 // into a scheduler task, so actor message processing is scheduled by the
 // seeded strategy like any other task. Use it with pa.WithDispatcher on the
 // props of every actor of a simulated job.
-func (s *Scheduler) Dispatcher() pa.Dispatcher { return schedDispatcher{s} }
+func (s *Scheduler) Dispatcher() pa.Dispatcher { return s.NamedDispatcher("mailbox") }
 
-type schedDispatcher struct{ s *Scheduler }
+// NamedDispatcher is Dispatcher with the tasks it starts named name, so
+// deadlock reports say whose mailbox run is blocked.
+func (s *Scheduler) NamedDispatcher(name string) pa.Dispatcher { return schedDispatcher{s, name} }
 
-func (d schedDispatcher) Schedule(fn func()) { d.s.Go("mailbox", fn) }
+type schedDispatcher struct {
+	s    *Scheduler
+	name string
+}
+
+func (d schedDispatcher) Schedule(fn func()) { d.s.Go(d.name, fn) }
 
 func (d schedDispatcher) Throughput() int { return 1 << 30 }

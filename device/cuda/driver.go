@@ -1,0 +1,232 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// driverLibrary is the soname of the CUDA driver library.
+const driverLibrary = "libcuda.so.1"
+
+// cuResult is the driver's CUresult.
+type cuResult int32
+
+// CUDA_SUCCESS.
+const cuSuccess cuResult = 0
+
+// Enumerations of the driver API used here (values from cuda.h).
+const (
+	attrMultiprocessorCount              = 16  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+	attrCanMapHostMemory                 = 19  // CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY
+	attrUnifiedAddressing                = 41  // CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING
+	attrComputeCapabilityMajor           = 75  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+	attrComputeCapabilityMinor           = 76  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+	attrVirtualMemoryManagement          = 102 // CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED
+	attrHandleTypePosixFD                = 103 // CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED
+	attrMulticastSupported               = 132 // CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED
+	granularityRecommended               = 1   // CU_MEM_ALLOC_GRANULARITY_RECOMMENDED
+	streamNonBlocking                    = 1   // CU_STREAM_NON_BLOCKING
+	eventDefault                         = 0   // CU_EVENT_DEFAULT
+	memHostAllocPortable                 = 1   // CU_MEMHOSTALLOC_PORTABLE
+	memHostAllocDeviceMap                = 2   // CU_MEMHOSTALLOC_DEVICEMAP
+	errorNotReady               cuResult = 600 // CUDA_ERROR_NOT_READY
+)
+
+// driver holds the entry points of the CUDA driver library. Every function
+// returns a CUresult. Pointer outputs are Go pointers to plain values; the
+// driver never keeps them.
+type driver struct {
+	cuInit                         func(flags uint32) cuResult
+	cuDriverGetVersion             func(version *int32) cuResult
+	cuGetErrorName                 func(res cuResult, str **byte) cuResult
+	cuGetErrorString               func(res cuResult, str **byte) cuResult
+	cuDeviceGetCount               func(count *int32) cuResult
+	cuDeviceGet                    func(dev *int32, ordinal int32) cuResult
+	cuDeviceGetAttribute           func(v *int32, attr int32, dev int32) cuResult
+	cuDeviceGetName                func(name *byte, n int32, dev int32) cuResult
+	cuDeviceGetPCIBusId            func(id *byte, n int32, dev int32) cuResult
+	cuDevicePrimaryCtxRetain       func(ctx *uintptr, dev int32) cuResult
+	cuDevicePrimaryCtxRelease      func(dev int32) cuResult
+	cuCtxSetCurrent                func(ctx uintptr) cuResult
+	cuMemGetInfo                   func(free, total *uint64) cuResult
+	cuMemGetAllocationGranularity  func(gran *uint64, prop *[4]uint64, option int32) cuResult
+	cuMemCreate                    func(h *uint64, size uint64, prop *[4]uint64, flags uint64) cuResult
+	cuMemRelease                   func(h uint64) cuResult
+	cuMemExportToShareableHandle   func(out *int32, h uint64, handleType int32, flags uint64) cuResult
+	cuMemImportFromShareableHandle func(h *uint64, osHandle uintptr, handleType int32) cuResult
+	cuMemAddressReserve            func(p *uint64, size, align, addr uint64, flags uint64) cuResult
+	cuMemAddressFree               func(p uint64, size uint64) cuResult
+	cuMemMap                       func(p uint64, size, offset uint64, h uint64, flags uint64) cuResult
+	cuMemUnmap                     func(p uint64, size uint64) cuResult
+	cuMemSetAccess                 func(p uint64, size uint64, desc *[2]uint64, count uint64) cuResult
+	cuMemsetD8Async                func(dst uint64, value uint8, n uint64, stream uintptr) cuResult
+	cuMemcpyAsync                  func(dst, src uint64, n uint64, stream uintptr) cuResult
+	cuMemcpyHtoDAsync              func(dst uint64, src unsafe.Pointer, n uint64, stream uintptr) cuResult
+	cuMemcpyDtoHAsync              func(dst unsafe.Pointer, src uint64, n uint64, stream uintptr) cuResult
+	cuMemHostAlloc                 func(p *unsafe.Pointer, size uint64, flags uint32) cuResult
+	cuMemHostGetDevicePointer      func(d *uint64, p unsafe.Pointer, flags uint32) cuResult
+	cuMemFreeHost                  func(p unsafe.Pointer) cuResult
+	cuStreamCreate                 func(s *uintptr, flags uint32) cuResult
+	cuStreamDestroy                func(s uintptr) cuResult
+	cuStreamSynchronize            func(s uintptr) cuResult
+	cuStreamQuery                  func(s uintptr) cuResult
+	cuEventCreate                  func(e *uintptr, flags uint32) cuResult
+	cuEventRecord                  func(e uintptr, s uintptr) cuResult
+	cuEventSynchronize             func(e uintptr) cuResult
+	cuEventQuery                   func(e uintptr) cuResult
+	cuEventElapsedTime             func(ms *float32, start, end uintptr) cuResult
+	cuEventDestroy                 func(e uintptr) cuResult
+	cuModuleLoadData               func(m *uintptr, image unsafe.Pointer) cuResult
+	cuModuleUnload                 func(m uintptr) cuResult
+	cuModuleGetFunction            func(f *uintptr, m uintptr, name string) cuResult
+	cuLaunchKernel                 func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params *unsafe.Pointer, extra unsafe.Pointer) cuResult
+}
+
+// symbols lists each entry point with the exported symbol it binds to. The
+// header maps several names to versioned symbols; the versioned names are
+// bound directly.
+func (d *driver) symbols() []struct {
+	fn   any
+	name string
+} {
+	return []struct {
+		fn   any
+		name string
+	}{
+		{&d.cuInit, "cuInit"},
+		{&d.cuDriverGetVersion, "cuDriverGetVersion"},
+		{&d.cuGetErrorName, "cuGetErrorName"},
+		{&d.cuGetErrorString, "cuGetErrorString"},
+		{&d.cuDeviceGetCount, "cuDeviceGetCount"},
+		{&d.cuDeviceGet, "cuDeviceGet"},
+		{&d.cuDeviceGetAttribute, "cuDeviceGetAttribute"},
+		{&d.cuDeviceGetName, "cuDeviceGetName"},
+		{&d.cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId"},
+		{&d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"},
+		{&d.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"},
+		{&d.cuCtxSetCurrent, "cuCtxSetCurrent"},
+		{&d.cuMemGetInfo, "cuMemGetInfo_v2"},
+		{&d.cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity"},
+		{&d.cuMemCreate, "cuMemCreate"},
+		{&d.cuMemRelease, "cuMemRelease"},
+		{&d.cuMemExportToShareableHandle, "cuMemExportToShareableHandle"},
+		{&d.cuMemImportFromShareableHandle, "cuMemImportFromShareableHandle"},
+		{&d.cuMemAddressReserve, "cuMemAddressReserve"},
+		{&d.cuMemAddressFree, "cuMemAddressFree"},
+		{&d.cuMemMap, "cuMemMap"},
+		{&d.cuMemUnmap, "cuMemUnmap"},
+		{&d.cuMemSetAccess, "cuMemSetAccess"},
+		{&d.cuMemsetD8Async, "cuMemsetD8Async"},
+		{&d.cuMemcpyAsync, "cuMemcpyAsync"},
+		{&d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"},
+		{&d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},
+		{&d.cuMemHostAlloc, "cuMemHostAlloc"},
+		{&d.cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"},
+		{&d.cuMemFreeHost, "cuMemFreeHost"},
+		{&d.cuStreamCreate, "cuStreamCreate"},
+		{&d.cuStreamDestroy, "cuStreamDestroy_v2"},
+		{&d.cuStreamSynchronize, "cuStreamSynchronize"},
+		{&d.cuStreamQuery, "cuStreamQuery"},
+		{&d.cuEventCreate, "cuEventCreate"},
+		{&d.cuEventRecord, "cuEventRecord"},
+		{&d.cuEventSynchronize, "cuEventSynchronize"},
+		{&d.cuEventQuery, "cuEventQuery"},
+		{&d.cuEventElapsedTime, "cuEventElapsedTime"},
+		{&d.cuEventDestroy, "cuEventDestroy_v2"},
+		{&d.cuModuleLoadData, "cuModuleLoadData"},
+		{&d.cuModuleUnload, "cuModuleUnload"},
+		{&d.cuModuleGetFunction, "cuModuleGetFunction"},
+		{&d.cuLaunchKernel, "cuLaunchKernel"},
+	}
+}
+
+// ErrNoDriver is returned (wrapped) when the CUDA driver library cannot be
+// loaded, for example on a machine without an NVIDIA GPU.
+var ErrNoDriver = errors.New("no CUDA driver found (" + driverLibrary + ")")
+
+var (
+	loadOnce  sync.Once
+	loaded    *driver
+	loadError error
+)
+
+// load opens the driver library and initialises it once per process.
+func load() (*driver, error) {
+	loadOnce.Do(func() {
+		loaded, loadError = open(driverLibrary)
+	})
+	return loaded, loadError
+}
+
+// open binds every entry point of the library at path and calls cuInit.
+func open(path string) (*driver, error) {
+	lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w: %v", ErrNoDriver, err)
+	}
+	d := &driver{}
+	for _, s := range d.symbols() {
+		sym, err := purego.Dlsym(lib, s.name)
+		if err != nil {
+			return nil, fmt.Errorf("cuda: driver library %s lacks %s (driver too old?): %v", path, s.name, err)
+		}
+		purego.RegisterFunc(s.fn, sym)
+	}
+	if err := d.check("cuInit", d.cuInit(0)); err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	return d, nil
+}
+
+// DriverError is a failed driver call: the entry point and the driver's
+// name and description of the result code.
+type DriverError struct {
+	Call   string // entry point, such as "cuMemCreate"
+	Code   int    // CUresult
+	Name   string // such as "CUDA_ERROR_OUT_OF_MEMORY"
+	String string // such as "out of memory"
+}
+
+func (e *DriverError) Error() string {
+	return fmt.Sprintf("%s: %s (%s)", e.Call, e.Name, e.String)
+}
+
+// check turns a CUresult into nil or a *DriverError for call.
+func (d *driver) check(call string, r cuResult) error {
+	if r == cuSuccess {
+		return nil
+	}
+	e := &DriverError{Call: call, Code: int(r), Name: fmt.Sprintf("CUDA_ERROR_%d", int(r)), String: "unknown error"}
+	var p *byte
+	if d.cuGetErrorName(r, &p) == cuSuccess && p != nil {
+		e.Name = goString(p)
+	}
+	p = nil
+	if d.cuGetErrorString(r, &p) == cuSuccess && p != nil {
+		e.String = goString(p)
+	}
+	return e
+}
+
+// goString copies a NUL-terminated C string owned by the driver.
+func goString(p *byte) string {
+	n := 0
+	for *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
+		n++
+	}
+	return string(unsafe.Slice(p, n))
+}
+
+// cString returns the bytes of buf before its first NUL.
+func cString(buf []byte) string {
+	for i, b := range buf {
+		if b == 0 {
+			return string(buf[:i])
+		}
+	}
+	return string(buf)
+}

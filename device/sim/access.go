@@ -1,0 +1,79 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/signal"
+)
+
+// AccessKind says what an [Access] reports.
+type AccessKind int
+
+// The kinds of [Access]. Memory accesses (Load, Store, Atomic) come with an
+// address range; the others are the synchronisation edges a happens-before
+// analysis needs: a host task enqueues op Seq on a stream (Enqueue), the
+// stream's worker task runs it (OpStart, OpEnd; ops of one stream run in Seq
+// order), a kernel op forks its blocks (BlockStart, BlockEnd with Parent =
+// the worker task), a block forks lanes between two __syncthreads
+// (LaneStart, LaneEnd with Parent = the block task), and a host task learns
+// that the stream completed every op up to Seq (Complete).
+const (
+	Load AccessKind = iota
+	Store
+	Atomic
+	Enqueue
+	OpStart
+	OpEnd
+	BlockStart
+	BlockEnd
+	LaneStart
+	LaneEnd
+	Complete
+)
+
+func (k AccessKind) String() string {
+	names := [...]string{"load", "store", "atomic", "enqueue", "op-start", "op-end",
+		"block-start", "block-end", "lane-start", "lane-end", "complete"}
+	if k >= 0 && int(k) < len(names) {
+		return names[k]
+	}
+	return fmt.Sprintf("AccessKind(%d)", int(k))
+}
+
+// Access is one event reported to the observer installed with
+// [World.Observe]. A memory access that spans several mappings is reported
+// once per mapping.
+type Access struct {
+	Kind   AccessKind
+	Task   int // scheduler task that performed it
+	Parent int // BlockStart/LaneStart: the task that forked it; else -1
+	Device int
+	Stream device.Stream
+	Seq    uint64 // stream op sequence number (1-based)
+	Op     string // stream op: "kernel", "memset", "copy", "write", "read", "event"
+	Kernel string // kernel name for kernel ops
+	Launch uint64 // launch number, unique in the world
+	Block  int    // block index; -1 outside kernels
+	Lane   int    // lane index; -1 for block-wide accesses
+
+	Addr       device.Ptr // virtual address on Device
+	Size       uint64
+	Phys       uint64 // physical allocation id (the same bytes through any mapping)
+	PhysOffset uint64
+	Write      bool // Store, a successful compare-and-swap, memset/copy/write targets
+	Order      signal.Order
+	Scope      signal.Scope
+}
+
+// emit sends a to the observer, if any.
+func (w *World) emit(a Access) {
+	if w.observe != nil {
+		if cur := w.sched.Current(); cur != nil {
+			a.Task = cur.ID()
+		} else {
+			a.Task = -1
+		}
+		w.observe(a)
+	}
+}

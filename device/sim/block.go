@@ -1,0 +1,189 @@
+package sim
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/signal"
+)
+
+// launch is one running kernel launch.
+type launch struct {
+	dev     *simDevice
+	op      *op
+	kernel  string
+	id      uint64
+	grid    int
+	threads int
+}
+
+// blockCtx is one block (lane -1) or one lane of a block; it implements
+// kernels.Block.
+type blockCtx struct {
+	l     *launch
+	index int
+	lane  int
+}
+
+var _ kernels.Block = (*blockCtx)(nil)
+
+func (c *blockCtx) Kernel() string     { return c.l.kernel }
+func (c *blockCtx) Device() int        { return c.l.dev.index }
+func (c *blockCtx) Index() int         { return c.index }
+func (c *blockCtx) Grid() int          { return c.l.grid }
+func (c *blockCtx) Threads() int       { return c.l.threads }
+func (c *blockCtx) Lane() int          { return c.lane }
+func (c *blockCtx) Now() time.Duration { return c.l.dev.w.sched.Now() }
+func (c *blockCtx) Yield(point string) { c.l.dev.w.sched.Yield(point) }
+
+func (c *blockCtx) name() string {
+	s := fmt.Sprintf("dev%d %s#%d block %d", c.l.dev.index, c.l.kernel, c.l.id, c.index)
+	if c.lane >= 0 {
+		s += fmt.Sprintf(" lane %d", c.lane)
+	}
+	return s
+}
+
+// emit fills in the launch coordinates of a and reports it.
+func (c *blockCtx) emit(a Access) {
+	w := c.l.dev.w
+	if w.observe == nil {
+		return
+	}
+	a.Device, a.Stream, a.Seq, a.Op = c.l.dev.index, c.l.op.stream.id, c.l.op.seq, "kernel"
+	a.Kernel, a.Launch, a.Block, a.Lane = c.l.kernel, c.l.id, c.index, c.lane
+	w.emit(a)
+}
+
+func (c *blockCtx) emitSeg(kind AccessKind, sg segment, write bool, order signal.Order, scope signal.Scope) {
+	if c.l.dev.w.observe == nil {
+		return
+	}
+	c.emit(Access{Kind: kind, Parent: -1, Addr: sg.addr, Size: uint64(len(sg.b)), Phys: sg.phys.id,
+		PhysOffset: sg.off, Write: write, Order: order, Scope: scope})
+}
+
+// Load copies device memory at p into dst.
+func (c *blockCtx) Load(p device.Ptr, dst []byte) error {
+	segs, err := c.l.dev.resolve(p, uint64(len(dst)), false)
+	if err != nil {
+		return err
+	}
+	at := 0
+	for _, sg := range segs {
+		at += copy(dst[at:], sg.b)
+		c.emitSeg(Load, sg, false, signal.Relaxed, signal.Block)
+	}
+	return nil
+}
+
+// Store copies src to device memory at p.
+func (c *blockCtx) Store(p device.Ptr, src []byte) error {
+	segs, err := c.l.dev.resolve(p, uint64(len(src)), true)
+	if err != nil {
+		return err
+	}
+	at := 0
+	for _, sg := range segs {
+		at += copy(sg.b, src[at:])
+		c.emitSeg(Store, sg, true, signal.Relaxed, signal.Block)
+	}
+	return nil
+}
+
+// LoadU64 reads a little-endian uint64 at p.
+func (c *blockCtx) LoadU64(p device.Ptr) (uint64, error) {
+	var b [8]byte
+	if err := c.Load(p, b[:]); err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(b[:]), nil
+}
+
+// word resolves the aligned uint32 at p.
+func (c *blockCtx) word(p device.Ptr, write bool) (segment, error) {
+	if p%4 != 0 {
+		return segment{}, &FaultError{Device: c.l.dev.index, Addr: p, Size: 4, Write: write, Reason: "atomic on an address that is not 4-byte aligned"}
+	}
+	segs, err := c.l.dev.resolve(p, 4, write)
+	if err != nil {
+		return segment{}, err
+	}
+	return segs[0], nil
+}
+
+// CAS32 is an atomic compare-and-swap of the uint32 at p. Every call is
+// recorded in the trace as a "signal" event.
+func (c *blockCtx) CAS32(p device.Ptr, old, new uint32, order signal.Order, scope signal.Scope) (uint32, error) {
+	if !order.Valid() || !scope.Valid() {
+		return 0, fmt.Errorf("%s: compare-and-swap at %v with invalid order %v or scope %v", c.name(), p, order, scope)
+	}
+	sg, err := c.word(p, true)
+	if err != nil {
+		return 0, err
+	}
+	prev := loadU32(sg.b)
+	swapped := prev == old
+	if swapped {
+		binary.LittleEndian.PutUint32(sg.b, new)
+	}
+	c.l.dev.w.sched.Record("signal", fmt.Sprintf("%s cas %v phys %d+%d %d->%d prev %d %s %s",
+		c.name(), p, sg.phys.id, sg.off, old, new, prev, order, scope))
+	c.emitSeg(Atomic, sg, swapped, order, scope)
+	return prev, nil
+}
+
+// WaitU32 blocks until ready holds for the uint32 at p or timeout passes.
+func (c *blockCtx) WaitU32(p device.Ptr, what string, ready func(uint32) bool, timeout time.Duration) error {
+	sg, err := c.word(p, false)
+	if err != nil {
+		return err
+	}
+	ph, off := sg.phys, sg.off
+	// A freed allocation wakes the waiter, whose next access then faults.
+	cond := func() bool { return ph.freed() || ready(loadU32(ph.data[off:])) }
+	if cond() {
+		return nil
+	}
+	w := c.l.dev.w
+	w.sched.Record("signal", fmt.Sprintf("%s block on %v: %s", c.name(), p, what))
+	err = w.sched.Wait(what, cond, timeout)
+	var te *actor.TimeoutError
+	if errors.As(err, &te) {
+		return kernels.ErrWaitTimeout
+	}
+	return err
+}
+
+// Lanes runs fn for lanes 0..n-1 as separate tasks and joins them.
+func (c *blockCtx) Lanes(n int, fn func(kernels.Block) error) error {
+	if c.lane >= 0 {
+		return fmt.Errorf("%s: Lanes called from a lane (lanes do not nest)", c.name())
+	}
+	if n < 1 || n > c.l.threads {
+		return fmt.Errorf("%s: %d lanes requested with %d threads per block", c.name(), n, c.l.threads)
+	}
+	w := c.l.dev.w
+	parent := w.sched.Current().ID()
+	errs := make([]error, n)
+	done := 0
+	for i := 0; i < n; i++ {
+		lc := &blockCtx{l: c.l, index: c.index, lane: i}
+		w.sched.Go(lc.name(), func() {
+			lc.emit(Access{Kind: LaneStart, Parent: parent})
+			errs[i] = fn(lc)
+			lc.emit(Access{Kind: LaneEnd, Parent: -1})
+			done++
+		})
+	}
+	what := fmt.Sprintf("%s: its %d lanes to finish", c.name(), n)
+	if err := w.sched.Wait(what, func() bool { return done == n }, 0); err != nil {
+		return err
+	}
+	return firstError(errs, "lanes")
+}

@@ -1,0 +1,37 @@
+// Package sim owns the simulated device: a host of devices whose memory is
+// CPU memory behind per-device 64-bit virtual address spaces, whose streams
+// and kernels run as tasks of one deterministic actor.Scheduler, and whose
+// exported handles live in simulated per-process fd tables.
+//
+// Memory. Device i's virtual addresses start at 0x7f00_0000_0000 + i<<36, so a
+// pointer used on the wrong device faults with an error naming both devices.
+// Physical allocations are multiples of device.Granularity and are filled
+// with a deterministic garbage pattern, not zeros, as fresh GPU memory is:
+// code that forgets to zero a signal pad fails (a slot holding garbage is
+// reported as corrupt). ImportHandle aliases the same bytes, so writes
+// through one mapping are seen through every other. Bytes are freed when no
+// handle, mapping or fd refers to them. Any access outside a mapping with
+// access granted returns a [*FaultError] from the op or kernel (never a
+// panic).
+//
+// Streams. Each stream is an ordered queue; while it has work a worker task
+// runs the op at its head to completion. A kernel op starts one task per
+// block, all at once (a device with enough multiprocessors), and completes
+// when every block has returned; a block's signalling lanes are tasks too.
+// Synchronize, Read and Write block the calling task (which must be a
+// scheduler task) through the scheduler. Errors raised by ops, such as a
+// *device.KernelError when a signal wait times out, are reported by the next
+// Synchronize and then cleared: the stream stays usable. Events take the
+// virtual time when the stream reaches them.
+//
+// Signals. Pad slots are real uint32 words; compare-and-swap is done under
+// the scheduler, so it is atomic, and a blocked wait is a scheduler wait on
+// the slot's value, with a virtual-time timeout. Every atomic is recorded in
+// the trace (kind "signal") with its order and scope.
+//
+// Observation. [World.Observe] receives every memory access (with device,
+// kernel, block, lane, virtual and physical address, size, direction, order
+// and scope) and every synchronisation edge (stream order, block and lane
+// fork and join, host completion), which is what a happens-before race
+// detector needs, without changes to kernels.
+package sim

@@ -1,0 +1,261 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/signal"
+)
+
+// Kernel names.
+const (
+	PutSignal        = "put_signal"
+	WaitSignal       = "wait_signal"
+	Barrier          = "barrier"
+	OneShotAllReduce = "one_shot_all_reduce"
+	TwoShotAllReduce = "two_shot_all_reduce"
+)
+
+// Launch limits of the kernels (and of the devices they run on).
+const (
+	MaxThreads       = 1024 // threads per block
+	OneShotMaxBlocks = 24
+	OneShotThreads   = 512
+	TwoShotMaxBlocks = 24
+	TwoShotThreads   = 1024
+	warp             = 32
+)
+
+// SignalArgs are the arguments of put_signal, wait_signal and barrier.
+type SignalArgs struct {
+	Rank, World int32
+	Peer        int32      // put: destination rank; wait: source rank; barrier: unused
+	Channel     int32      // pad channel
+	PadPtrs     device.Ptr // device array of World uint64 pad addresses (as mapped on this device)
+	PadBytes    uint64     // size of every pad; bounds Channel
+	TimeoutNs   int64      // per put or wait; 0 waits forever
+}
+
+// AllReduceArgs are the arguments of one_shot_all_reduce and
+// two_shot_all_reduce. Every rank's tensor lies at Offset inside its buffer;
+// block b uses pad channel b.
+type AllReduceArgs struct {
+	Rank, World int32
+	DType       device.DType
+	Op          device.ReduceOp
+	BufferPtrs  device.Ptr // device array of World uint64 data-buffer addresses
+	PadPtrs     device.Ptr // device array of World uint64 pad addresses
+	PadBytes    uint64     // size of every pad; bounds the grid (block b uses channel b)
+	Offset      uint64     // byte offset of the tensor inside every rank's buffer
+	Numel       uint64
+	// Input: one-shot "_copy" form: a local, non-symmetric input copied into
+	// this rank's buffer at Offset before the start barrier; 0 otherwise.
+	// Must be 0 for two-shot.
+	Input device.Ptr
+	// Output: one-shot: where the result goes (required). Two-shot: 0 means
+	// in place (the result lands in every rank's buffer); otherwise the
+	// "_out" form, which gathers the result there. Output must not overlap
+	// the buffers.
+	Output    device.Ptr
+	TimeoutNs int64 // per put or wait; 0 waits forever
+}
+
+// CheckAlignment checks that a tensor at byte offset offsetBytes of
+// sizeBytes bytes can be reduced: both must be multiples of max(4, element
+// size). It returns the vector width: the largest of 16, 8 and 4 bytes that
+// divides both.
+func CheckAlignment(offsetBytes, sizeBytes uint64, dt device.DType) (vecBytes int, err error) {
+	if !dt.Valid() {
+		return 0, fmt.Errorf("alignment: unsupported dtype %v", dt)
+	}
+	align := uint64(max(4, dt.Size()))
+	if offsetBytes%align != 0 {
+		return 0, fmt.Errorf("alignment: %v tensor offset of %d bytes is not a multiple of %d", dt, offsetBytes, align)
+	}
+	if sizeBytes%align != 0 {
+		return 0, fmt.Errorf("alignment: %v tensor size of %d bytes is not a multiple of %d", dt, sizeBytes, align)
+	}
+	for _, v := range []uint64{16, 8, 4} {
+		if offsetBytes%v == 0 && sizeBytes%v == 0 {
+			return int(v), nil
+		}
+	}
+	return 4, nil // unreachable: both are multiples of 4
+}
+
+// Shape is the reference launch shape of kernel for numel elements of dt on
+// world ranks and a device with smCount multiprocessors (<= 0: no cap).
+//
+// put_signal and wait_signal run 1 block of 1 thread; barrier 1 block of
+// world threads. one_shot_all_reduce: enough threads (a multiple of 32, at
+// least world) to give every thread one vector, up to 512 per block, then
+// up to 24 blocks. two_shot_all_reduce does the same per rank's chunk, up to
+// 1024 threads. Vectors are the widest of 16/8/4 bytes dividing the size.
+// Blocks never exceed smCount. Unknown kernels get (0, 0).
+func Shape(kernel string, numel uint64, dt device.DType, world int, smCount int) (blocks, threads int) {
+	world = max(world, 1)
+	switch kernel {
+	case PutSignal, WaitSignal:
+		return 1, 1
+	case Barrier:
+		return 1, world
+	case OneShotAllReduce:
+		return elementwise(numel, dt, 1, OneShotMaxBlocks, OneShotThreads, world, smCount)
+	case TwoShotAllReduce:
+		return elementwise(numel, dt, world, TwoShotMaxBlocks, TwoShotThreads, world, smCount)
+	}
+	return 0, 0
+}
+
+// elementwise splits numel elements into splits equal parts and sizes a grid
+// that gives each thread one vector of one part.
+func elementwise(numel uint64, dt device.DType, splits, maxBlocks, maxThreads, world, smCount int) (blocks, threads int) {
+	size := uint64(max(dt.Size(), 1))
+	vec := uint64(4)
+	if numel <= math.MaxUint64/size {
+		for _, v := range []uint64{16, 8} {
+			if (numel*size)%v == 0 {
+				vec = v
+				break
+			}
+		}
+	}
+	vecElems := max(vec/size, 1)
+	perSplit := roundUp(numel, vecElems*uint64(splits)) / uint64(splits)
+	vectors := ceilDiv(perSplit, vecElems)
+	minThreads := int(roundUp(uint64(world), warp))
+	if vectors <= uint64(maxThreads) {
+		blocks, threads = 1, int(roundUp(max(vectors, 1), warp))
+	} else {
+		blocks, threads = int(min(ceilDiv(vectors, uint64(maxThreads)), uint64(maxBlocks))), maxThreads
+	}
+	threads = max(threads, minThreads)
+	if smCount > 0 {
+		blocks = min(blocks, smCount)
+	}
+	return blocks, threads
+}
+
+func roundUp(n, m uint64) uint64 {
+	if m == 0 {
+		return n
+	}
+	return ceilDiv(n, m) * m
+}
+
+func ceilDiv(n, m uint64) uint64 {
+	if n == 0 {
+		return 0
+	}
+	return (n-1)/m + 1
+}
+
+// Chunk is the number of elements each rank reduces in two-shot:
+// round_up(numel, vecElems*world) / world.
+func Chunk(numel uint64, vecElems, world int) uint64 {
+	return roundUp(numel, uint64(vecElems)*uint64(world)) / uint64(world)
+}
+
+// asSignalArgs accepts SignalArgs or *SignalArgs.
+func asSignalArgs(kernel string, args any) (SignalArgs, error) {
+	switch a := args.(type) {
+	case SignalArgs:
+		return a, nil
+	case *SignalArgs:
+		if a != nil {
+			return *a, nil
+		}
+	}
+	return SignalArgs{}, fmt.Errorf("kernel %s: arguments are %T, want kernels.SignalArgs", kernel, args)
+}
+
+// asAllReduceArgs accepts AllReduceArgs or *AllReduceArgs.
+func asAllReduceArgs(kernel string, args any) (AllReduceArgs, error) {
+	switch a := args.(type) {
+	case AllReduceArgs:
+		return a, nil
+	case *AllReduceArgs:
+		if a != nil {
+			return *a, nil
+		}
+	}
+	return AllReduceArgs{}, fmt.Errorf("kernel %s: arguments are %T, want kernels.AllReduceArgs", kernel, args)
+}
+
+// check validates signal kernel arguments (the channel against the pad).
+func (a SignalArgs) check(kernel string) error {
+	world := int(a.World)
+	if err := signal.CheckRank(int(a.Rank), world); err != nil {
+		return fmt.Errorf("kernel %s: %w", kernel, err)
+	}
+	if kernel != Barrier {
+		if err := signal.CheckRank(int(a.Peer), world); err != nil {
+			return fmt.Errorf("kernel %s: peer: %w", kernel, err)
+		}
+	}
+	if a.PadBytes == 0 {
+		return fmt.Errorf("kernel %s: PadBytes is 0 (set it to the signal pad size)", kernel)
+	}
+	if err := signal.CheckChannel(int(a.Channel), world, a.PadBytes); err != nil {
+		return fmt.Errorf("kernel %s: %w", kernel, err)
+	}
+	if a.PadPtrs == 0 {
+		return fmt.Errorf("kernel %s: PadPtrs is null", kernel)
+	}
+	if a.TimeoutNs < 0 {
+		return fmt.Errorf("kernel %s: negative timeout %dns", kernel, a.TimeoutNs)
+	}
+	return nil
+}
+
+// check validates all-reduce arguments and returns the vector width.
+func (a AllReduceArgs) check(kernel string) (vecBytes int, err error) {
+	world := int(a.World)
+	if err := signal.CheckRank(int(a.Rank), world); err != nil {
+		return 0, fmt.Errorf("kernel %s: %w", kernel, err)
+	}
+	if !a.DType.Valid() {
+		return 0, fmt.Errorf("kernel %s: unsupported dtype %v", kernel, a.DType)
+	}
+	if !a.Op.Valid() {
+		return 0, fmt.Errorf("kernel %s: unsupported reduce op %v", kernel, a.Op)
+	}
+	size := uint64(a.DType.Size())
+	if a.Numel > math.MaxUint64/size || a.Offset > math.MaxUint64-a.Numel*size {
+		return 0, fmt.Errorf("kernel %s: %d elements at offset %d overflow the address space", kernel, a.Numel, a.Offset)
+	}
+	vec, err := CheckAlignment(a.Offset, a.Numel*size, a.DType)
+	if err != nil {
+		return 0, fmt.Errorf("kernel %s: %w", kernel, err)
+	}
+	if a.BufferPtrs == 0 || a.PadPtrs == 0 {
+		return 0, fmt.Errorf("kernel %s: BufferPtrs or PadPtrs is null", kernel)
+	}
+	if a.PadBytes == 0 {
+		return 0, fmt.Errorf("kernel %s: PadBytes is 0 (set it to the signal pad size)", kernel)
+	}
+	if signal.Channels(a.PadBytes, world) < 1 {
+		return 0, fmt.Errorf("kernel %s: pad of %d bytes has no channel for world size %d", kernel, a.PadBytes, world)
+	}
+	if a.TimeoutNs < 0 {
+		return 0, fmt.Errorf("kernel %s: negative timeout %dns", kernel, a.TimeoutNs)
+	}
+	switch kernel {
+	case OneShotAllReduce:
+		if a.Output == 0 {
+			return 0, fmt.Errorf("kernel %s: Output is null (one-shot needs an output tensor)", kernel)
+		}
+	case TwoShotAllReduce:
+		if a.Input != 0 {
+			return 0, fmt.Errorf("kernel %s: Input must be null (two-shot has no copy form)", kernel)
+		}
+	}
+	if a.Input%device.Ptr(vec) != 0 {
+		return 0, fmt.Errorf("kernel %s: Input %v is not aligned to the %d-byte vector", kernel, a.Input, vec)
+	}
+	if a.Output%device.Ptr(vec) != 0 {
+		return 0, fmt.Errorf("kernel %s: Output %v is not aligned to the %d-byte vector", kernel, a.Output, vec)
+	}
+	return vec, nil
+}

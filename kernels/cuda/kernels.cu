@@ -1,0 +1,290 @@
+// The CUDA twins of the kernels in package kernels (signals.go,
+// allreduce.go). Entry points are extern "C" and named as the Go package
+// names them; each takes its argument struct (args.cuh) by value. Dtype,
+// vector width and world size (2, 4, 8 specialised, others generic) are
+// dispatched at run time inside the kernel.
+#include <cstdint>
+
+#include "args.cuh"
+#include "reduce.cuh"
+#include "signal.cuh"
+
+namespace symmem {
+
+__device__ __forceinline__ SignalCtx signal_ctx(const LaunchHeader& h, int rank, int world, uint64_t pad_bytes,
+                                                int64_t timeout_ns) {
+  return SignalCtx{h.err, h.launch, rank, world, static_cast<int>(blockIdx.x), pad_bytes, timeout_ns};
+}
+
+// Tensors holds the address of every rank's tensor (buffer + offset): in
+// registers for a world size known at compile time (W > 0), read from the
+// device array otherwise.
+template <int W>
+struct Tensors {
+  const char* base[W];
+  __device__ __forceinline__ Tensors(const uint64_t* bufs, uint64_t offset) {
+#pragma unroll
+    for (int r = 0; r < W; r++) base[r] = reinterpret_cast<const char*>(bufs[r]) + offset;
+  }
+};
+
+template <>
+struct Tensors<0> {
+  __device__ __forceinline__ Tensors(const uint64_t*, uint64_t) {}
+};
+
+// Collective is one block's view of an all-reduce launch.
+template <typename T, int VEC, int W>
+struct Collective {
+  const AllReduceArgs& a;
+  SignalCtx c;
+  Tensors<W> t;
+  char* own;  // this rank's tensor
+
+  __device__ Collective(const AllReduceArgs& args)
+      : a(args),
+        c(signal_ctx(args.h, args.rank, args.world, args.pad_bytes, args.timeout_ns)),
+        t(args.buffer_ptrs, args.offset),
+        own(reinterpret_cast<char*>(args.buffer_ptrs[args.rank]) + args.offset) {}
+
+  __device__ __forceinline__ int world() const { return W > 0 ? W : a.world; }
+
+  // reduce reduces the vector at byte offset off of every rank's tensor.
+  __device__ __forceinline__ Vec<VEC> reduce(uint64_t off) const {
+    if constexpr (W > 0) {
+      return reduce_fixed<T, VEC, W>(t.base, off, a.op);
+    } else {
+      return reduce_any<T, VEC>(a.buffer_ptrs, a.offset, a.world, off, a.op);
+    }
+  }
+
+  // store_all writes v at byte offset off of every rank's tensor.
+  __device__ __forceinline__ void store_all(uint64_t off, const Vec<VEC>& v) const {
+    if constexpr (W > 0) {
+#pragma unroll
+      for (int r = 0; r < W; r++) store_vec<VEC>(const_cast<char*>(t.base[r]) + off, v);
+    } else {
+      for (int r = 0; r < a.world; r++) store_vec<VEC>(reinterpret_cast<char*>(a.buffer_ptrs[r]) + a.offset + off, v);
+    }
+  }
+
+  __device__ __forceinline__ const char* tensor(int r) const {
+    return reinterpret_cast<const char*>(a.buffer_ptrs[r]) + a.offset;
+  }
+
+  __device__ __forceinline__ bool barrier(int put_order) const {
+    return block_barrier(c, a.pad_ptrs, blockIdx.x, put_order, kAcquire);
+  }
+};
+
+// check_collective validates what the host cannot see: the pointer arrays,
+// the alignment of every rank's tensor and that the output does not overlap
+// this rank's tensor. Only thread 0 of each block records a failure.
+__device__ inline bool check_collective(const AllReduceArgs& a, const SignalCtx& c, int vec, uint64_t bytes) {
+  SignalCtx quiet = c;
+  if (threadIdx.x != 0) quiet.err = nullptr;
+  if (!check_ptrs(quiet, a.buffer_ptrs) || !check_ptrs(quiet, a.pad_ptrs)) return false;
+  for (int r = 0; r < a.world; r++) {
+    if ((a.buffer_ptrs[r] + a.offset) % vec != 0) {
+      record_error(quiet, kMisaligned, r, -1, -1, -1, vec, 0);
+      return false;
+    }
+  }
+  const uint64_t own = a.buffer_ptrs[a.rank] + a.offset;
+  const uint64_t out = reinterpret_cast<uint64_t>(a.output);
+  if (out != 0 && out < own + bytes && own < out + bytes) {
+    record_error(quiet, kOutputAlias, a.rank, -1, -1, -1, 0, 0);
+    return false;
+  }
+  return true;
+}
+
+// one_shot: every rank reduces the whole tensor from every peer into
+// output; with input set (the copy form) each block first copies its share
+// of input into this rank's buffer and publishes it with a release put.
+template <typename T, int VEC, int W>
+__device__ void one_shot(const AllReduceArgs& a) {
+  Collective<T, VEC, W> col(a);
+  const uint64_t nvec = a.numel * T::kSize / VEC;
+  const uint64_t first = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  int start_put = kRelaxed;
+  if (a.input != nullptr) {
+    start_put = kRelease;
+    const char* in = reinterpret_cast<const char*>(a.input);
+    for (uint64_t v = first; v < nvec; v += stride) store_vec<VEC>(col.own + v * VEC, load_vec<VEC>(in + v * VEC));
+  }
+  if (!col.barrier(start_put)) return;
+  char* out = reinterpret_cast<char*>(a.output);
+  for (uint64_t v = first; v < nvec; v += stride) store_vec<VEC>(out + v * VEC, col.reduce(v * VEC));
+  col.barrier(kRelease);
+}
+
+// two_shot: rank r reduces its chunk [r*chunk, (r+1)*chunk) and writes it
+// into every rank's buffer (output null), or into its own buffer and then
+// gathers every chunk into output.
+template <typename T, int VEC, int W>
+__device__ void two_shot(const AllReduceArgs& a) {
+  Collective<T, VEC, W> col(a);
+  const int world = col.world();
+  constexpr uint64_t vec_elems = VEC / T::kSize;
+  const uint64_t unit = vec_elems * world;
+  const uint64_t chunk = (a.numel + unit - 1) / unit * unit / world;  // elements
+  const uint64_t chunk_vecs = chunk / vec_elems;
+  auto vectors_of = [&](int r) -> uint64_t {
+    const uint64_t start = static_cast<uint64_t>(r) * chunk;
+    if (start >= a.numel) return 0;
+    const uint64_t left = a.numel - start;
+    return (left < chunk ? left : chunk) / vec_elems;
+  };
+  const uint64_t my_start = static_cast<uint64_t>(a.rank) * chunk * T::kSize;
+  const uint64_t first = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+
+  if (!col.barrier(kRelaxed)) return;
+  const uint64_t mine = vectors_of(a.rank);
+  for (uint64_t v = first; v < mine; v += stride) {
+    const uint64_t off = my_start + v * VEC;
+    const Vec<VEC> r = col.reduce(off);
+    if (a.output != nullptr) {
+      store_vec<VEC>(col.own + off, r);
+    } else {
+      col.store_all(off, r);
+    }
+  }
+  if (!col.barrier(kRelease)) return;
+  if (a.output == nullptr) return;
+  char* out = reinterpret_cast<char*>(a.output);
+  for (uint64_t v = first; v < chunk_vecs; v += stride) {
+    for (int r = 0; r < world; r++) {
+      if (v >= vectors_of(r)) continue;
+      const uint64_t off = static_cast<uint64_t>(r) * chunk * T::kSize + v * VEC;
+      store_vec<VEC>(out + off, load_vec<VEC>(col.tensor(r) + off));
+    }
+  }
+  col.barrier(kRelease);
+}
+
+// vec_width is the largest of 16, 8 and 4 bytes that divides both the
+// offset and the size of the tensor (the host checked both are multiples
+// of 4).
+__device__ __forceinline__ int vec_width(uint64_t offset, uint64_t bytes) {
+  if (offset % 16 == 0 && bytes % 16 == 0) return 16;
+  if (offset % 8 == 0 && bytes % 8 == 0) return 8;
+  return 4;
+}
+
+template <template <typename, int, int> class Body, typename T, int VEC>
+struct ByWorld {
+  __device__ static void run(const AllReduceArgs& a) {
+    switch (a.world) {
+      case 2:
+        Body<T, VEC, 2>::run(a);
+        break;
+      case 4:
+        Body<T, VEC, 4>::run(a);
+        break;
+      case 8:
+        Body<T, VEC, 8>::run(a);
+        break;
+      default:
+        Body<T, VEC, 0>::run(a);
+        break;
+    }
+  }
+};
+
+template <typename T, int VEC, int W>
+struct OneShot {
+  __device__ static void run(const AllReduceArgs& a) { one_shot<T, VEC, W>(a); }
+};
+
+template <typename T, int VEC, int W>
+struct TwoShot {
+  __device__ static void run(const AllReduceArgs& a) { two_shot<T, VEC, W>(a); }
+};
+
+template <template <typename, int, int> class Body, typename T>
+__device__ void by_vec(const AllReduceArgs& a, int vec) {
+  switch (vec) {
+    case 16:
+      ByWorld<Body, T, 16>::run(a);
+      break;
+    case 8:
+      ByWorld<Body, T, 8>::run(a);
+      break;
+    default:
+      ByWorld<Body, T, 4>::run(a);
+      break;
+  }
+}
+
+// all_reduce validates the launch on the device, then dispatches on dtype,
+// vector width and world size.
+template <template <typename, int, int> class Body>
+__device__ void all_reduce(const AllReduceArgs& a) {
+  if (a.numel == 0) return;
+  const int size = a.dtype == kFloat32 ? 4 : 2;
+  const uint64_t bytes = a.numel * size;
+  const int vec = vec_width(a.offset, bytes);
+  const SignalCtx c = signal_ctx(a.h, a.rank, a.world, a.pad_bytes, a.timeout_ns);
+  if (!check_collective(a, c, vec, bytes)) return;
+  switch (a.dtype) {
+    case kFloat32:
+      by_vec<Body, F32>(a, vec);
+      break;
+    case kBFloat16:
+      by_vec<Body, BF16>(a, vec);
+      break;
+    default:
+      by_vec<Body, F16>(a, vec);
+      break;
+  }
+}
+
+// signal_setup: only block 0 of a signal kernel acts, after checking the
+// pad array.
+__device__ inline bool signal_setup(const SignalArgs& a, const SignalCtx& c) {
+  if (blockIdx.x != 0) return false;
+  SignalCtx quiet = c;
+  if (threadIdx.x != 0) quiet.err = nullptr;
+  return check_ptrs(quiet, a.pad_ptrs);
+}
+
+}  // namespace symmem
+
+using symmem::AllReduceArgs;
+using symmem::SignalArgs;
+
+// put_signal raises the slot of rank in the pad of peer on channel
+// (release, system scope).
+extern "C" __global__ void __launch_bounds__(1024) put_signal(const __grid_constant__ SignalArgs a) {
+  const symmem::SignalCtx c = symmem::signal_ctx(a.h, a.rank, a.world, a.pad_bytes, a.timeout_ns);
+  if (!symmem::signal_setup(a, c) || threadIdx.x != 0) return;
+  symmem::signal_op(c, a.pad_ptrs, true, a.peer, a.channel, symmem::kRelease);
+}
+
+// wait_signal consumes the signal from peer on channel in this rank's pad
+// (acquire, system scope).
+extern "C" __global__ void __launch_bounds__(1024) wait_signal(const __grid_constant__ SignalArgs a) {
+  const symmem::SignalCtx c = symmem::signal_ctx(a.h, a.rank, a.world, a.pad_bytes, a.timeout_ns);
+  if (!symmem::signal_setup(a, c) || threadIdx.x != 0) return;
+  symmem::signal_op(c, a.pad_ptrs, false, a.peer, a.channel, symmem::kAcquire);
+}
+
+// barrier: thread p puts to peer p (release) and waits for it (acquire) on
+// channel, for every peer other than this rank.
+extern "C" __global__ void __launch_bounds__(1024) barrier(const __grid_constant__ SignalArgs a) {
+  const symmem::SignalCtx c = symmem::signal_ctx(a.h, a.rank, a.world, a.pad_bytes, a.timeout_ns);
+  if (!symmem::signal_setup(a, c)) return;
+  symmem::block_barrier(c, a.pad_ptrs, a.channel, symmem::kRelease, symmem::kAcquire);
+}
+
+// one_shot_all_reduce: at most 512 threads per block (its register budget).
+extern "C" __global__ void __launch_bounds__(512) one_shot_all_reduce(const __grid_constant__ AllReduceArgs a) {
+  symmem::all_reduce<symmem::OneShot>(a);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) two_shot_all_reduce(const __grid_constant__ AllReduceArgs a) {
+  symmem::all_reduce<symmem::TwoShot>(a);
+}

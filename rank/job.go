@@ -1,0 +1,143 @@
+package rank
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	pa "github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/actor/store"
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/rank/ipc"
+)
+
+// DefaultTimeout bounds every wait of a rank unless configured otherwise.
+const DefaultTimeout = 30 * time.Second
+
+// SimConfig configures a simulated job: W ranks, one per simulated device,
+// under one seeded scheduler.
+type SimConfig struct {
+	World    int
+	Seed     uint64
+	Strategy actor.Strategy // nil: a random walk seeded with Seed
+	MaxSteps int64          // 0: no bound
+	// Timeout bounds every wait in virtual time (0: DefaultTimeout).
+	Timeout time.Duration
+	Logger  *zap.Logger
+	// Device configures the simulated devices (its World is set to World).
+	Device sim.Config
+	// Hosts names each rank's host (default: every rank on "sim-host").
+	Hosts []string
+	// AllowOverlappingDevices lets several ranks of a host share a device.
+	AllowOverlappingDevices bool
+	SignalPadSize           uint64 // 0: DefaultSignalPadSize
+	KeepTrace               bool   // keep every trace event in Result.Events
+	// WrapDevice, when set, replaces each rank's device (fault injection,
+	// attribute overrides in tests).
+	WrapDevice func(rank int, d device.Device) device.Device
+}
+
+// Result is the outcome of a simulated job.
+type Result struct {
+	Trace       string        // trace hash: identifies the schedule
+	Steps       int64         // scheduling steps taken
+	VirtualTime time.Duration // virtual time at the end
+	Errs        []error       // each rank's error (nil when it succeeded)
+	Events      []actor.Event // every trace event, when SimConfig.KeepTrace
+}
+
+// Err joins the ranks' errors.
+func (r Result) Err() error { return errors.Join(r.Errs...) }
+
+// Program is what every rank of a job runs.
+type Program func(r *Rank) error
+
+// startProgram is the message that tells a Rank actor to run its program.
+type startProgram struct{}
+
+// Simulate runs program on cfg.World simulated ranks. The returned error
+// reports a failure of the simulation itself (a deadlock naming what each
+// blocked task waits for, a panic, the step limit); ranks' own errors are in
+// Result.Errs. The same configuration and seed give the same trace.
+func Simulate(cfg SimConfig, program Program) (Result, error) {
+	if cfg.World < 1 || cfg.World > 72 {
+		return Result{}, fmt.Errorf("simulate: world size %d out of range [1, 72]", cfg.World)
+	}
+	if cfg.Hosts != nil && len(cfg.Hosts) != cfg.World {
+		return Result{}, fmt.Errorf("simulate: %d host names for %d ranks", len(cfg.Hosts), cfg.World)
+	}
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	sched := actor.NewScheduler(actor.Config{Seed: cfg.Seed, Strategy: cfg.Strategy, MaxSteps: cfg.MaxSteps, KeepEvents: cfg.KeepTrace})
+	sys := actor.NewSystem()
+	srv, err := store.NewServer(sched, sys, store.WithDispatcher(sched.Dispatcher()))
+	if err != nil {
+		return Result{}, fmt.Errorf("simulate: store: %w", err)
+	}
+	devCfg := cfg.Device
+	devCfg.World = cfg.World
+	world, err := sim.NewWorld(sched, devCfg)
+	if err != nil {
+		return Result{}, fmt.Errorf("simulate: %w", err)
+	}
+	net := ipc.NewSimNetwork(sched, world)
+	pids := make([]int, cfg.World)
+	for i := range pids {
+		pids[i] = world.PID(i)
+	}
+	res := Result{Errs: make([]error, cfg.World)}
+	for i := range cfg.World {
+		ch, err := net.Open(pids[i], pids)
+		if err != nil {
+			return Result{}, fmt.Errorf("simulate: rank %d: %w", i, err)
+		}
+		dev := world.Device(i)
+		if cfg.WrapDevice != nil {
+			dev = cfg.WrapDevice(i, dev)
+		}
+		host := "sim-host"
+		if cfg.Hosts != nil {
+			host = cfg.Hosts[i]
+		}
+		p := Params{
+			ID: i, World: cfg.World, Host: host, PID: pids[i], Device: dev, Runtime: sched,
+			Store: srv.Connect(fmt.Sprintf("rank%d", i), timeout), IPC: ch, Logger: cfg.Logger,
+			Timeout: timeout, AllowOverlappingDevices: cfg.AllowOverlappingDevices, SignalPadSize: cfg.SignalPadSize,
+		}
+		props := pa.PropsFromFunc(func(c pa.Context) {
+			if _, ok := c.Message().(startProgram); ok {
+				res.Errs[i] = runRank(p, program)
+			}
+		}, pa.WithDispatcher(sched.NamedDispatcher(fmt.Sprintf("rank%d", i))))
+		pid, err := sys.Root.SpawnNamed(props, fmt.Sprintf("rank%d", i))
+		if err != nil {
+			return Result{}, fmt.Errorf("simulate: spawn rank %d: %w", i, err)
+		}
+		sys.Root.Send(pid, startProgram{})
+	}
+	runErr := sched.Run()
+	res.Trace = sched.Trace().Hash()
+	res.Steps = sched.Steps()
+	res.VirtualTime = sched.Now()
+	res.Events = sched.Trace().Events()
+	return res, runErr
+}
+
+// runRank builds a rank, runs program and closes the rank.
+func runRank(p Params, program Program) error {
+	r, err := New(p)
+	if err != nil {
+		return err
+	}
+	err = program(r)
+	if cerr := r.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("rank %d: close: %w", p.ID, cerr))
+	}
+	return err
+}

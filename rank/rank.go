@@ -1,0 +1,190 @@
+package rank
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/actor/store"
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/rank/ipc"
+)
+
+// WorldGroup is the name of the group of every rank of a job.
+const WorldGroup = "world"
+
+// DefaultSignalPadSize is the size of each allocation's signal pad in bytes.
+const DefaultSignalPadSize = 2048
+
+// Rank is one participant of a job. Its methods must be called from the
+// rank's own program (one task); a Rank is not safe for concurrent use.
+type Rank struct {
+	id      int
+	world   int
+	host    string
+	pid     int
+	dev     device.Device
+	rt      actor.Runtime
+	store   store.Client
+	ipc     ipc.Channel
+	stream  device.Stream
+	log     *zap.Logger
+	timeout time.Duration
+
+	allowOverlap   bool
+	padSize        uint64
+	groups         map[string][]int
+	intraNodeCount int
+	alloc          *allocator
+}
+
+// Params are what a [Rank] is built from; [Run] fills them for each rank.
+type Params struct {
+	ID, World int
+	Host      string // host name, compared during rendezvous
+	PID       int    // process id, used to pass file descriptors
+	Device    device.Device
+	Runtime   actor.Runtime
+	Store     store.Client
+	IPC       ipc.Channel
+	Logger    *zap.Logger
+	// Timeout bounds every wait (store, fd passing, signals); 0 waits forever.
+	Timeout time.Duration
+	// AllowOverlappingDevices lets several ranks of one host share a device.
+	AllowOverlappingDevices bool
+	// SignalPadSize is the pad size of every allocation (default 2048 bytes).
+	SignalPadSize uint64
+}
+
+// New builds a rank and creates its stream.
+func New(p Params) (*Rank, error) {
+	if p.World < 1 {
+		return nil, fmt.Errorf("rank: world size %d, want at least 1", p.World)
+	}
+	if p.ID < 0 || p.ID >= p.World {
+		return nil, fmt.Errorf("rank: rank %d out of range [0, %d)", p.ID, p.World)
+	}
+	if p.Device == nil || p.Runtime == nil || p.Store == nil || p.IPC == nil {
+		return nil, fmt.Errorf("rank %d: device, runtime, store and IPC channel are required", p.ID)
+	}
+	log := p.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	pad := p.SignalPadSize
+	if pad == 0 {
+		pad = DefaultSignalPadSize
+	}
+	if pad%4 != 0 {
+		return nil, fmt.Errorf("rank %d: signal pad size %d is not a multiple of 4", p.ID, pad)
+	}
+	s, err := p.Device.NewStream()
+	if err != nil {
+		return nil, fmt.Errorf("rank %d: create stream: %w", p.ID, err)
+	}
+	world := make([]int, p.World)
+	for i := range world {
+		world[i] = i
+	}
+	r := &Rank{
+		id: p.ID, world: p.World, host: p.Host, pid: p.PID,
+		dev: p.Device, rt: p.Runtime, store: p.Store, ipc: p.IPC, stream: s,
+		log: log.With(zap.Int("rank", p.ID)), timeout: p.Timeout,
+		allowOverlap: p.AllowOverlappingDevices, padSize: pad,
+		groups: map[string][]int{WorldGroup: world},
+	}
+	r.alloc = newAllocator(r)
+	return r, nil
+}
+
+// ID is the rank's global rank.
+func (r *Rank) ID() int { return r.id }
+
+// World is the number of ranks in the job.
+func (r *Rank) World() int { return r.world }
+
+// Device is the device the rank runs on.
+func (r *Rank) Device() device.Device { return r.dev }
+
+// Stream is the rank's stream: every operation of the rank is ordered on it,
+// so operations on one signal pad never race each other.
+func (r *Rank) Stream() device.Stream { return r.stream }
+
+// Runtime is the runtime the rank runs on.
+func (r *Rank) Runtime() actor.Runtime { return r.rt }
+
+// Store is the rank's Store client.
+func (r *Rank) Store() store.Client { return r.store }
+
+// Logger is the rank's logger.
+func (r *Rank) Logger() *zap.Logger { return r.log }
+
+// Timeout is the rank's default timeout for every wait.
+func (r *Rank) Timeout() time.Duration { return r.timeout }
+
+// NewGroup registers a group of global ranks under name, on this rank. Every
+// member must register the same group before using it.
+func (r *Rank) NewGroup(name string, ranks []int) error {
+	if name == "" {
+		return fmt.Errorf("rank %d: empty group name", r.id)
+	}
+	if _, ok := r.groups[name]; ok {
+		return fmt.Errorf("rank %d: group %q already exists", r.id, name)
+	}
+	if len(ranks) == 0 {
+		return fmt.Errorf("rank %d: group %q has no ranks", r.id, name)
+	}
+	sorted := slices.Clone(ranks)
+	slices.Sort(sorted)
+	for i, g := range sorted {
+		if g < 0 || g >= r.world {
+			return fmt.Errorf("rank %d: group %q: rank %d out of range [0, %d)", r.id, name, g, r.world)
+		}
+		if i > 0 && sorted[i-1] == g {
+			return fmt.Errorf("rank %d: group %q: rank %d listed twice", r.id, name, g)
+		}
+	}
+	r.groups[name] = sorted
+	return nil
+}
+
+// group returns a registered group's members.
+func (r *Rank) group(name string) ([]int, error) {
+	g, ok := r.groups[name]
+	if !ok {
+		return nil, fmt.Errorf("rank %d: unknown group %q", r.id, name)
+	}
+	return g, nil
+}
+
+// Write copies host bytes into t (len(data) must equal t's size).
+func (r *Rank) Write(t Tensor, data []byte) error {
+	if uint64(len(data)) != t.Bytes() {
+		return fmt.Errorf("rank %d: write of %d bytes into %v (%d bytes)", r.id, len(data), t, t.Bytes())
+	}
+	if err := r.dev.Write(r.stream, t.Ptr, data); err != nil {
+		return fmt.Errorf("rank %d: write %v: %w", r.id, t, err)
+	}
+	return nil
+}
+
+// Read copies t to the host.
+func (r *Rank) Read(t Tensor) ([]byte, error) {
+	out := make([]byte, t.Bytes())
+	if err := r.dev.Read(r.stream, out, t.Ptr); err != nil {
+		return nil, fmt.Errorf("rank %d: read %v: %w", r.id, t, err)
+	}
+	return out, nil
+}
+
+// Close frees every allocation and the rank's stream.
+func (r *Rank) Close() error {
+	err := r.alloc.close()
+	if serr := r.dev.DestroyStream(r.stream); serr != nil && err == nil {
+		err = fmt.Errorf("rank %d: destroy stream: %w", r.id, serr)
+	}
+	return err
+}
