@@ -148,7 +148,9 @@ func oneShotKernel(b Block, args any) error {
 			return err
 		}
 	}
-	_ = startPut
+	if err := c.barrier(startPut); err != nil {
+		return err
+	}
 	err = c.stride(c.nvec, "one-shot reduce", func(first, n uint64) error {
 		off := first * c.vec
 		out, err := c.reduceAt(off, n*c.vec)

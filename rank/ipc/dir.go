@@ -11,7 +11,33 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
+	"time"
 )
+
+// DefaultSendTimeout bounds how long SendFD waits for room in a full
+// receive queue when [Options].SendTimeout is zero.
+const DefaultSendTimeout = 30 * time.Second
+
+// Options configures [Open].
+type Options struct {
+	// JobID names the job directory, which every process of a job must
+	// share. Empty means the value of the environment variable [JobEnv],
+	// else an id derived from the group (see [JobID]). Letters, digits,
+	// '.', '_' and '-', at most 64 bytes.
+	JobID string
+	// BaseDir is the directory the job directory is created in; empty
+	// means [TempDir].
+	BaseDir string
+	// Pid is the pid the channel is addressed by; 0 means os.Getpid(). A
+	// process running several ranks as goroutines opens one channel per
+	// rank under distinct ids. Such channels can only talk to channels of
+	// the same process: a channel of another process must be addressed by
+	// that process's pid, as the credential check requires.
+	Pid int
+	// SendTimeout bounds how long SendFD waits for room in the receiver's
+	// queue; 0 means [DefaultSendTimeout].
+	SendTimeout time.Duration
+}
 
 // JobEnv names the environment variable that supplies the job id when
 // [Options].JobID is empty.

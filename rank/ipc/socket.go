@@ -19,10 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DefaultSendTimeout bounds how long SendFD waits for room in a full
-// receive queue when [Options].SendTimeout is zero.
-const DefaultSendTimeout = 30 * time.Second
-
 // maxPending bounds the messages a socket keeps for later receives while a
 // collective waits for a particular sender.
 const maxPending = 64
@@ -30,27 +26,6 @@ const maxPending = 64
 // maxRecvFDs sizes the control buffer: a message with more fds than this
 // arrives truncated, and the kernel discards the rest.
 const maxRecvFDs = 8
-
-// Options configures [Open].
-type Options struct {
-	// JobID names the job directory, which every process of a job must
-	// share. Empty means the value of the environment variable [JobEnv],
-	// else an id derived from the group (see [JobID]). Letters, digits,
-	// '.', '_' and '-', at most 64 bytes.
-	JobID string
-	// BaseDir is the directory the job directory is created in; empty
-	// means [TempDir].
-	BaseDir string
-	// Pid is the pid the channel is addressed by; 0 means os.Getpid(). A
-	// process running several ranks as goroutines opens one channel per
-	// rank under distinct ids. Such channels can only talk to channels of
-	// the same process: a channel of another process must be addressed by
-	// that process's pid, as the credential check requires.
-	Pid int
-	// SendTimeout bounds how long SendFD waits for room in the receiver's
-	// queue; 0 means [DefaultSendTimeout].
-	SendTimeout time.Duration
-}
 
 // Socket is the real [Channel]: a Unix datagram socket bound at
 // <job dir>/<pid>.sock. It is safe for concurrent use; concurrent receives
@@ -114,8 +89,8 @@ func Open(group []int, opts Options) (*Socket, error) {
 	if s.sendTO == 0 {
 		s.sendTO = DefaultSendTimeout
 	}
-	if max := len(unix.RawSockaddrUnix{}.Path) - 1; len(s.path) > max {
-		return nil, fmt.Errorf("ipc open pid %d: socket path %s is %d bytes, longer than the %d a Unix socket allows (set a shorter temp dir)", pid, s.path, len(s.path), max)
+	if limit := len(unix.RawSockaddrUnix{}.Path) - 1; len(s.path) > limit {
+		return nil, fmt.Errorf("ipc open pid %d: socket path %s is %d bytes, longer than the %d a Unix socket allows (set a shorter temp dir)", pid, s.path, len(s.path), limit)
 	}
 	if err := s.bind(); err != nil {
 		return nil, fmt.Errorf("ipc open pid %d: %w", pid, err)

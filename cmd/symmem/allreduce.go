@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/workload"
+)
+
+type allReduceFlags struct {
+	world   int
+	bytes   string
+	dtype   string
+	op      string
+	algo    string
+	offset  uint64
+	seed    uint64
+	dev     string
+	timeout time.Duration
+}
+
+func newAllReduceCmd(a *app) *cobra.Command {
+	f := &allReduceFlags{}
+	cmd := &cobra.Command{
+		Use:   "allreduce",
+		Short: "Run one checked all-reduce (simulator by default)",
+		Long: `Fill each rank's input with seeded random values, all-reduce them, check every
+rank's result against a float64 reference and that all ranks agree bitwise,
+and print a summary and the trace hash. Exits non-zero on any mismatch.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAllReduce(a, f, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.world, "world", 4, "number of ranks")
+	fl.StringVar(&f.bytes, "bytes", "64KiB", "tensor size in bytes (8196, 64KiB, 1MiB, ...)")
+	fl.StringVar(&f.dtype, "dtype", "bf16", "element type: float32|f32, bfloat16|bf16, float16|f16")
+	fl.StringVar(&f.op, "op", "sum", "reduction: sum, avg, max, min")
+	fl.StringVar(&f.algo, "algo", "auto", "algorithm: auto, one-shot, two-shot")
+	fl.Uint64Var(&f.offset, "offset", 0, "byte offset of the tensor inside the symmetric buffer")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the inputs and of the simulator's schedule")
+	fl.StringVar(&f.dev, "device", "sim", "device: sim or cuda")
+	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait (virtual time on sim)")
+	return cmd
+}
+
+func (f *allReduceFlags) spec() (workload.Spec, error) {
+	var errs []error
+	n, err := parseBytes(f.bytes)
+	errs = append(errs, flagErr("bytes", err))
+	dt, err := device.ParseDType(f.dtype)
+	errs = append(errs, flagErr("dtype", err))
+	op, err := device.ParseReduceOp(f.op)
+	errs = append(errs, flagErr("op", err))
+	algo, err := workload.ParseAlgo(f.algo)
+	errs = append(errs, flagErr("algo", err))
+	if err := errors.Join(errs...); err != nil {
+		return workload.Spec{}, err
+	}
+	s := workload.Spec{World: f.world, Bytes: n, DType: dt, Op: op, Algo: algo, Offset: f.offset, Seed: f.seed}
+	if f.world < 1 || f.world > 72 {
+		return s, fmt.Errorf("--world %d: want 1..72", f.world)
+	}
+	if err := s.Validate(); err != nil {
+		return s, fmt.Errorf("invalid all-reduce: %w", err)
+	}
+	return s, nil
+}
+
+func flagErr(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("--%s: %w", name, err)
+}
+
+func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
+	s, err := f.spec()
+	if err != nil {
+		return err
+	}
+	inputs := s.Inputs()
+	results := make([]workload.RankResult, s.World)
+	var trace string
+	switch f.dev {
+	case "sim":
+		res, err := rank.Simulate(rank.SimConfig{World: s.World, Seed: s.Seed, Timeout: f.timeout, Logger: a.log}, s.Program(inputs, results))
+		if err != nil {
+			return fmt.Errorf("simulation failed (replay with --seed %d): %w", s.Seed, err)
+		}
+		if err := res.Err(); err != nil {
+			return err
+		}
+		trace = res.Trace
+	case "cuda":
+		return errors.New("--device cuda: not available in this build yet")
+	default:
+		return fmt.Errorf("--device %q: want sim or cuda", f.dev)
+	}
+	v := s.Check(inputs, results)
+	printSummary(out, s, results, v)
+	if trace != "" {
+		fmt.Fprintf(out, "trace %s\n", trace)
+	}
+	if !v.OK() {
+		return fmt.Errorf("all-reduce check failed: %d problems", len(v.Problems))
+	}
+	return nil
+}
+
+func printSummary(out io.Writer, s workload.Spec, results []workload.RankResult, v workload.Verdict) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "world\tbytes\tcount\ttype\tredop\talgo\toffset\tmax|err|\tranks agree\tresult")
+	status := "ok"
+	if !v.OK() {
+		status = "FAIL"
+	}
+	algo := workload.Auto
+	if len(results) > 0 {
+		algo = results[0].Algo
+	}
+	fmt.Fprintf(tw, "%d\t%s\t%d\t%v\t%v\t%v\t%d\t%.3g\t%v\t%s\n",
+		s.World, formatBytes(s.Bytes), s.Numel(), s.DType, s.Op, algo, s.Offset, v.MaxAbsErr, v.Agree, status)
+	tw.Flush()
+	for _, p := range v.Problems {
+		fmt.Fprintln(out, "  ", p)
+	}
+}

@@ -1,0 +1,75 @@
+// Command symmem runs symmetric-memory all-reduce jobs on the deterministic
+// simulator or on GPUs.
+//
+//	symmem allreduce [--world 4] [--bytes 64KiB] [--dtype bf16] [--op sum] [--algo auto] [--seed 1]
+//	symmem version
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// version is set at link time (-ldflags "-X main.version=...").
+var version = "dev"
+
+func main() {
+	if err := newRoot().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "symmem:", err)
+		os.Exit(1)
+	}
+}
+
+// app carries what every subcommand shares.
+type app struct {
+	logLevel string
+	log      *zap.Logger
+}
+
+func newRoot() *cobra.Command {
+	a := &app{}
+	root := &cobra.Command{
+		Use:           "symmem",
+		Short:         "GPU symmetric memory and intra-node all-reduce, on a deterministic simulator or on GPUs",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(a.logLevel)
+			if err != nil {
+				return err
+			}
+			a.log = log
+			return nil
+		},
+	}
+	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "error", "log level: debug, info, warn, error")
+	root.AddCommand(newVersionCmd(), newAllReduceCmd(a))
+	return root
+}
+
+func newLogger(level string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	cfg := zap.NewDevelopmentConfig()
+	cfg.Level = zap.NewAtomicLevelAt(lvl)
+	cfg.OutputPaths = []string{"stderr"}
+	cfg.DisableStacktrace = true
+	return cfg.Build()
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintf(cmd.OutOrStdout(), "symmem %s\n", version)
+		},
+	}
+}

@@ -1,0 +1,276 @@
+// Package workload owns seeded all-reduce jobs with host-side checks: the
+// inputs every rank contributes, the program each rank runs, and the
+// verdict (float64 reference, bitwise agreement across ranks, untouched
+// guard bytes). The command, the test suites and the benchmarks share it.
+package workload
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/rank"
+)
+
+// Algo is an all-reduce algorithm choice, including automatic selection.
+type Algo int
+
+// The algorithm choices.
+const (
+	Auto Algo = iota
+	OneShot
+	TwoShot
+)
+
+func (a Algo) String() string {
+	switch a {
+	case Auto:
+		return "auto"
+	case OneShot:
+		return "one-shot"
+	case TwoShot:
+		return "two-shot"
+	}
+	return fmt.Sprintf("Algo(%d)", int(a))
+}
+
+// ParseAlgo accepts auto, one-shot and two-shot.
+func ParseAlgo(s string) (Algo, error) {
+	switch strings.ToLower(strings.ReplaceAll(s, "_", "-")) {
+	case "auto":
+		return Auto, nil
+	case "one-shot", "oneshot":
+		return OneShot, nil
+	case "two-shot", "twoshot":
+		return TwoShot, nil
+	}
+	return 0, fmt.Errorf("unknown algorithm %q (want auto, one-shot or two-shot)", s)
+}
+
+// Resolve turns Auto into the algorithm used for bytes bytes: one-shot up to
+// rank.OneShotMaxBytes, two-shot above.
+func (a Algo) Resolve(bytes uint64) Algo {
+	if a != Auto {
+		return a
+	}
+	if bytes <= rank.OneShotMaxBytes {
+		return OneShot
+	}
+	return TwoShot
+}
+
+// Spec describes one checked all-reduce.
+type Spec struct {
+	World  int
+	Bytes  uint64 // tensor size in bytes
+	DType  device.DType
+	Op     device.ReduceOp
+	Algo   Algo
+	Offset uint64 // byte offset of the tensor inside the symmetric buffer
+	Seed   uint64
+}
+
+// guardBytes of sentinel surround the tensor inside the symmetric buffer.
+const guardBytes = 64
+
+// guard is the sentinel byte written around the tensor.
+const guard = 0xA5
+
+// Validate checks the spec before any rank runs.
+func (s Spec) Validate() error {
+	if s.World < 1 {
+		return fmt.Errorf("world size %d, want at least 1", s.World)
+	}
+	if !s.DType.Valid() {
+		return fmt.Errorf("unsupported dtype %v", s.DType)
+	}
+	if !s.Op.Valid() {
+		return fmt.Errorf("unsupported reduce op %v", s.Op)
+	}
+	if s.Bytes%uint64(s.DType.Size()) != 0 {
+		return fmt.Errorf("%d bytes is not a whole number of %v elements", s.Bytes, s.DType)
+	}
+	if s.Bytes > 1<<32 {
+		return fmt.Errorf("%d bytes is above the 4 GiB limit of a checked run", s.Bytes)
+	}
+	if _, err := kernels.CheckAlignment(s.Offset, s.Bytes, s.DType); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Numel is the number of elements reduced.
+func (s Spec) Numel() uint64 { return s.Bytes / uint64(s.DType.Size()) }
+
+// Inputs returns every rank's input: seeded values in [-1, 1) (exactly
+// representable in the dtype), plus a few integers so sums are exercised.
+func (s Spec) Inputs() [][]byte {
+	out := make([][]byte, s.World)
+	for r := range out {
+		rng := rand.New(rand.NewPCG(s.Seed, uint64(r)+1))
+		vals := make([]float32, s.Numel())
+		for i := range vals {
+			if i%17 == 0 {
+				vals[i] = float32(rng.IntN(9) - 4)
+			} else {
+				vals[i] = float32(rng.Float64()*2 - 1)
+			}
+		}
+		b, err := kernels.Encode(s.DType, vals)
+		if err != nil {
+			panic(err) // unreachable: the dtype was validated
+		}
+		out[r] = b
+	}
+	return out
+}
+
+// RankResult is what one rank observed.
+type RankResult struct {
+	Output []byte // the reduced tensor
+	Before []byte // guard bytes before the tensor after the run
+	After  []byte // guard bytes after the tensor after the run
+	Algo   Algo   // the algorithm that ran
+}
+
+// Program returns the rank program for s: allocate a symmetric buffer with
+// guards, write this rank's input at the offset, reduce, read back.
+// results must have one entry per rank.
+func (s Spec) Program(inputs [][]byte, results []RankResult) rank.Program {
+	return func(r *rank.Rank) error {
+		res, err := s.run(r, inputs[r.ID()])
+		results[r.ID()] = res
+		return err
+	}
+}
+
+func (s Spec) run(r *rank.Rank, input []byte) (RankResult, error) {
+	lead := s.Offset + guardBytes
+	total := lead + s.Bytes + guardBytes
+	buf, err := r.Alloc(total)
+	if err != nil {
+		return RankResult{}, err
+	}
+	defer r.Free(buf)
+	whole := rank.Tensor{Ptr: buf, DType: device.Float32, Numel: total / 4}
+	fill := bytes.Repeat([]byte{guard}, int(whole.Bytes()))
+	if err := r.Write(whole, fill); err != nil {
+		return RankResult{}, err
+	}
+	// Guards sit outside [lead, lead+Bytes); the tensor starts at lead, which
+	// keeps the requested offset's alignment (guardBytes is a multiple of 16).
+	in := rank.Tensor{Ptr: buf.Add(lead), DType: s.DType, Numel: s.Numel()}
+	if err := r.Write(in, input); err != nil {
+		return RankResult{}, err
+	}
+	res := RankResult{Algo: s.Algo.Resolve(s.Bytes)}
+	switch res.Algo {
+	case OneShot:
+		out, err := r.OneShotAllReduce(in, s.Op, rank.WorldGroup)
+		if err != nil {
+			return res, err
+		}
+		res.Output, err = r.Read(out)
+		_ = r.FreeTensor(out)
+		if err != nil {
+			return res, err
+		}
+	case TwoShot:
+		if err := r.TwoShotAllReduce(in, s.Op, rank.WorldGroup); err != nil {
+			return res, err
+		}
+		if res.Output, err = r.Read(in); err != nil {
+			return res, err
+		}
+	}
+	after, err := r.Read(whole)
+	if err != nil {
+		return res, err
+	}
+	res.Before = after[:lead]
+	res.After = after[lead+s.Bytes : lead+s.Bytes+guardBytes]
+	return res, nil
+}
+
+// Verdict is the host's judgement of a run.
+type Verdict struct {
+	MaxAbsErr float64 // largest |result - float64 reference| over ranks
+	Agree     bool    // every rank's output is bitwise identical
+	Problems  []string
+}
+
+// OK reports whether the run passed every check.
+func (v Verdict) OK() bool { return len(v.Problems) == 0 }
+
+// Check judges results against a float64 reference of inputs.
+func (s Spec) Check(inputs [][]byte, results []RankResult) Verdict {
+	v := Verdict{Agree: true}
+	ref := reference64(s, inputs)
+	for r, res := range results {
+		if uint64(len(res.Output)) != s.Bytes {
+			v.Problems = append(v.Problems, fmt.Sprintf("rank %d: output has %d bytes, want %d", r, len(res.Output), s.Bytes))
+			v.Agree = false
+			continue
+		}
+		if !bytes.Equal(res.Output, results[0].Output) {
+			v.Agree = false
+			v.Problems = append(v.Problems, fmt.Sprintf("rank %d: output differs bitwise from rank 0's", r))
+		}
+		if err := kernels.CheckClose(s.DType, s.Op, inputs, res.Output); err != nil {
+			v.Problems = append(v.Problems, fmt.Sprintf("rank %d: %v", r, err))
+		}
+		got, _ := kernels.Decode(s.DType, res.Output)
+		for i, g := range got {
+			if d := math.Abs(float64(g) - ref[i]); d > v.MaxAbsErr || math.IsNaN(d) {
+				v.MaxAbsErr = d
+			}
+		}
+		if !allGuard(res.Before) {
+			v.Problems = append(v.Problems, fmt.Sprintf("rank %d: bytes before the tensor were overwritten", r))
+		}
+		if !allGuard(res.After) {
+			v.Problems = append(v.Problems, fmt.Sprintf("rank %d: bytes after the tensor were overwritten", r))
+		}
+	}
+	return v
+}
+
+func allGuard(b []byte) bool {
+	for _, c := range b {
+		if c != guard {
+			return false
+		}
+	}
+	return true
+}
+
+// reference64 reduces the decoded inputs in float64.
+func reference64(s Spec, inputs [][]byte) []float64 {
+	ref := make([]float64, s.Numel())
+	for r, in := range inputs {
+		vals, _ := kernels.Decode(s.DType, in)
+		for i, x := range vals {
+			x := float64(x)
+			switch {
+			case r == 0:
+				ref[i] = x
+			case s.Op == device.Sum || s.Op == device.Avg:
+				ref[i] += x
+			case s.Op == device.Max:
+				ref[i] = math.Max(ref[i], x)
+			case s.Op == device.Min:
+				ref[i] = math.Min(ref[i], x)
+			}
+		}
+	}
+	if s.Op == device.Avg {
+		for i := range ref {
+			ref[i] /= float64(len(inputs))
+		}
+	}
+	return ref
+}
