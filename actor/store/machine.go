@@ -49,6 +49,7 @@ var opNames = [...]string{
 
 func (o Op) valid() bool { return o >= OpSet && o <= OpNumKeys }
 
+// String is the operation's name as the reference spells it ("compare_set").
 func (o Op) String() string {
 	if o.valid() {
 		return opNames[o]
@@ -135,6 +136,7 @@ var codeNames = [...]string{
 	CodeClosed:  "closed",
 }
 
+// String names the code.
 func (c Code) String() string {
 	if c < numCodes {
 		return codeNames[c]
@@ -386,7 +388,7 @@ func boolNum(b bool) int64 {
 	return 0
 }
 
-// errors shared by the client side.
+// Errors that client calls wrap; test for them with errors.Is.
 var (
 	// ErrBadRequest marks a request the store refused as malformed or not
 	// applicable (an oversized value, add on a non-integer, ...).
@@ -408,6 +410,7 @@ type MissingKeysError struct {
 	After time.Duration
 }
 
+// Error reads like `store wait: timed out after 1s; missing keys ["a/0/1"]`.
 func (e *MissingKeysError) Error() string {
 	op := e.Op
 	if op == "" {

@@ -215,7 +215,10 @@ func (rt *remoteTransport) roundTrip(req *Request, wait time.Duration) (Response
 	}
 	msg := &wrapperspb.BytesValue{Value: encodeRequest(rt.token, req)}
 	res, err := rt.sys.Root.RequestFuture(rt.store, msg, wait).Result()
-	if err != nil {
+	switch {
+	case errors.Is(err, pa.ErrDeadLetter):
+		return Response{}, fmt.Errorf("store at %s unreachable (request %s#%d): %w", rt.addr, req.Client, req.ID, err)
+	case err != nil:
 		return Response{}, fmt.Errorf("no answer from the store at %s to request %s#%d within %v: %w", rt.addr, req.Client, req.ID, wait, err)
 	}
 	bv, ok := res.(*wrapperspb.BytesValue)

@@ -76,7 +76,8 @@ type options struct {
 func WithDispatcher(d pa.Dispatcher) Option { return func(o *options) { o.disp = d } }
 
 // WithActorName spawns the store actor under name instead of a generated
-// one. [Serve] uses [ActorName] so that [Dial] can find it.
+// one. [Serve] uses [ActorName] (suffixed "-2", "-3", ... for later stores
+// of the same process) so that [Dial] can find it.
 func WithActorName(name string) Option { return func(o *options) { o.name = name } }
 
 // ActorName is the name of the store actor that [Serve] exposes.

@@ -84,7 +84,7 @@ func (d *simDevice) Attributes() device.Attributes {
 	}
 }
 
-// CreatePhysical creates size bytes of physical memory filled with a
+// CreatePhysical creates size bytes of physical memory holding a
 // deterministic garbage pattern (fresh GPU memory is not zeroed).
 func (d *simDevice) CreatePhysical(size uint64) (device.Handle, error) {
 	if err := d.live("create physical"); err != nil {
@@ -97,8 +97,7 @@ func (d *simDevice) CreatePhysical(size uint64) (device.Handle, error) {
 		return 0, fmt.Errorf("device %d: create physical: out of memory (%d bytes requested, %d of %d in use)", d.index, size, d.memUsed, d.w.cfg.MemoryLimit)
 	}
 	d.w.physSeq++
-	ph := &physical{id: d.w.physSeq, owner: d.index, data: make([]byte, size), handles: 1}
-	garbage(ph.data, ph.id)
+	ph := newPhysical(d.w.physSeq, d.index, size)
 	d.memUsed += size
 	h := d.addHandle(ph)
 	d.record("phys", "create %d bytes phys %d handle %d", size, ph.id, h)

@@ -18,19 +18,45 @@ const (
 )
 
 // physical is one physical allocation. Its bytes live while a handle, a
-// mapping or an open fd refers to it.
+// mapping or an open fd refers to it. Pages get their garbage on first
+// touch, so untouched memory costs the host nothing.
 type physical struct {
 	id      uint64
 	owner   int // device that created it
 	data    []byte
+	filled  []bool // per page: garbage written
 	handles int
 	maps    int
 	fds     int
 }
 
+// pageSize is the unit in which fresh memory receives its garbage.
+const pageSize = 64 << 10
+
+func newPhysical(id uint64, owner int, size uint64) *physical {
+	return &physical{id: id, owner: owner, data: make([]byte, size), filled: make([]bool, (size+pageSize-1)/pageSize), handles: 1}
+}
+
+// touch gives every page of [off, off+n) its garbage if it has none yet.
+// The pattern of a page depends only on the allocation and the page index.
+func (p *physical) touch(off, n uint64) {
+	if n == 0 {
+		return
+	}
+	for pg := off / pageSize; pg <= (off+n-1)/pageSize; pg++ {
+		if !p.filled[pg] {
+			p.filled[pg] = true
+			end := min((pg+1)*pageSize, p.size())
+			garbage(p.data[pg*pageSize:end], p.id<<32^pg)
+		}
+	}
+}
+
 func (p *physical) size() uint64 { return uint64(len(p.data)) }
 
 func (p *physical) freed() bool { return p.data == nil }
+
+func (p *physical) free() { p.data, p.filled = nil, nil }
 
 // garbage fills b with a pattern derived from seed (splitmix64), standing in
 // for the stale contents of fresh GPU memory.
@@ -275,6 +301,7 @@ func (s *space) resolve(p device.Ptr, n uint64, write bool, segs []segment) ([]s
 		}
 		off := uint64(at - m.base)
 		k := min(uint64(end-at), m.size-off)
+		m.phys.touch(off, k)
 		segs = append(segs, segment{addr: at, phys: m.phys, off: off, b: m.phys.data[off : off+k]})
 		at = at.Add(k)
 	}

@@ -195,6 +195,6 @@ func (w *World) release(ph *physical) {
 		return
 	}
 	w.devs[ph.owner].memUsed -= ph.size()
-	ph.data = nil
+	ph.free()
 	w.sched.Record("phys", fmt.Sprintf("free %d", ph.id))
 }

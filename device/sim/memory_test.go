@@ -1,0 +1,328 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/kernels"
+)
+
+// inTask runs fn as the only task of a fresh scheduler over a world of n
+// devices.
+func inTask(t *testing.T, n int, cfg Config, fn func(w *World) error) *World {
+	t.Helper()
+	s := actor.NewScheduler(actor.Config{Seed: 1})
+	cfg.World = n
+	w, err := NewWorld(s, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ferr error
+	s.Go("test", func() { ferr = fn(w) })
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	return w
+}
+
+func wantErr(t *testing.T, err error, substr string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), substr) {
+		t.Errorf("got error %v, want one containing %q", err, substr)
+	}
+}
+
+func TestImportedMemoryAliases(t *testing.T) {
+	w := inTask(t, 2, Config{}, func(w *World) error {
+		d0, d1 := w.Device(0), w.Device(1)
+		h0, err := d0.CreatePhysical(device.Granularity)
+		if err != nil {
+			return err
+		}
+		fd, err := d0.ExportHandle(h0)
+		if err != nil {
+			return err
+		}
+		fd1, err := w.Transfer(w.PID(0), fd, w.PID(1))
+		if err != nil {
+			return err
+		}
+		h1, err := d1.ImportHandle(fd1)
+		if err != nil {
+			return err
+		}
+		for _, c := range []struct {
+			pid, fd int
+		}{{w.PID(0), fd}, {w.PID(1), fd1}} {
+			if err := w.Close(c.pid, c.fd); err != nil {
+				return err
+			}
+		}
+		p0, err := mapBlock(d0, h0, device.Granularity)
+		if err != nil {
+			return err
+		}
+		p1, err := mapBlock(d1, h1, device.Granularity)
+		if err != nil {
+			return err
+		}
+		if p0 == p1 {
+			t.Errorf("devices 0 and 1 mapped at the same address %v", p0)
+		}
+		if err := d1.Write(0, p1+100, []byte("hello")); err != nil {
+			return err
+		}
+		got := make([]byte, 5)
+		if err := d0.Read(0, got, p0+100); err != nil {
+			return err
+		}
+		if string(got) != "hello" {
+			t.Errorf("device 0 reads %q through its mapping, want hello", got)
+		}
+		// Release everything on both sides: the bytes go when the last
+		// reference does.
+		if err := d0.ReleasePhysical(h0); err != nil {
+			return err
+		}
+		if err := d0.Unmap(p0, device.Granularity); err != nil {
+			return err
+		}
+		if w.LiveBytes(0) != device.Granularity {
+			t.Errorf("memory freed while device 1 still maps it")
+		}
+		if err := d1.Read(0, got, p1+100); err != nil || string(got) != "hello" {
+			t.Errorf("device 1 lost the bytes: %q %v", got, err)
+		}
+		if err := d1.Unmap(p1, device.Granularity); err != nil {
+			return err
+		}
+		if err := d1.ReleasePhysical(h1); err != nil {
+			return err
+		}
+		if w.LiveBytes(0) != 0 {
+			t.Errorf("%d bytes live after every reference is gone", w.LiveBytes(0))
+		}
+		return nil
+	})
+	if w.OpenFDs(w.PID(0)) != 0 || w.OpenFDs(w.PID(1)) != 0 {
+		t.Error("fds leaked")
+	}
+}
+
+func TestFDTables(t *testing.T) {
+	inTask(t, 2, Config{PIDBase: 500}, func(w *World) error {
+		d0 := w.Device(0)
+		if w.PID(1) != 501 {
+			t.Errorf("PID(1) = %d", w.PID(1))
+		}
+		h, err := d0.CreatePhysical(device.Granularity)
+		if err != nil {
+			return err
+		}
+		fd, err := d0.ExportHandle(h)
+		if err != nil {
+			return err
+		}
+		fd2, err := d0.ExportHandle(h)
+		if err != nil {
+			return err
+		}
+		if fd != 3 || fd2 != 4 {
+			t.Errorf("fds %d, %d: want the lowest free numbers 3, 4", fd, fd2)
+		}
+		// The fd lives in process 500 only.
+		_, err = w.Device(1).ImportHandle(fd)
+		wantErr(t, err, "process 501 has no open fd 3")
+		_, err = w.Transfer(501, fd, 500)
+		wantErr(t, err, "no open fd")
+		_, err = w.Transfer(999, fd, 500)
+		wantErr(t, err, "no process 999")
+		wantErr(t, w.Close(500, 77), "no open fd 77")
+		if err := d0.CloseFD(fd); err != nil {
+			return err
+		}
+		wantErr(t, d0.CloseFD(fd), "no open fd 3")
+		// Release the handle: the open fd still holds the memory.
+		if err := d0.ReleasePhysical(h); err != nil {
+			return err
+		}
+		if w.LiveBytes(0) == 0 {
+			t.Error("memory freed while an fd refers to it")
+		}
+		fdx, err := w.Transfer(500, fd2, 501)
+		if err != nil {
+			return err
+		}
+		h1, err := w.Device(1).ImportHandle(fdx)
+		if err != nil {
+			return err
+		}
+		if err := d0.CloseFD(fd2); err != nil {
+			return err
+		}
+		if err := w.Device(1).CloseFD(fdx); err != nil {
+			return err
+		}
+		if w.LiveBytes(0) == 0 {
+			t.Error("memory freed while device 1 holds a handle")
+		}
+		if err := w.Device(1).ReleasePhysical(h1); err != nil {
+			return err
+		}
+		if w.LiveBytes(0) != 0 {
+			t.Error("memory not freed")
+		}
+		wantErr(t, w.Device(1).ReleasePhysical(h1), "unknown handle")
+		return nil
+	})
+}
+
+func TestVirtualMemoryErrors(t *testing.T) {
+	inTask(t, 2, Config{MemoryLimit: 4 * device.Granularity}, func(w *World) error {
+		d := w.Device(0)
+		_, err := d.CreatePhysical(device.Granularity + 1)
+		wantErr(t, err, "multiple of the 2097152-byte granularity")
+		_, err = d.CreatePhysical(0)
+		wantErr(t, err, "multiple")
+		_, err = d.CreatePhysical(8 * device.Granularity)
+		wantErr(t, err, "out of memory")
+		_, err = d.Reserve(100)
+		wantErr(t, err, "granularity")
+		h, err := d.CreatePhysical(device.Granularity)
+		if err != nil {
+			return err
+		}
+		p, err := d.Reserve(2 * device.Granularity)
+		if err != nil {
+			return err
+		}
+		wantErr(t, d.Map(p+device.Granularity*2, device.Granularity, h), "not inside a reserved range")
+		wantErr(t, d.Map(p, 2*device.Granularity, h), "exceed")
+		wantErr(t, d.Map(p+4096, device.Granularity, h), "aligned")
+		wantErr(t, d.Map(p, device.Granularity, 99), "unknown handle")
+		if err := d.Map(p, device.Granularity, h); err != nil {
+			return err
+		}
+		wantErr(t, d.Map(p, device.Granularity, h), "overlaps")
+		// Mapped but no access yet.
+		err = d.Write(0, p, []byte{1})
+		var fault *FaultError
+		if !errors.As(err, &fault) || !strings.Contains(fault.Reason, "SetAccess") {
+			t.Errorf("write before SetAccess: %v", err)
+		}
+		wantErr(t, d.SetAccess(p, 2*device.Granularity), "not fully mapped")
+		if err := d.SetAccess(p, device.Granularity); err != nil {
+			return err
+		}
+		if err := d.Write(0, p+device.Granularity-2, []byte{1, 2}); err != nil {
+			return err
+		}
+		// Past the mapping: reserved, not mapped.
+		err = d.Write(0, p+device.Granularity-2, []byte{1, 2, 3})
+		if !errors.As(err, &fault) || !strings.Contains(fault.Reason, "reserved") || !fault.Write {
+			t.Errorf("write past the mapping: %v", err)
+		}
+		// Another device's address.
+		other, err := w.Device(1).Reserve(device.Granularity)
+		if err != nil {
+			return err
+		}
+		err = d.Read(0, make([]byte, 4), other)
+		wantErr(t, err, "belongs to device 1's address space, not device 0's")
+		err = d.Read(0, make([]byte, 4), 0x1000)
+		wantErr(t, err, "no reservation")
+		wantErr(t, d.FreeRange(p, 2*device.Granularity), "still maps")
+		wantErr(t, d.FreeRange(p, device.Granularity), "not a reserved range")
+		wantErr(t, d.Unmap(p, 2*device.Granularity), "not fully mapped")
+		if err := d.Unmap(p, device.Granularity); err != nil {
+			return err
+		}
+		if err := d.FreeRange(p, 2*device.Granularity); err != nil {
+			return err
+		}
+		// Freed ranges are reused.
+		q, err := d.Reserve(device.Granularity)
+		if err != nil {
+			return err
+		}
+		if q != p {
+			t.Errorf("reserve after free got %v, want the freed %v", q, p)
+		}
+		return nil
+	})
+}
+
+// TestBadPointerInKernel: a kernel that reads an unmapped address fails the
+// launch with a FaultError reported by Synchronize; the stream stays usable.
+func TestBadPointerInKernel(t *testing.T) {
+	h := newHarness(t, 2, 4)
+	h.run(func() error {
+		a := h.allReduceArgs(0, device.Float32, device.Sum, 0, 16)
+		a.Output = 0x10 // not mapped anywhere
+		a.World = 1
+		err := h.launch(0, kernels.OneShotAllReduce, 1, 32, a)
+		var fault *FaultError
+		if !errors.As(err, &fault) || fault.Addr != 0x10 || !fault.Write {
+			t.Errorf("launch with a bad Output: %v", err)
+		}
+		wantErr(t, err, "writing Output")
+		// A copy from another device's pointer.
+		d := h.dev(0)
+		if err := d.Copy(0, h.local[0]+outOff, h.local[1]+outOff, 16); err != nil {
+			return err
+		}
+		wantErr(t, d.Synchronize(0), "belongs to device 1's address space")
+		return d.Synchronize(0)
+	})
+}
+
+func TestMemsetCopy(t *testing.T) {
+	inTask(t, 1, Config{}, func(w *World) error {
+		d := w.Device(0)
+		s, err := d.NewStream()
+		if err != nil {
+			return err
+		}
+		h, err := d.CreatePhysical(2 * device.Granularity)
+		if err != nil {
+			return err
+		}
+		p, err := mapBlock(d, h, 2*device.Granularity)
+		if err != nil {
+			return err
+		}
+		if err := d.Memset(s, p, 7, 10); err != nil {
+			return err
+		}
+		if err := d.Copy(s, p+device.Granularity-5, p, 10); err != nil { // crosses nothing but the middle
+			return err
+		}
+		if err := d.Copy(s, p+2, p, 8); err != nil { // overlapping
+			return err
+		}
+		if err := d.Synchronize(s); err != nil {
+			return err
+		}
+		got := make([]byte, 10)
+		if err := d.Read(s, got, p+device.Granularity-5); err != nil {
+			return err
+		}
+		if !bytes.Equal(got, bytes.Repeat([]byte{7}, 10)) {
+			t.Errorf("copy got %v", got)
+		}
+		if err := d.Read(s, got, p); err != nil {
+			return err
+		}
+		if !bytes.Equal(got, bytes.Repeat([]byte{7}, 10)) {
+			t.Errorf("overlapping copy got %v", got)
+		}
+		return d.DestroyStream(s)
+	})
+}
