@@ -24,6 +24,8 @@ type allReduceFlags struct {
 	seed    uint64
 	dev     string
 	timeout time.Duration
+
+	worldSet bool
 }
 
 func newAllReduceCmd(a *app) *cobra.Command {
@@ -36,6 +38,7 @@ rank's result against a float64 reference and that all ranks agree bitwise,
 and print a summary and the trace hash. Exits non-zero on any mismatch.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.worldSet = cmd.Flags().Changed("world")
 			return runAllReduce(a, f, cmd.OutOrStdout())
 		},
 	}
@@ -101,7 +104,22 @@ func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
 		}
 		trace = res.Trace
 	case "cuda":
-		return errors.New("--device cuda: not available in this build yet")
+		env, launched, err := rank.ProcessEnvFromOS()
+		if err != nil {
+			return err
+		}
+		if launched {
+			return runAllReduceProcess(a, f, s, env, inputs, out)
+		}
+		if err := checkCUDA(s.World); err != nil {
+			return err
+		}
+		if err := errors.Join(rank.RunInProcess(rank.LiveConfig{
+			World: s.World, Open: openCUDA, Logger: a.log, Timeout: f.timeout,
+			AllowOverlappingDevices: rank.AllowOverlappingFromEnv(),
+		}, s.Program(inputs, results))...); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("--device %q: want sim or cuda", f.dev)
 	}
@@ -112,6 +130,34 @@ func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
 	}
 	if !v.OK() {
 		return fmt.Errorf("all-reduce check failed: %d problems", len(v.Problems))
+	}
+	return nil
+}
+
+// runAllReduceProcess runs this process's rank of a job started by
+// `symmem launch` and checks its own result.
+func runAllReduceProcess(a *app, f *allReduceFlags, s workload.Spec, env rank.ProcessEnv, inputs [][]byte, out io.Writer) error {
+	if env.World != s.World {
+		if f.worldSet {
+			return fmt.Errorf("--world %d but the launcher started %d ranks", s.World, env.World)
+		}
+		s.World = env.World
+		inputs = s.Inputs()
+	}
+	dev, err := openCUDA(env.LocalRank)
+	if err != nil {
+		return fmt.Errorf("rank %d: %w", env.Rank, err)
+	}
+	defer dev.Close()
+	results := make([]workload.RankResult, s.World)
+	if err := rank.RunProcess(env, dev, a.log, f.timeout, s.Program(inputs, results)); err != nil {
+		return err
+	}
+	v := s.CheckRank(inputs, env.Rank, results[env.Rank])
+	fmt.Fprintf(out, "rank %d: ", env.Rank)
+	printSummary(out, s, results[env.Rank:env.Rank+1], v)
+	if !v.OK() {
+		return fmt.Errorf("rank %d: all-reduce check failed: %d problems", env.Rank, len(v.Problems))
 	}
 	return nil
 }

@@ -8,10 +8,15 @@ package main
 import (
 	"fmt"
 	"os"
+	"sync"
+
+	pa "github.com/asynkron/protoactor-go/actor"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/symmem/symmem/actor"
 )
 
 // version is set at link time (-ldflags "-X main.version=...").
@@ -28,6 +33,16 @@ func main() {
 type app struct {
 	logLevel string
 	log      *zap.Logger
+
+	sysOnce sync.Once
+	sys     *pa.ActorSystem
+}
+
+// actorSystem is the process's actor system, created on first use: a
+// process serves at most one protoactor remote endpoint.
+func (a *app) actorSystem() *pa.ActorSystem {
+	a.sysOnce.Do(func() { a.sys = actor.NewSystem() })
+	return a.sys
 }
 
 func newRoot() *cobra.Command {
@@ -47,7 +62,7 @@ func newRoot() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "error", "log level: debug, info, warn, error")
-	root.AddCommand(newVersionCmd(), newAllReduceCmd(a))
+	root.AddCommand(newVersionCmd(), newAllReduceCmd(a), newLaunchCmd(a))
 	return root
 }
 

@@ -86,61 +86,62 @@ type driver struct {
 	cuLaunchKernel                 func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params *unsafe.Pointer, extra unsafe.Pointer) cuResult
 }
 
+// symbol is an entry point and the exported symbols it may bind to, the
+// preferred first.
+type symbol struct {
+	fn    any
+	names []string
+}
+
 // symbols lists each entry point with the exported symbol it binds to. The
 // header maps several names to versioned symbols; the versioned names are
 // bound directly.
-func (d *driver) symbols() []struct {
-	fn   any
-	name string
-} {
-	return []struct {
-		fn   any
-		name string
-	}{
-		{&d.cuInit, "cuInit"},
-		{&d.cuDriverGetVersion, "cuDriverGetVersion"},
-		{&d.cuGetErrorName, "cuGetErrorName"},
-		{&d.cuGetErrorString, "cuGetErrorString"},
-		{&d.cuDeviceGetCount, "cuDeviceGetCount"},
-		{&d.cuDeviceGet, "cuDeviceGet"},
-		{&d.cuDeviceGetAttribute, "cuDeviceGetAttribute"},
-		{&d.cuDeviceGetName, "cuDeviceGetName"},
-		{&d.cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId"},
-		{&d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"},
-		{&d.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"},
-		{&d.cuCtxSetCurrent, "cuCtxSetCurrent"},
-		{&d.cuMemGetInfo, "cuMemGetInfo_v2"},
-		{&d.cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity"},
-		{&d.cuMemCreate, "cuMemCreate"},
-		{&d.cuMemRelease, "cuMemRelease"},
-		{&d.cuMemExportToShareableHandle, "cuMemExportToShareableHandle"},
-		{&d.cuMemImportFromShareableHandle, "cuMemImportFromShareableHandle"},
-		{&d.cuMemAddressReserve, "cuMemAddressReserve"},
-		{&d.cuMemAddressFree, "cuMemAddressFree"},
-		{&d.cuMemMap, "cuMemMap"},
-		{&d.cuMemUnmap, "cuMemUnmap"},
-		{&d.cuMemSetAccess, "cuMemSetAccess"},
-		{&d.cuMemsetD8Async, "cuMemsetD8Async"},
-		{&d.cuMemcpyAsync, "cuMemcpyAsync"},
-		{&d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"},
-		{&d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},
-		{&d.cuMemHostAlloc, "cuMemHostAlloc"},
-		{&d.cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"},
-		{&d.cuMemFreeHost, "cuMemFreeHost"},
-		{&d.cuStreamCreate, "cuStreamCreate"},
-		{&d.cuStreamDestroy, "cuStreamDestroy_v2"},
-		{&d.cuStreamSynchronize, "cuStreamSynchronize"},
-		{&d.cuStreamQuery, "cuStreamQuery"},
-		{&d.cuEventCreate, "cuEventCreate"},
-		{&d.cuEventRecord, "cuEventRecord"},
-		{&d.cuEventSynchronize, "cuEventSynchronize"},
-		{&d.cuEventQuery, "cuEventQuery"},
-		{&d.cuEventElapsedTime, "cuEventElapsedTime"},
-		{&d.cuEventDestroy, "cuEventDestroy_v2"},
-		{&d.cuModuleLoadData, "cuModuleLoadData"},
-		{&d.cuModuleUnload, "cuModuleUnload"},
-		{&d.cuModuleGetFunction, "cuModuleGetFunction"},
-		{&d.cuLaunchKernel, "cuLaunchKernel"},
+func (d *driver) symbols() []symbol {
+	return []symbol{
+		{&d.cuInit, []string{"cuInit"}},
+		{&d.cuDriverGetVersion, []string{"cuDriverGetVersion"}},
+		{&d.cuGetErrorName, []string{"cuGetErrorName"}},
+		{&d.cuGetErrorString, []string{"cuGetErrorString"}},
+		{&d.cuDeviceGetCount, []string{"cuDeviceGetCount"}},
+		{&d.cuDeviceGet, []string{"cuDeviceGet"}},
+		{&d.cuDeviceGetAttribute, []string{"cuDeviceGetAttribute"}},
+		{&d.cuDeviceGetName, []string{"cuDeviceGetName"}},
+		{&d.cuDeviceGetPCIBusId, []string{"cuDeviceGetPCIBusId"}},
+		{&d.cuDevicePrimaryCtxRetain, []string{"cuDevicePrimaryCtxRetain"}},
+		{&d.cuDevicePrimaryCtxRelease, []string{"cuDevicePrimaryCtxRelease_v2"}},
+		{&d.cuCtxSetCurrent, []string{"cuCtxSetCurrent"}},
+		{&d.cuMemGetInfo, []string{"cuMemGetInfo_v2"}},
+		{&d.cuMemGetAllocationGranularity, []string{"cuMemGetAllocationGranularity"}},
+		{&d.cuMemCreate, []string{"cuMemCreate"}},
+		{&d.cuMemRelease, []string{"cuMemRelease"}},
+		{&d.cuMemExportToShareableHandle, []string{"cuMemExportToShareableHandle"}},
+		{&d.cuMemImportFromShareableHandle, []string{"cuMemImportFromShareableHandle"}},
+		{&d.cuMemAddressReserve, []string{"cuMemAddressReserve"}},
+		{&d.cuMemAddressFree, []string{"cuMemAddressFree"}},
+		{&d.cuMemMap, []string{"cuMemMap"}},
+		{&d.cuMemUnmap, []string{"cuMemUnmap"}},
+		{&d.cuMemSetAccess, []string{"cuMemSetAccess"}},
+		{&d.cuMemsetD8Async, []string{"cuMemsetD8Async"}},
+		{&d.cuMemcpyAsync, []string{"cuMemcpyAsync"}},
+		{&d.cuMemcpyHtoDAsync, []string{"cuMemcpyHtoDAsync_v2"}},
+		{&d.cuMemcpyDtoHAsync, []string{"cuMemcpyDtoHAsync_v2"}},
+		{&d.cuMemHostAlloc, []string{"cuMemHostAlloc"}},
+		{&d.cuMemHostGetDevicePointer, []string{"cuMemHostGetDevicePointer_v2"}},
+		{&d.cuMemFreeHost, []string{"cuMemFreeHost"}},
+		{&d.cuStreamCreate, []string{"cuStreamCreate"}},
+		{&d.cuStreamDestroy, []string{"cuStreamDestroy_v2"}},
+		{&d.cuStreamSynchronize, []string{"cuStreamSynchronize"}},
+		{&d.cuStreamQuery, []string{"cuStreamQuery"}},
+		{&d.cuEventCreate, []string{"cuEventCreate"}},
+		{&d.cuEventRecord, []string{"cuEventRecord"}},
+		{&d.cuEventSynchronize, []string{"cuEventSynchronize"}},
+		{&d.cuEventQuery, []string{"cuEventQuery"}},
+		{&d.cuEventElapsedTime, []string{"cuEventElapsedTime_v2", "cuEventElapsedTime"}},
+		{&d.cuEventDestroy, []string{"cuEventDestroy_v2"}},
+		{&d.cuModuleLoadData, []string{"cuModuleLoadData"}},
+		{&d.cuModuleUnload, []string{"cuModuleUnload"}},
+		{&d.cuModuleGetFunction, []string{"cuModuleGetFunction"}},
+		{&d.cuLaunchKernel, []string{"cuLaunchKernel"}},
 	}
 }
 
@@ -170,9 +171,14 @@ func open(path string) (*driver, error) {
 	}
 	d := &driver{}
 	for _, s := range d.symbols() {
-		sym, err := purego.Dlsym(lib, s.name)
+		var sym uintptr
+		for _, name := range s.names {
+			if sym, err = purego.Dlsym(lib, name); err == nil {
+				break
+			}
+		}
 		if err != nil {
-			return nil, fmt.Errorf("cuda: driver library %s lacks %s (driver too old?): %v", path, s.name, err)
+			return nil, fmt.Errorf("cuda: driver library %s lacks %s (driver too old?): %v", path, s.names[0], err)
 		}
 		purego.RegisterFunc(s.fn, sym)
 	}

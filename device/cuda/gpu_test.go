@@ -105,7 +105,7 @@ func TestGPUMemory(t *testing.T) {
 	s1, err := d1.NewStream()
 	must(t, err)
 
-	pattern := make([]byte, g+12345)
+	pattern := make([]byte, g/2+12345)
 	for i := range pattern {
 		pattern[i] = byte(i*7 + i>>8)
 	}
@@ -557,4 +557,45 @@ func TestGPUAllReduce(t *testing.T) {
 		}
 		w.padsZero()
 	}
+}
+
+// TestGPUAllReduceTiming logs how long all-reduces take on two GPUs (no
+// assertion on the numbers).
+func TestGPUAllReduceTiming(t *testing.T) {
+	devs := gpus(t, 2)
+	w := newWorld(t, devs, []int{0, 1}, 16<<20)
+	sm := devs[0].Attributes().SMCount
+	for _, c := range []struct {
+		kernel string
+		bytes  uint64
+	}{
+		{kernels.OneShotAllReduce, 256 << 10},
+		{kernels.TwoShotAllReduce, 256 << 10},
+		{kernels.TwoShotAllReduce, 8 << 20},
+	} {
+		numel := c.bytes / 2
+		blocks, threads := kernels.Shape(c.kernel, numel, device.BFloat16, 2, sm)
+		run := func(iters int) time.Duration {
+			start := time.Now()
+			for i := 0; i < iters; i++ {
+				for r := 0; r < 2; r++ {
+					a := kernels.AllReduceArgs{Rank: int32(r), World: 2, DType: device.BFloat16, Op: device.Sum,
+						BufferPtrs: w.bufArr[r], PadPtrs: w.padArr[r], PadBytes: w.padBytes, Numel: numel,
+						TimeoutNs: int64(10 * time.Second)}
+					if c.kernel == kernels.OneShotAllReduce {
+						a.Output = w.scratch[r]
+					}
+					w.launch(r, c.kernel, blocks, threads, a)
+				}
+			}
+			w.syncAll()
+			return time.Since(start)
+		}
+		run(5)
+		const iters = 200
+		el := run(iters) / iters
+		t.Logf("%s bf16 %d bytes (%d x %d): %.1f us per all-reduce, algbw %.1f GB/s",
+			c.kernel, c.bytes, blocks, threads, float64(el)/1e3, float64(c.bytes)/el.Seconds()/1e9)
+	}
+	w.padsZero()
 }

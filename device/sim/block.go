@@ -117,12 +117,14 @@ func (c *blockCtx) word(p device.Ptr, write bool) (segment, error) {
 	return segs[0], nil
 }
 
-// CAS32 is an atomic compare-and-swap of the uint32 at p. Every call is
-// recorded in the trace as a "signal" event.
+// CAS32 is an atomic compare-and-swap of the uint32 at p, performed after a
+// scheduling point. Every call is recorded in the trace as a "signal" event.
 func (c *blockCtx) CAS32(p device.Ptr, old, new uint32, order signal.Order, scope signal.Scope) (uint32, error) {
 	if !order.Valid() || !scope.Valid() {
 		return 0, fmt.Errorf("%s: compare-and-swap at %v with invalid order %v or scope %v", c.name(), p, order, scope)
 	}
+	// Every atomic is an interaction point: let the scheduler interleave.
+	c.l.dev.w.sched.Yield("atomic")
 	sg, err := c.word(p, true)
 	if err != nil {
 		return 0, err

@@ -381,6 +381,10 @@ func (d *simDevice) Launch(s device.Stream, l device.Launch) error {
 	if err := k.Check(args); err != nil {
 		return fmt.Errorf("device %d: launch: %w", d.index, err)
 	}
+	// Reject the shapes a real device rejects, so both fail alike.
+	if err := kernels.CheckLaunch(l.Kernel, l.Blocks, l.Threads, args); err != nil {
+		return fmt.Errorf("device %d: launch: %w", d.index, err)
+	}
 	d.w.launches++
 	id := d.w.launches
 	d.enqueue(st, "kernel", k.Name, func(o *op) error {

@@ -29,6 +29,11 @@
 // the slot's value, with a virtual-time timeout. Every atomic is recorded in
 // the trace (kind "signal") with its order and scope.
 //
+// Concurrency. A World is driven by its scheduler: only one task runs at a
+// time, so the simulator takes no locks. Call its devices from the
+// scheduler's tasks (set-up calls that never wait may also run before
+// Scheduler.Run); calls that must wait return an error outside a task.
+//
 // Observation. [World.Observe] receives every memory access (with device,
 // kernel, block, lane, virtual and physical address, size, direction, order
 // and scope) and every synchronisation edge (stream order, block and lane

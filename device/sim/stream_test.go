@@ -134,9 +134,28 @@ func TestStreamErrors(t *testing.T) {
 func TestLanesNeedThreads(t *testing.T) {
 	h := newHarness(t, 4, 1)
 	h.run(func() error {
-		// A barrier of 4 ranks launched with 2 threads cannot give each peer a lane.
-		err := h.launch(0, kernels.Barrier, 1, 2, h.signalArgs(0, 0, 0, int64(time.Second)))
-		wantErr(t, err, "4 lanes requested with 2 threads per block")
+		// A barrier of 4 ranks launched with 2 threads cannot give each peer
+		// a lane: rejected at launch, as on a GPU.
+		err := h.dev(0).Launch(0, device.Launch{Kernel: kernels.Barrier, Blocks: 1, Threads: 2, Args: h.signalArgs(0, 0, 0, 0)})
+		wantErr(t, err, "one per rank needed")
+		// Lanes itself refuses too many lanes and nesting.
+		d := h.w.devs[0]
+		ctx := &blockCtx{l: &launch{dev: d, kernel: "test", grid: 1, threads: 2}, lane: -1}
+		wantErr(t, ctx.Lanes(4, func(kernels.Block) error { return nil }), "4 lanes requested with 2 threads per block")
+		lane := &blockCtx{l: ctx.l, lane: 0}
+		wantErr(t, lane.Lanes(1, func(kernels.Block) error { return nil }), "do not nest")
+		var ran []int
+		err = ctx.Lanes(2, func(l kernels.Block) error {
+			ran = append(ran, l.Lane())
+			if l.Lane() == 1 {
+				return fmt.Errorf("lane one failed")
+			}
+			return nil
+		})
+		wantErr(t, err, "lane one failed")
+		if len(ran) != 2 {
+			t.Errorf("lanes ran: %v", ran)
+		}
 		return nil
 	})
 }

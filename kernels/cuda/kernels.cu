@@ -16,29 +16,36 @@ __device__ __forceinline__ SignalCtx signal_ctx(const LaunchHeader& h, int rank,
   return SignalCtx{h.err, h.launch, rank, world, static_cast<int>(blockIdx.x), pad_bytes, timeout_ns};
 }
 
-// Tensors holds the address of every rank's tensor (buffer + offset): in
-// registers for a world size known at compile time (W > 0), read from the
-// device array otherwise.
-template <int W>
+// Tensors holds the address of every rank's tensor (buffer + offset) in
+// registers when the world size is known at compile time and N > 0 (N = W);
+// with N = 0 the addresses are read from the device array when used, which
+// saves 2*W registers where the register budget is tight.
+template <int N>
 struct Tensors {
-  const char* base[W];
+  const char* base[N];
   __device__ __forceinline__ Tensors(const uint64_t* bufs, uint64_t offset) {
 #pragma unroll
-    for (int r = 0; r < W; r++) base[r] = reinterpret_cast<const char*>(bufs[r]) + offset;
+    for (int r = 0; r < N; r++) base[r] = reinterpret_cast<const char*>(bufs[r]) + offset;
   }
+  __device__ __forceinline__ const char* at(int r, const uint64_t*, uint64_t) const { return base[r]; }
 };
 
 template <>
 struct Tensors<0> {
   __device__ __forceinline__ Tensors(const uint64_t*, uint64_t) {}
+  __device__ __forceinline__ const char* at(int r, const uint64_t* bufs, uint64_t offset) const {
+    return reinterpret_cast<const char*>(bufs[r]) + offset;
+  }
 };
 
-// Collective is one block's view of an all-reduce launch.
-template <typename T, int VEC, int W>
+// Collective is one block's view of an all-reduce launch. W is the world
+// size (0: known only at run time); CACHE keeps the tensor addresses in
+// registers.
+template <typename T, int VEC, int W, bool CACHE>
 struct Collective {
   const AllReduceArgs& a;
   SignalCtx c;
-  Tensors<W> t;
+  Tensors<(CACHE ? W : 0)> t;
   char* own;  // this rank's tensor
 
   __device__ Collective(const AllReduceArgs& args)
@@ -52,7 +59,10 @@ struct Collective {
   // reduce reduces the vector at byte offset off of every rank's tensor.
   __device__ __forceinline__ Vec<VEC> reduce(uint64_t off) const {
     if constexpr (W > 0) {
-      return reduce_fixed<T, VEC, W>(t.base, off, a.op);
+      const char* base[W];
+#pragma unroll
+      for (int r = 0; r < W; r++) base[r] = t.at(r, a.buffer_ptrs, a.offset);
+      return reduce_fixed<T, VEC, W>(base, off, a.op);
     } else {
       return reduce_any<T, VEC>(a.buffer_ptrs, a.offset, a.world, off, a.op);
     }
@@ -62,7 +72,7 @@ struct Collective {
   __device__ __forceinline__ void store_all(uint64_t off, const Vec<VEC>& v) const {
     if constexpr (W > 0) {
 #pragma unroll
-      for (int r = 0; r < W; r++) store_vec<VEC>(const_cast<char*>(t.base[r]) + off, v);
+      for (int r = 0; r < W; r++) store_vec<VEC>(const_cast<char*>(t.at(r, a.buffer_ptrs, a.offset)) + off, v);
     } else {
       for (int r = 0; r < a.world; r++) store_vec<VEC>(reinterpret_cast<char*>(a.buffer_ptrs[r]) + a.offset + off, v);
     }
@@ -104,7 +114,7 @@ __device__ inline bool check_collective(const AllReduceArgs& a, const SignalCtx&
 // of input into this rank's buffer and publishes it with a release put.
 template <typename T, int VEC, int W>
 __device__ void one_shot(const AllReduceArgs& a) {
-  Collective<T, VEC, W> col(a);
+  Collective<T, VEC, W, true> col(a);
   const uint64_t nvec = a.numel * T::kSize / VEC;
   const uint64_t first = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
@@ -125,7 +135,9 @@ __device__ void one_shot(const AllReduceArgs& a) {
 // gathers every chunk into output.
 template <typename T, int VEC, int W>
 __device__ void two_shot(const AllReduceArgs& a) {
-  Collective<T, VEC, W> col(a);
+  // 1024 threads leave 64 registers a thread: keep addresses in memory for
+  // the widest worlds.
+  Collective<T, VEC, W, (W > 0 && W <= 4)> col(a);
   const int world = col.world();
   constexpr uint64_t vec_elems = VEC / T::kSize;
   const uint64_t unit = vec_elems * world;
