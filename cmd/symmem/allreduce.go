@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"text/tabwriter"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/workload"
 )
@@ -175,6 +177,15 @@ func printSummary(out io.Writer, s workload.Spec, results []workload.RankResult,
 	}
 	fmt.Fprintf(tw, "%d\t%s\t%d\t%v\t%v\t%v\t%d\t%.3g\t%v\t%s\n",
 		s.World, formatBytes(s.Bytes), s.Numel(), s.DType, s.Op, algo, s.Offset, v.MaxAbsErr, v.Agree, status)
+	tw.Flush()
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "rank\tfnv64 of result\tfirst elements")
+	for r, res := range results {
+		vals, _ := kernels.Decode(s.DType, res.Output)
+		h := fnv.New64a()
+		h.Write(res.Output)
+		fmt.Fprintf(tw, "%d\t%016x\t%v\n", r, h.Sum64(), vals[:min(4, len(vals))])
+	}
 	tw.Flush()
 	for _, p := range v.Problems {
 		fmt.Fprintln(out, "  ", p)

@@ -201,10 +201,21 @@ func multicastDisabled(getenv func(string) string) bool {
 	return false
 }
 
-// do runs f on the device's thread, naming op in its error.
-func (g *gpu) do(op string, f func() error) error {
+// desc describes an operation for error messages; it is formatted only
+// when an error is reported.
+type desc struct {
+	format string
+	args   []any
+}
+
+func opf(format string, args ...any) desc { return desc{format, args} }
+
+func (o desc) String() string { return fmt.Sprintf(o.format, o.args...) }
+
+// do runs f on the device's thread, naming o in its error.
+func (g *gpu) do(o desc, f func() error) error {
 	if err := g.w.do(f); err != nil {
-		return fmt.Errorf("cuda device %d: %s: %w", g.attrs.Index, op, err)
+		return fmt.Errorf("cuda device %d: %v: %w", g.attrs.Index, o, err)
 	}
 	return nil
 }
@@ -213,7 +224,7 @@ func (g *gpu) Attributes() device.Attributes { return g.attrs }
 
 func (g *gpu) CreatePhysical(size uint64) (device.Handle, error) {
 	var id device.Handle
-	err := g.do(fmt.Sprintf("create physical allocation of %d bytes", size), func() error {
+	err := g.do(opf("create physical allocation of %d bytes", size), func() error {
 		if err := g.checkSize(size); err != nil {
 			return err
 		}
@@ -247,7 +258,7 @@ func (g *gpu) handle(id device.Handle) (uint64, error) {
 }
 
 func (g *gpu) ReleasePhysical(id device.Handle) error {
-	return g.do(fmt.Sprintf("release handle %d", id), func() error {
+	return g.do(opf("release handle %d", id), func() error {
 		h, err := g.handle(id)
 		if err != nil {
 			return err
@@ -262,7 +273,7 @@ func (g *gpu) ReleasePhysical(id device.Handle) error {
 
 func (g *gpu) ExportHandle(id device.Handle) (int, error) {
 	var fd int32 = -1
-	err := g.do(fmt.Sprintf("export handle %d", id), func() error {
+	err := g.do(opf("export handle %d", id), func() error {
 		h, err := g.handle(id)
 		if err != nil {
 			return err
@@ -275,7 +286,7 @@ func (g *gpu) ExportHandle(id device.Handle) (int, error) {
 
 func (g *gpu) ImportHandle(fd int) (device.Handle, error) {
 	var id device.Handle
-	err := g.do(fmt.Sprintf("import fd %d", fd), func() error {
+	err := g.do(opf("import fd %d", fd), func() error {
 		if fd < 0 {
 			return fmt.Errorf("invalid file descriptor %d", fd)
 		}
@@ -304,7 +315,7 @@ func (g *gpu) CloseFD(fd int) error {
 
 func (g *gpu) Reserve(size uint64) (device.Ptr, error) {
 	var p uint64
-	err := g.do(fmt.Sprintf("reserve %d bytes", size), func() error {
+	err := g.do(opf("reserve %d bytes", size), func() error {
 		if err := g.checkSize(size); err != nil {
 			return err
 		}
@@ -318,7 +329,7 @@ func (g *gpu) Reserve(size uint64) (device.Ptr, error) {
 }
 
 func (g *gpu) FreeRange(p device.Ptr, size uint64) error {
-	return g.do(fmt.Sprintf("free range %v (%d bytes)", p, size), func() error {
+	return g.do(opf("free range %v (%d bytes)", p, size), func() error {
 		if got, ok := g.ranges[p]; !ok || got != size {
 			return fmt.Errorf("no reserved range of %d bytes starts at %v", size, p)
 		}
@@ -341,7 +352,7 @@ func (g *gpu) inRange(p device.Ptr, size uint64) bool {
 }
 
 func (g *gpu) Map(p device.Ptr, size uint64, id device.Handle) error {
-	return g.do(fmt.Sprintf("map handle %d at %v (%d bytes)", id, p, size), func() error {
+	return g.do(opf("map handle %d at %v (%d bytes)", id, p, size), func() error {
 		h, err := g.handle(id)
 		if err != nil {
 			return err
@@ -361,13 +372,13 @@ func (g *gpu) Map(p device.Ptr, size uint64, id device.Handle) error {
 }
 
 func (g *gpu) SetAccess(p device.Ptr, size uint64) error {
-	return g.do(fmt.Sprintf("set access at %v (%d bytes)", p, size), func() error {
+	return g.do(opf("set access at %v (%d bytes)", p, size), func() error {
 		return g.drv.check("cuMemSetAccess", g.drv.cuMemSetAccess(uint64(p), size, accessDesc(int(g.dev)), 1))
 	})
 }
 
 func (g *gpu) Unmap(p device.Ptr, size uint64) error {
-	return g.do(fmt.Sprintf("unmap %v (%d bytes)", p, size), func() error {
+	return g.do(opf("unmap %v (%d bytes)", p, size), func() error {
 		if got, ok := g.maps[p]; !ok || got != size {
 			return fmt.Errorf("no mapping of %d bytes starts at %v", size, p)
 		}
@@ -389,7 +400,7 @@ func (g *gpu) stream(s device.Stream) (*stream, error) {
 }
 
 func (g *gpu) Memset(s device.Stream, dst device.Ptr, value byte, n uint64) error {
-	return g.do(fmt.Sprintf("memset %d bytes at %v", n, dst), func() error {
+	return g.do(opf("memset %d bytes at %v", n, dst), func() error {
 		st, err := g.stream(s)
 		if err != nil {
 			return err
@@ -402,7 +413,7 @@ func (g *gpu) Memset(s device.Stream, dst device.Ptr, value byte, n uint64) erro
 }
 
 func (g *gpu) Copy(s device.Stream, dst, src device.Ptr, n uint64) error {
-	return g.do(fmt.Sprintf("copy %d bytes from %v to %v", n, src, dst), func() error {
+	return g.do(opf("copy %d bytes from %v to %v", n, src, dst), func() error {
 		st, err := g.stream(s)
 		if err != nil {
 			return err
@@ -415,7 +426,7 @@ func (g *gpu) Copy(s device.Stream, dst, src device.Ptr, n uint64) error {
 }
 
 func (g *gpu) Write(s device.Stream, dst device.Ptr, src []byte) error {
-	op := fmt.Sprintf("write %d bytes to %v", len(src), dst)
+	op := opf("write %d bytes to %v", len(src), dst)
 	// Wait for the stream's earlier work without holding the thread, so a
 	// kernel that waits for a peer does not block this device's other calls.
 	if err := g.wait(s, op, false); err != nil {
@@ -438,7 +449,7 @@ func (g *gpu) Write(s device.Stream, dst device.Ptr, src []byte) error {
 }
 
 func (g *gpu) Read(s device.Stream, dst []byte, src device.Ptr) error {
-	op := fmt.Sprintf("read %d bytes from %v", len(dst), src)
+	op := opf("read %d bytes from %v", len(dst), src)
 	if err := g.wait(s, op, false); err != nil {
 		return err
 	}
@@ -460,7 +471,7 @@ func (g *gpu) Read(s device.Stream, dst []byte, src device.Ptr) error {
 
 func (g *gpu) NewStream() (device.Stream, error) {
 	var id device.Stream
-	err := g.do("create stream", func() error {
+	err := g.do(opf("create stream"), func() error {
 		st := &stream{}
 		if err := g.drv.check("cuStreamCreate", g.drv.cuStreamCreate(&st.cu, streamNonBlocking)); err != nil {
 			return err
@@ -486,7 +497,7 @@ func (g *gpu) NewStream() (device.Stream, error) {
 }
 
 func (g *gpu) DestroyStream(s device.Stream) error {
-	op := fmt.Sprintf("destroy stream %d", s)
+	op := opf("destroy stream %d", s)
 	if err := g.wait(s, op, false); err != nil {
 		return err
 	}
@@ -505,7 +516,7 @@ func (g *gpu) DestroyStream(s device.Stream) error {
 // wait polls until the work on s has completed, releasing the device's
 // thread between polls. With report set it then returns (and clears) the
 // error a kernel recorded; otherwise the record stays for Synchronize.
-func (g *gpu) wait(s device.Stream, op string, report bool) error {
+func (g *gpu) wait(s device.Stream, op desc, report bool) error {
 	for i := 0; ; i++ {
 		var done bool
 		var kerr *device.KernelError
@@ -569,12 +580,12 @@ func (st *stream) takeError() *device.KernelError {
 }
 
 func (g *gpu) Synchronize(s device.Stream) error {
-	return g.wait(s, fmt.Sprintf("synchronize stream %d", s), true)
+	return g.wait(s, opf("synchronize stream %d", s), true)
 }
 
 func (g *gpu) NewEvent() (device.Event, error) {
 	var id device.Event
-	err := g.do("create event", func() error {
+	err := g.do(opf("create event"), func() error {
 		var e uintptr
 		if err := g.drv.check("cuEventCreate", g.drv.cuEventCreate(&e, eventDefault)); err != nil {
 			return err
@@ -597,7 +608,7 @@ func (g *gpu) event(e device.Event) (uintptr, error) {
 }
 
 func (g *gpu) RecordEvent(e device.Event, s device.Stream) error {
-	return g.do(fmt.Sprintf("record event %d on stream %d", e, s), func() error {
+	return g.do(opf("record event %d on stream %d", e, s), func() error {
 		ev, err := g.event(e)
 		if err != nil {
 			return err
@@ -611,7 +622,7 @@ func (g *gpu) RecordEvent(e device.Event, s device.Stream) error {
 }
 
 func (g *gpu) Elapsed(start, end device.Event) (time.Duration, error) {
-	op := fmt.Sprintf("elapsed time from event %d to %d", start, end)
+	op := opf("elapsed time from event %d to %d", start, end)
 	for i := 0; ; i++ {
 		var done bool
 		var ms float32
@@ -645,7 +656,7 @@ func (g *gpu) Elapsed(start, end device.Event) (time.Duration, error) {
 }
 
 func (g *gpu) DestroyEvent(e device.Event) error {
-	return g.do(fmt.Sprintf("destroy event %d", e), func() error {
+	return g.do(opf("destroy event %d", e), func() error {
 		ev, err := g.event(e)
 		if err != nil {
 			return err
@@ -663,7 +674,7 @@ func (g *gpu) Launch(s device.Stream, l device.Launch) error {
 	if _, err := kernels.Pack(kernels.LaunchHeader{}, l.Kernel, l.Args); err != nil {
 		return fmt.Errorf("cuda device %d: launch on stream %d: %w", g.attrs.Index, s, err)
 	}
-	return g.do(fmt.Sprintf("launch %s on stream %d", l.Kernel, s), func() error {
+	return g.do(opf("launch %s on stream %d", l.Kernel, s), func() error {
 		st, err := g.stream(s)
 		if err != nil {
 			return err
@@ -719,7 +730,7 @@ func (g *gpu) function(name string) (uintptr, error) {
 
 func (g *gpu) NVLinkMatrix() ([][]int, error) {
 	var ids []string
-	err := g.do("read PCI bus ids", func() error {
+	err := g.do(opf("read PCI bus ids"), func() error {
 		var n int32
 		if err := g.drv.check("cuDeviceGetCount", g.drv.cuDeviceGetCount(&n)); err != nil {
 			return err

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func runCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+var traceLine = regexp.MustCompile(`(?m)^trace ([0-9a-f]{64})$`)
+
+func trace(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := runCmd(t, args...)
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, out)
+	}
+	m := traceLine.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("%v: no trace line in\n%s", args, out)
+	}
+	return m[1]
+}
+
+func TestAllReduceTraceIsStablePerSeed(t *testing.T) {
+	a := trace(t, "allreduce", "--seed", "7")
+	if b := trace(t, "allreduce", "--seed", "7"); a != b {
+		t.Fatalf("seed 7 gave %s then %s", a, b)
+	}
+	if c := trace(t, "allreduce", "--seed", "8"); c == a {
+		t.Fatal("seeds 7 and 8 gave the same trace")
+	}
+}
+
+func TestAllReduceIssueExamples(t *testing.T) {
+	for _, args := range [][]string{
+		{"allreduce", "--world", "8", "--bytes", "8196", "--dtype", "bf16", "--offset", "16"},
+		{"allreduce", "--algo", "two-shot", "--world", "3", "--bytes", "1MiB", "--dtype", "f16", "--op", "max"},
+	} {
+		out, err := runCmd(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		if !strings.Contains(out, " ok") || strings.Contains(out, "FAIL") {
+			t.Fatalf("%v: no passing summary:\n%s", args, out)
+		}
+	}
+}
+
+func TestAllReduceBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"allreduce", "--dtype", "int8"}, `--dtype: unknown dtype "int8"`},
+		{[]string{"allreduce", "--bytes", "lots"}, `--bytes: byte size "lots"`},
+		{[]string{"allreduce", "--op", "prod"}, `--op: unknown reduce op "prod"`},
+		{[]string{"allreduce", "--algo", "three-shot"}, `--algo: unknown algorithm`},
+		{[]string{"allreduce", "--world", "0"}, `--world 0`},
+		{[]string{"allreduce", "--bytes", "6", "--dtype", "bf16"}, `size of 6 bytes is not a multiple of 4`},
+		{[]string{"allreduce", "--offset", "2"}, `offset of 2 bytes`},
+		{[]string{"allreduce", "--device", "tpu"}, `--device "tpu"`},
+		{[]string{"allreduce", "--device", "cuda"}, `no CUDA driver found (libcuda.so.1)`},
+	} {
+		out, err := runCmd(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want it to mention %q\n%s", tc.args, err, tc.want, out)
+		}
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]uint64{"8196": 8196, "64KiB": 64 << 10, "1MiB": 1 << 20, "2G": 2 << 30, "4k": 4096, "16B": 16} {
+		got, err := parseBytes(in)
+		if err != nil || got != want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1", "1.5MiB", "KiB", "99999999999999999999"} {
+		if _, err := parseBytes(bad); err == nil {
+			t.Errorf("parseBytes(%q) accepted", bad)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, err := runCmd(t, "version")
+	if err != nil || !strings.HasPrefix(out, "symmem ") {
+		t.Fatalf("version: %q, %v", out, err)
+	}
+}
