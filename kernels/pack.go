@@ -122,6 +122,16 @@ func Pack(h LaunchHeader, kernel string, args any) ([]byte, error) {
 	return nil, fmt.Errorf("pack: kernel %q has no C argument layout", kernel)
 }
 
+// SetHeader writes h into the header of an argument image made by Pack.
+func SetHeader(b []byte, h LaunchHeader) error {
+	if len(b) < 16 {
+		return fmt.Errorf("set header: argument image of %d bytes has no header", len(b))
+	}
+	binary.LittleEndian.PutUint64(b[headerFields[0].offset:], h.ErrorRecord)
+	binary.LittleEndian.PutUint32(b[headerFields[1].offset:], h.Launch)
+	return nil
+}
+
 // packFields writes each field's value (from head for header members, from
 // vals for Go fields) at its offset.
 func packFields(fields []field, size int, head, vals map[string]uint64) []byte {

@@ -194,6 +194,27 @@ func TestPackSignal(t *testing.T) {
 	}
 }
 
+func TestSetHeader(t *testing.T) {
+	offsets, _ := headerLayout(t)
+	b, err := Pack(LaunchHeader{}, Barrier, SignalArgs{World: 2, PadPtrs: 0x1000, PadBytes: 64, Channel: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := append([]byte(nil), b...)
+	if err := SetHeader(b, LaunchHeader{ErrorRecord: 0xdead0000, Launch: 42}); err != nil {
+		t.Fatal(err)
+	}
+	if u64(b, offsets["LaunchHeader.err"]) != 0xdead0000 || u32(b, offsets["LaunchHeader.launch"]) != 42 {
+		t.Fatalf("header not written: % x", b[:16])
+	}
+	if string(b[16:]) != string(before[16:]) {
+		t.Fatal("SetHeader changed the arguments after the header")
+	}
+	if err := SetHeader(make([]byte, 8), LaunchHeader{}); err == nil {
+		t.Fatal("SetHeader on 8 bytes: no error")
+	}
+}
+
 func TestPackRejects(t *testing.T) {
 	good := SignalArgs{Rank: 0, World: 2, Peer: 1, PadPtrs: 0x1000, PadBytes: 64}
 	for _, c := range []struct {

@@ -215,6 +215,7 @@ func TestLaunchChecksArgumentsFirst(t *testing.T) {
 		{device.Launch{Kernel: kernels.OneShotAllReduce, Blocks: 9, Threads: 32, Args: args}, "has 8 channels"},
 		{device.Launch{Kernel: kernels.OneShotAllReduce, Blocks: 1, Threads: 0, Args: args}, "1 to 1024 threads"},
 		{device.Launch{Kernel: kernels.OneShotAllReduce, Blocks: 1, Threads: 32, Args: kernels.AllReduceArgs{World: 2, PadBytes: 64}}, "null"},
+		{device.Launch{Kernel: kernels.OneShotAllReduce, Blocks: 1, Threads: 32, Args: args}, "unknown stream 1"},
 	} {
 		err := g.Launch(1, c.l)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -52,6 +53,11 @@ type gpu struct {
 	events     map[device.Event]uintptr
 	nextEvent  device.Event
 	closed     bool
+
+	// mu guards what callers check before queueing a launch.
+	mu     sync.Mutex
+	live   map[device.Stream]bool // streams not destroyed
+	loaded map[string]bool        // kernels whose function was looked up
 }
 
 // stream is a CUstream with the error record its kernels write to.
@@ -61,6 +67,9 @@ type stream struct {
 	recDev   uint64         // its device address
 	launches uint32         // launches so far
 	names    [launchRing]string
+	// launchErr is the first launch the driver refused since the last
+	// Synchronize.
+	launchErr error
 }
 
 // DeviceCount returns the number of CUDA devices the driver sees.
@@ -103,6 +112,8 @@ func Open(index int, opts Options) (device.Device, error) {
 		nextStream: 1,
 		events:     map[device.Event]uintptr{},
 		nextEvent:  1,
+		live:       map[device.Stream]bool{},
+		loaded:     map[string]bool{},
 	}
 	if g.module == nil {
 		g.module = kernels.Fatbin
@@ -491,6 +502,9 @@ func (g *gpu) NewStream() (device.Stream, error) {
 		id = g.nextStream
 		g.nextStream++
 		g.streams[id] = st
+		g.mu.Lock()
+		g.live[id] = true
+		g.mu.Unlock()
 		return nil
 	})
 	return id, err
@@ -507,6 +521,9 @@ func (g *gpu) DestroyStream(s device.Stream) error {
 			return err
 		}
 		delete(g.streams, s)
+		g.mu.Lock()
+		delete(g.live, s)
+		g.mu.Unlock()
 		return errors.Join(
 			g.drv.check("cuStreamDestroy_v2", g.drv.cuStreamDestroy(st.cu)),
 			g.drv.check("cuMemFreeHost", g.drv.cuMemFreeHost(st.rec)))
@@ -535,6 +552,13 @@ func (g *gpu) wait(s device.Stream, op desc, report bool) error {
 			done = true
 			if report {
 				kerr = st.takeError()
+				if lerr := st.launchErr; lerr != nil {
+					st.launchErr = nil
+					if kerr != nil {
+						return errors.Join(lerr, kerr)
+					}
+					return lerr
+				}
 			}
 			return nil
 		})
@@ -666,41 +690,75 @@ func (g *gpu) DestroyEvent(e device.Event) error {
 	})
 }
 
+// Launch checks and packs the arguments on the caller's goroutine and
+// queues the launch on the device's thread without waiting for it, so that
+// launches on several devices overlap. A launch the driver refuses is
+// reported by the stream's next Synchronize. The first launch of each
+// kernel waits, so that a missing kernel image is reported here.
 func (g *gpu) Launch(s device.Stream, l device.Launch) error {
-	// Arguments are checked before anything reaches the driver.
+	fail := func(err error) error {
+		return fmt.Errorf("cuda device %d: launch %s on stream %d: %w", g.attrs.Index, l.Kernel, s, err)
+	}
 	if err := kernels.CheckLaunch(l.Kernel, l.Blocks, l.Threads, l.Args); err != nil {
-		return fmt.Errorf("cuda device %d: launch on stream %d: %w", g.attrs.Index, s, err)
+		return fail(err)
 	}
-	if _, err := kernels.Pack(kernels.LaunchHeader{}, l.Kernel, l.Args); err != nil {
-		return fmt.Errorf("cuda device %d: launch on stream %d: %w", g.attrs.Index, s, err)
+	packed, err := kernels.Pack(kernels.LaunchHeader{}, l.Kernel, l.Args)
+	if err != nil {
+		return fail(err)
 	}
-	return g.do(opf("launch %s on stream %d", l.Kernel, s), func() error {
-		st, err := g.stream(s)
-		if err != nil {
-			return err
+	g.mu.Lock()
+	live, known := g.live[s], g.loaded[l.Kernel]
+	g.mu.Unlock()
+	if !live {
+		return fail(fmt.Errorf("unknown stream %d", s))
+	}
+	if !known {
+		if err := g.w.do(func() error { _, err := g.function(l.Kernel); return err }); err != nil {
+			return fail(err)
 		}
-		fn, err := g.function(l.Kernel)
-		if err != nil {
-			return err
+		g.mu.Lock()
+		g.loaded[l.Kernel] = true
+		g.mu.Unlock()
+	}
+	blocks, threads := uint32(l.Blocks), uint32(l.Threads)
+	err = g.w.post(func() {
+		st, ok := g.streams[s]
+		if !ok {
+			return // destroyed meanwhile: nobody can synchronize it
 		}
-		seq := st.launches
-		packed, err := kernels.Pack(kernels.LaunchHeader{ErrorRecord: st.recDev, Launch: seq}, l.Kernel, l.Args)
-		if err != nil {
-			return err
+		if err := g.launch(st, l.Kernel, blocks, threads, packed); err != nil && st.launchErr == nil {
+			st.launchErr = fmt.Errorf("launch %s: %w", l.Kernel, err)
 		}
-		// The driver copies the argument struct during the call; keep it in
-		// 8-byte words so that it has the struct's alignment.
-		words := make([]uint64, (len(packed)+7)/8)
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*8), packed)
-		params := []unsafe.Pointer{unsafe.Pointer(&words[0])}
-		if err := g.drv.check("cuLaunchKernel", g.drv.cuLaunchKernel(fn,
-			uint32(l.Blocks), 1, 1, uint32(l.Threads), 1, 1, 0, st.cu, &params[0], nil)); err != nil {
-			return err
-		}
-		st.names[seq%launchRing] = l.Kernel
-		st.launches++
-		return nil
 	})
+	if err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// launch launches kernel on st with the packed arguments, after filling in
+// the header. It runs on the worker thread.
+func (g *gpu) launch(st *stream, kernel string, blocks, threads uint32, packed []byte) error {
+	fn, err := g.function(kernel)
+	if err != nil {
+		return err
+	}
+	seq := st.launches
+	if err := kernels.SetHeader(packed, kernels.LaunchHeader{ErrorRecord: st.recDev, Launch: seq}); err != nil {
+		return err
+	}
+	// The driver copies the argument struct during the call; keep it in
+	// 8-byte words so that it has the struct's alignment.
+	words := make([]uint64, (len(packed)+7)/8)
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*8), packed)
+	params := []unsafe.Pointer{unsafe.Pointer(&words[0])}
+	if err := g.drv.check("cuLaunchKernel", g.drv.cuLaunchKernel(fn,
+		blocks, 1, 1, threads, 1, 1, 0, st.cu, &params[0], nil)); err != nil {
+		return err
+	}
+	st.names[seq%launchRing] = kernel
+	st.launches++
+	return nil
 }
 
 // function returns the kernel called name, loading the module first if
@@ -793,6 +851,9 @@ func (g *gpu) Close() error {
 		clear(g.handles)
 		clear(g.streams)
 		clear(g.events)
+		g.mu.Lock()
+		clear(g.live)
+		g.mu.Unlock()
 		return nil
 	})
 	if err != nil {

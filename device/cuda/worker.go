@@ -19,10 +19,14 @@ type worker struct {
 	done   chan struct{}
 }
 
+// queueDepth is how many calls may wait for the worker before senders
+// block.
+const queueDepth = 256
+
 // startWorker starts a worker whose thread first runs setup; the worker
 // stops at once if setup fails.
 func startWorker(setup func() error) (*worker, error) {
-	w := &worker{calls: make(chan func()), done: make(chan struct{})}
+	w := &worker{calls: make(chan func(), queueDepth), done: make(chan struct{})}
 	ready := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -55,6 +59,19 @@ func (w *worker) do(f func() error) error {
 	w.calls <- func() { res <- f() }
 	w.mu.RUnlock()
 	return <-res
+}
+
+// post queues f to run on the worker's thread after the calls already
+// queued, without waiting for it, or returns errClosed once the worker is
+// stopped.
+func (w *worker) post(f func()) error {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return errClosed
+	}
+	w.calls <- f
+	return nil
 }
 
 // stop ends the worker after the calls already handed to it; later calls
