@@ -141,3 +141,16 @@ func (e *KernelError) Error() string {
 	return fmt.Sprintf("kernel %s: rank %d block %d: %s waiting for rank %d on channel %d (pad slot %d) after %v",
 		e.Kernel, e.Rank, e.Block, e.Reason, e.Peer, e.Channel, e.Slot, e.Timeout)
 }
+
+// MemInfo is implemented by devices that report their memory: free and
+// total bytes (leak checks compare free memory before and after).
+type MemInfo interface {
+	MemInfo() (free, total uint64, err error)
+}
+
+// FDCounter is implemented by devices whose shareable handles live in a
+// file-descriptor table of their own (the simulator); for real devices the
+// process's table is counted instead.
+type FDCounter interface {
+	OpenFDs() int
+}

@@ -6,93 +6,10 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
-	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
-	"github.com/symmem/symmem/workload"
 )
 
 var enabled = rank.IntraNodeOptions{Enabled: true}
-
-// TestIntraNodeCommUsage ports the reference test: sums of 4 KiB, 512 KiB
-// and 10 MiB use the service (counter 1, 2, 3) with the right result; avg
-// and 10 MiB + 2 bytes do not.
-func TestIntraNodeCommUsage(t *testing.T) {
-	const world = 2
-	sizes := []uint64{4 << 10, 512 << 10, 10 << 20}
-	inputs := make([][][]byte, len(sizes))
-	for i, n := range sizes {
-		inputs[i] = workload.Spec{World: world, Bytes: n, DType: device.BFloat16, Seed: uint64(i)}.Inputs()
-	}
-	got := make([][][]byte, len(sizes))
-	for i := range got {
-		got[i] = make([][]byte, world)
-	}
-	simulate(t, rank.SimConfig{World: world, Seed: 1}, func(r *rank.Rank) error {
-		c := r.NewIntraNodeComm(enabled)
-		if !c.Rendezvous() {
-			return fmt.Errorf("rendezvous refused on a fully connected host")
-		}
-		defer c.Close()
-		for i, n := range sizes {
-			t, err := r.Empty(n/2, device.BFloat16)
-			if err != nil {
-				return err
-			}
-			if err := r.Write(t, inputs[i][r.ID()]); err != nil {
-				return err
-			}
-			algo := c.SelectAlgo(t, device.Sum)
-			want := rank.AlgoOneShot
-			if n > rank.OneShotMaxBytes {
-				want = rank.AlgoTwoShot
-			}
-			if algo != want {
-				return fmt.Errorf("%d bytes: selected %v, want %v", n, algo, want)
-			}
-			if err := c.AllReduce(t, algo); err != nil {
-				return err
-			}
-			if c.Uses() != i+1 {
-				return fmt.Errorf("after %d bytes: uses = %d, want %d", n, c.Uses(), i+1)
-			}
-			if got[i][r.ID()], err = r.Read(t); err != nil {
-				return err
-			}
-			if err := r.FreeTensor(t); err != nil {
-				return err
-			}
-		}
-		avg, err := r.Empty(2048, device.BFloat16)
-		if err != nil {
-			return err
-		}
-		if a := c.SelectAlgo(avg, device.Avg); a != rank.AlgoNone {
-			return fmt.Errorf("avg selected %v", a)
-		}
-		odd, err := r.Empty((10<<20+2)/2, device.BFloat16)
-		if err != nil {
-			return err
-		}
-		if a := c.SelectAlgo(odd, device.Sum); a != rank.AlgoNone {
-			return fmt.Errorf("10 MiB + 2 bytes selected %v", a)
-		}
-		if err := c.AllReduce(avg, rank.AlgoNone); err == nil {
-			return fmt.Errorf("all-reduce with algorithm none accepted")
-		}
-		if c.Uses() != len(sizes) {
-			return fmt.Errorf("uses = %d after refused calls, want %d", c.Uses(), len(sizes))
-		}
-		return nil
-	})
-	for i := range sizes {
-		want, _ := kernels.Reference(device.BFloat16, device.Sum, inputs[i])
-		for r := range world {
-			if string(got[i][r]) != string(want) {
-				t.Errorf("%d bytes rank %d: result differs from the reference", sizes[i], r)
-			}
-		}
-	}
-}
 
 // TestIntraNodeCommSelection covers the size, dtype and alignment rules.
 func TestIntraNodeCommSelection(t *testing.T) {

@@ -133,6 +133,10 @@ func Open(index int, opts Options) (device.Device, error) {
 			drv.cuDevicePrimaryCtxRelease(g.dev)
 			return err
 		}
+		if err := g.createStream(0); err != nil {
+			drv.cuDevicePrimaryCtxRelease(g.dev)
+			return err
+		}
 		return nil
 	})
 	if err != nil {
@@ -480,38 +484,53 @@ func (g *gpu) Read(s device.Stream, dst []byte, src device.Ptr) error {
 	return g.wait(s, op, false)
 }
 
+// NewStream creates a stream. Stream 0, the default stream, always exists.
 func (g *gpu) NewStream() (device.Stream, error) {
 	var id device.Stream
 	err := g.do(opf("create stream"), func() error {
-		st := &stream{}
-		if err := g.drv.check("cuStreamCreate", g.drv.cuStreamCreate(&st.cu, streamNonBlocking)); err != nil {
-			return err
-		}
-		if err := g.drv.check("cuMemHostAlloc",
-			g.drv.cuMemHostAlloc(&st.rec, recordBytes, memHostAllocPortable|memHostAllocDeviceMap)); err != nil {
-			g.drv.cuStreamDestroy(st.cu)
-			return err
-		}
-		clear(unsafe.Slice((*byte)(st.rec), recordBytes))
-		if err := g.drv.check("cuMemHostGetDevicePointer",
-			g.drv.cuMemHostGetDevicePointer(&st.recDev, st.rec, 0)); err != nil {
-			g.drv.cuMemFreeHost(st.rec)
-			g.drv.cuStreamDestroy(st.cu)
+		if err := g.createStream(g.nextStream); err != nil {
 			return err
 		}
 		id = g.nextStream
 		g.nextStream++
-		g.streams[id] = st
-		g.mu.Lock()
-		g.live[id] = true
-		g.mu.Unlock()
 		return nil
 	})
 	return id, err
 }
 
+// createStream creates the driver stream and error record of stream id.
+// It runs on the worker thread.
+func (g *gpu) createStream(id device.Stream) error {
+	st := &stream{}
+	if err := g.drv.check("cuStreamCreate", g.drv.cuStreamCreate(&st.cu, streamNonBlocking)); err != nil {
+		return err
+	}
+	if err := g.drv.check("cuMemHostAlloc",
+		g.drv.cuMemHostAlloc(&st.rec, recordBytes, memHostAllocPortable|memHostAllocDeviceMap)); err != nil {
+		g.drv.cuStreamDestroy(st.cu)
+		return err
+	}
+	clear(unsafe.Slice((*byte)(st.rec), recordBytes))
+	if err := g.drv.check("cuMemHostGetDevicePointer",
+		g.drv.cuMemHostGetDevicePointer(&st.recDev, st.rec, 0)); err != nil {
+		g.drv.cuMemFreeHost(st.rec)
+		g.drv.cuStreamDestroy(st.cu)
+		return err
+	}
+	g.streams[id] = st
+	g.mu.Lock()
+	g.live[id] = true
+	g.mu.Unlock()
+	return nil
+}
+
+// DestroyStream destroys s after its work completes. Stream 0 cannot be
+// destroyed.
 func (g *gpu) DestroyStream(s device.Stream) error {
 	op := opf("destroy stream %d", s)
+	if s == 0 {
+		return fmt.Errorf("cuda device %d: destroy stream: stream 0 is the default stream", g.attrs.Index)
+	}
 	if err := g.wait(s, op, false); err != nil {
 		return err
 	}

@@ -157,6 +157,12 @@ func TestGPUMemory(t *testing.T) {
 	if err := d0.Synchronize(12345); err == nil {
 		t.Fatal("synchronize of an unknown stream: no error")
 	}
+	// Stream 0 exists from the start and cannot be destroyed.
+	must(t, d0.Memset(0, p0, 1, 4096))
+	must(t, d0.Synchronize(0))
+	if err := d0.DestroyStream(0); err == nil {
+		t.Fatal("destroying the default stream: no error")
+	}
 	// Tear down in order.
 	must(t, d1.Unmap(p1, size))
 	must(t, d1.FreeRange(p1, size))

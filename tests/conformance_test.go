@@ -1,0 +1,38 @@
+package tests
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/symmem/symmem/conformance"
+	"github.com/symmem/symmem/rank"
+)
+
+// TestConformanceOnSimulator runs every self-checking case (the reference
+// table, signals, bounds, groups, IntraNodeComm, bad inputs, allocation ids,
+// leak checks) on the simulator for several world sizes and seeds.
+func TestConformanceOnSimulator(t *testing.T) {
+	for _, tc := range []struct {
+		world int
+		seeds []uint64
+	}{
+		{1, []uint64{1}},
+		{2, []uint64{1, 2}},
+		{3, []uint64{3}},
+		{4, []uint64{4}},
+	} {
+		for _, c := range conformance.Cases(conformance.Options{Cycles: 20, Seed: 7}) {
+			if !c.Fits(tc.world) {
+				continue
+			}
+			if c.Name == "intra-node-comm" && tc.world > 2 {
+				continue // 10 MiB per rank: one world size is enough under -race
+			}
+			for _, seed := range tc.seeds {
+				t.Run(fmt.Sprintf("%s/world%d/seed%d", c.Name, tc.world, seed), func(t *testing.T) {
+					simulate(t, rank.SimConfig{World: tc.world, Seed: seed}, c.Program)
+				})
+			}
+		}
+	}
+}
