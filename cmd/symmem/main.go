@@ -62,7 +62,7 @@ func newRoot() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "error", "log level: debug, info, warn, error")
-	root.AddCommand(newVersionCmd(), newAllReduceCmd(a), newLaunchCmd(a))
+	root.AddCommand(newVersionCmd(), newAllReduceCmd(a), newLaunchCmd(a), newSelftestCmd(a), newTopoCmd())
 	return root
 }
 
