@@ -55,6 +55,8 @@ type Task struct {
 	deadline time.Duration // < 0: none
 	timedOut bool
 	woke     bool // the last resumption ended a Wait
+	halted   bool // stopped for good by Halt
+	aborting bool // being unwound by Run's end: Wait and Yield return at once
 }
 
 // ID is the task's number, unique within its scheduler, in creation order.
@@ -86,6 +88,7 @@ type Scheduler struct {
 	parked   chan struct{}
 	failure  error
 	running  bool
+	halts    []func(*Task) bool // Halt rules that also stop tasks started later
 }
 
 // NewScheduler returns a scheduler with no tasks.
@@ -126,6 +129,7 @@ func (s *Scheduler) Spawn(name string, fn func()) *Task {
 	s.nextID++
 	s.tasks = append(s.tasks, t)
 	s.Record("spawn", fmt.Sprintf("%d %s", t.id, name))
+	s.haltNew(t)
 	go s.body(t, fn)
 	return t
 }
@@ -168,6 +172,9 @@ func (s *Scheduler) mustCurrent(op string) *Task {
 // Yield is a scheduling point: the strategy may run another task first.
 func (s *Scheduler) Yield(point string) {
 	t := s.mustCurrent("Yield")
+	if t.aborting {
+		return
+	}
 	t.state = taskReady
 	t.point = point
 	s.park(t)
@@ -176,6 +183,9 @@ func (s *Scheduler) Yield(point string) {
 // Wait blocks the running task until ready() is true or timeout passes.
 func (s *Scheduler) Wait(what string, ready func() bool, timeout time.Duration) error {
 	t := s.mustCurrent("Wait")
+	if t.aborting {
+		return fmt.Errorf("%s: %w while waiting for %s", t.name, ErrAborted, what)
+	}
 	t.state = taskBlocked
 	t.point = "wait " + what
 	t.what = what
@@ -251,10 +261,18 @@ func (s *Scheduler) loop() error {
 			return nil
 		}
 		runnable = runnable[:0]
+		live := 0
 		for _, t := range s.tasks {
+			if t.halted {
+				continue
+			}
+			live++
 			if t.state == taskReady || (t.state == taskBlocked && t.ready()) {
 				runnable = append(runnable, t)
 			}
+		}
+		if live == 0 {
+			return nil
 		}
 		if len(runnable) == 0 {
 			if !s.fireTimers() {
@@ -266,6 +284,9 @@ func (s *Scheduler) loop() error {
 			return fmt.Errorf("%w after %d steps (%d tasks live)", ErrStepLimit, s.steps, len(s.tasks))
 		}
 		t := runnable[s.strategy.Next(s.steps, runnable)]
+		if t.halted { // halted by the strategy itself
+			continue
+		}
 		s.steps++
 		t.woke = t.state == taskBlocked
 		s.trace.Add(s.steps, t.id, "run", t.point)
@@ -300,7 +321,7 @@ func (s *Scheduler) reap() {
 func (s *Scheduler) fireTimers() bool {
 	next := time.Duration(-1)
 	for _, t := range s.tasks {
-		if t.state == taskBlocked && t.deadline >= 0 && (next < 0 || t.deadline < next) {
+		if t.state == taskBlocked && !t.halted && t.deadline >= 0 && (next < 0 || t.deadline < next) {
 			next = t.deadline
 		}
 	}
@@ -312,7 +333,7 @@ func (s *Scheduler) fireTimers() bool {
 	}
 	s.trace.Add(s.steps, -1, "clock", s.now.String())
 	for _, t := range s.tasks {
-		if t.state == taskBlocked && t.deadline >= 0 && t.deadline <= s.now {
+		if t.state == taskBlocked && !t.halted && t.deadline >= 0 && t.deadline <= s.now {
 			t.state = taskReady
 			t.timedOut = true
 		}
@@ -323,18 +344,24 @@ func (s *Scheduler) fireTimers() bool {
 func (s *Scheduler) deadlock() error {
 	d := &DeadlockError{Now: s.now}
 	for _, t := range s.tasks {
-		d.Blocked = append(d.Blocked, BlockedTask{ID: t.id, Name: t.name, What: t.what})
+		if !t.halted {
+			d.Blocked = append(d.Blocked, BlockedTask{ID: t.id, Name: t.name, What: t.what})
+		}
 	}
 	s.trace.Add(s.steps, -1, "deadlock", d.Error())
 	return d
 }
 
-// abortAll unwinds every task still alive (deferred calls run).
+// abortAll unwinds every task still alive, halted ones included. Deferred
+// calls run; in them Wait fails at once with [ErrAborted] and Yield returns,
+// so no task goroutine is left behind. Tasks they start are unwound too.
 func (s *Scheduler) abortAll() {
-	for _, t := range s.tasks {
+	for i := 0; i < len(s.tasks); i++ {
+		t := s.tasks[i]
 		if t.state == taskDone {
 			continue
 		}
+		t.aborting = true
 		s.cur = t
 		t.resume <- true
 		<-s.parked

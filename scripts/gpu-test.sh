@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# GPU test entry point. Run on a GPU machine from the repository root, with
+# binaries built by scripts/build-gpu-binaries.sh in .gpu/ (the machine needs
+# no Go). Runs the CUDA device tests, the NVLink topology report, and every
+# conformance case (the SPEC test table, signals, IntraNodeComm, simulator
+# conformance, 500-cycle leak check) on 2 and 4 GPUs, with ranks as
+# goroutines of one process and with one process per rank under
+# `symmem launch`. Prints a table of what ran last; exits non-zero on any
+# failure.
+set -u
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+BIN=${BIN:-.gpu}
+LOGS=${OUT:-.gpu}/gpu-test-logs
+mkdir -p "$LOGS"
+ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+worlds=${WORLDS:-"2 4"}
+cycles=${CYCLES:-500}
+rows=()
+failed=0
+
+step() { # name, command...
+  local name=$1; shift
+  local log="$LOGS/$(echo "$name" | tr ' /' '__').log"
+  local t0=$(date +%s%N)
+  timeout "${STEP_TIMEOUT:-300}" "$@" >"$log" 2>&1
+  local rc=$?
+  local dt=$(( ($(date +%s%N) - t0) / 1000000 ))
+  local status=ok
+  if [ $rc -ne 0 ]; then status="FAIL (rc $rc)"; failed=$((failed+1)); fi
+  rows+=("$(printf '%-44s %6d ms  %s' "$name" "$dt" "$status")")
+  echo "== $name: $status"; tail -n 40 "$log"
+}
+
+step "nvlink topology" "$BIN/symmem" topo --device cuda
+step "cuda device tests" env SYMMEM_GPU_TESTS=1 "$BIN/cuda.test" -test.v -test.count=1
+for w in $worlds; do
+  [ "$w" -le "$ngpu" ] || { rows+=("$(printf '%-44s %9s  %s' "world $w" "-" "skipped: $ngpu GPUs")"); continue; }
+  step "selftest in-process world $w" "$BIN/symmem" selftest --device cuda --world "$w" --cycles "$cycles"
+  step "selftest launch --nproc $w" "$BIN/symmem" launch --nproc "$w" -- "$BIN/symmem" selftest --device cuda --cycles "$cycles"
+  step "allreduce in-process world $w bf16 1MiB" "$BIN/symmem" allreduce --device cuda --world "$w" --bytes 1MiB
+  step "allreduce launch --nproc $w f16 max 3MiB" "$BIN/symmem" launch --nproc "$w" -- "$BIN/symmem" allreduce --device cuda --bytes 3MiB --dtype f16 --op max --algo two-shot
+done
+
+echo
+echo "GPU test summary ($ngpu GPUs: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
+printf '%-44s %9s  %s\n' "step" "time" "result"
+for r in "${rows[@]}"; do echo "$r"; done
+[ $failed -eq 0 ]
