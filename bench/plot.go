@@ -102,8 +102,8 @@ func WritePlot(w io.Writer, format, title string, reports ...Report) error {
 				line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 			}
 			c.p.Add(line, scatter)
-			if j == 0 || len(tpts) == 0 {
-				timeP.Legend.Add(s.name, line, scatter)
+			if j == 1 || len(bpts) == 0 {
+				bwP.Legend.Add(s.name, line, scatter)
 			}
 		}
 		drawn++
@@ -111,8 +111,9 @@ func WritePlot(w io.Writer, format, title string, reports ...Report) error {
 	if drawn == 0 {
 		return errors.New("plot: no row has a positive time or bandwidth to draw")
 	}
-	timeP.Legend.Top, timeP.Legend.Left = true, true
-	timeP.Legend.XOffs, timeP.Legend.YOffs = vg.Points(8), -vg.Points(4)
+	// Bandwidth grows with size, so the lower right corner is free.
+	bwP.Legend.Top, bwP.Legend.Left = false, false
+	bwP.Legend.XOffs, bwP.Legend.YOffs = -vg.Points(8), vg.Points(8)
 	const width, height = 14 * vg.Inch, 6 * vg.Inch
 	c, err := draw.NewFormattedCanvas(width, height, format)
 	if err != nil {

@@ -44,6 +44,11 @@ func Program(p Plan, emit func(Row)) rank.Program {
 // and counts the elements that differ bitwise from kernels.Reference. The
 // ranks then gather their figures through the Store, and rank 0 passes the
 // case's row to emit (which may be nil).
+//
+// Two-shot reduces in place, so repeated calls grow the values (to
+// infinity, eventually) as they do in the reference scripts' loops; the
+// check always runs on fresh inputs. One-shot writes into a plain output
+// tensor allocated once, as OneShotAllReduceOut does.
 func Run(r *rank.Rank, p Plan, emit func(Row)) error {
 	if err := p.Validate(); err != nil {
 		return err

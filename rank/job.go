@@ -12,6 +12,7 @@ import (
 	"github.com/symmem/symmem/actor/store"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/device/sim/race"
 	"github.com/symmem/symmem/rank/ipc"
 )
 
@@ -39,6 +40,29 @@ type SimConfig struct {
 	// WrapDevice, when set, replaces each rank's device (fault injection,
 	// attribute overrides in tests).
 	WrapDevice func(rank int, d device.Device) device.Device
+	// WrapStore, when set, replaces each rank's Store client (fault
+	// injection).
+	WrapStore func(rank int, c store.Client) store.Client
+	// Setup, when set, is called with the job's parts once they exist and
+	// before any rank is built (fault injection, observers). An error
+	// aborts the simulation.
+	Setup func(SimJob) error
+	// System, when set, is the actor system the job's actors live in,
+	// instead of a new one per run (building one costs more than a small
+	// run). The job unregisters its named actors when it ends. Simulations
+	// running at the same time must not share a system.
+	System *pa.ActorSystem
+	// RaceDetector runs the happens-before race detector of package race
+	// over every simulated memory access; races land in Result.Races.
+	RaceDetector bool
+}
+
+// SimJob is what a simulated job runs on, as [SimConfig].Setup sees it.
+type SimJob struct {
+	Scheduler *actor.Scheduler
+	World     *sim.World
+	Network   *ipc.SimNetwork
+	Store     *store.Server
 }
 
 // Result is the outcome of a simulated job.
@@ -48,10 +72,23 @@ type Result struct {
 	VirtualTime time.Duration // virtual time at the end
 	Errs        []error       // each rank's error (nil when it succeeded)
 	Events      []actor.Event // every trace event, when SimConfig.KeepTrace
+	// Races lists the data races found when SimConfig.RaceDetector is set;
+	// nil when none were found.
+	Races *race.Error
+	// Hang is the wait-for graph of the signal waits blocked when the run
+	// deadlocked or when a signal wait first timed out; nil when neither
+	// happened.
+	Hang *race.WaitFor
 }
 
-// Err joins the ranks' errors.
-func (r Result) Err() error { return errors.Join(r.Errs...) }
+// Err joins the ranks' errors and the races found.
+func (r Result) Err() error {
+	errs := r.Errs
+	if r.Races != nil {
+		errs = append(append([]error(nil), errs...), r.Races)
+	}
+	return errors.Join(errs...)
+}
 
 // Program is what every rank of a job runs.
 type Program func(r *Rank) error
@@ -75,7 +112,16 @@ func Simulate(cfg SimConfig, program Program) (Result, error) {
 		timeout = DefaultTimeout
 	}
 	sched := actor.NewScheduler(actor.Config{Seed: cfg.Seed, Strategy: cfg.Strategy, MaxSteps: cfg.MaxSteps, KeepEvents: cfg.KeepTrace})
-	sys := actor.NewSystem()
+	sys := cfg.System
+	if sys == nil {
+		sys = actor.NewSystem()
+	}
+	var named []*pa.PID
+	defer func() {
+		for _, pid := range named {
+			sys.ProcessRegistry.Remove(pid)
+		}
+	}()
 	srv, err := store.NewServer(sched, sys, store.WithDispatcher(sched.Dispatcher()))
 	if err != nil {
 		return Result{}, fmt.Errorf("simulate: store: %w", err)
@@ -87,6 +133,15 @@ func Simulate(cfg SimConfig, program Program) (Result, error) {
 		return Result{}, fmt.Errorf("simulate: %w", err)
 	}
 	net := ipc.NewSimNetwork(sched, world)
+	if cfg.Setup != nil {
+		if err := cfg.Setup(SimJob{Scheduler: sched, World: world, Network: net, Store: srv}); err != nil {
+			return Result{}, fmt.Errorf("simulate: setup: %w", err)
+		}
+	}
+	var detector *race.Detector
+	if cfg.RaceDetector {
+		detector = race.New(world) // after Setup: it chains to Setup's observer
+	}
 	pids := make([]int, cfg.World)
 	for i := range pids {
 		pids[i] = world.PID(i)
@@ -101,13 +156,20 @@ func Simulate(cfg SimConfig, program Program) (Result, error) {
 		if cfg.WrapDevice != nil {
 			dev = cfg.WrapDevice(i, dev)
 		}
+		var client store.Client = srv.Connect(fmt.Sprintf("rank%d", i), timeout)
+		if cfg.WrapStore != nil {
+			client = cfg.WrapStore(i, client)
+		}
+		if detector != nil {
+			client = syncedStore(client, detector)
+		}
 		host := "sim-host"
 		if cfg.Hosts != nil {
 			host = cfg.Hosts[i]
 		}
 		p := Params{
 			ID: i, World: cfg.World, Host: host, PID: pids[i], Device: dev, Runtime: sched,
-			Store: srv.Connect(fmt.Sprintf("rank%d", i), timeout), IPC: ch, Logger: cfg.Logger,
+			Store: client, IPC: ch, Logger: cfg.Logger,
 			Timeout: timeout, AllowOverlappingDevices: cfg.AllowOverlappingDevices, SignalPadSize: cfg.SignalPadSize,
 		}
 		props := pa.PropsFromFunc(func(c pa.Context) {
@@ -119,6 +181,7 @@ func Simulate(cfg SimConfig, program Program) (Result, error) {
 		if err != nil {
 			return Result{}, fmt.Errorf("simulate: spawn rank %d: %w", i, err)
 		}
+		named = append(named, pid)
 		sys.Root.Send(pid, startProgram{})
 	}
 	runErr := sched.Run()
@@ -126,6 +189,17 @@ func Simulate(cfg SimConfig, program Program) (Result, error) {
 	res.Steps = sched.Steps()
 	res.VirtualTime = sched.Now()
 	res.Events = sched.Trace().Events()
+	if detector != nil {
+		if err, ok := detector.Err().(*race.Error); ok {
+			res.Races = err
+		}
+	}
+	var dl *actor.DeadlockError
+	if errors.As(runErr, &dl) {
+		res.Hang = race.NewWaitFor("deadlock", dl.Now, world.SignalWaits(), dl)
+	} else if waits, at := world.FirstSignalTimeout(); waits != nil {
+		res.Hang = race.NewWaitFor("signal timeout", at, waits, nil)
+	}
 	return res, runErr
 }
 

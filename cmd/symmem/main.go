@@ -63,6 +63,8 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "error", "log level: debug, info, warn, error")
 	root.AddCommand(newVersionCmd(), newAllReduceCmd(a), newLaunchCmd(a), newSelftestCmd(a), newTopoCmd())
+	root.AddCommand(newBenchCmd(a))
+	root.AddCommand(newFuzzCmd(a), newReplayCmd(a))
 	return root
 }
 

@@ -61,9 +61,13 @@ type Access struct {
 	Size       uint64
 	Phys       uint64 // physical allocation id (the same bytes through any mapping)
 	PhysOffset uint64
+	Owner      int  // device that created the physical allocation
 	Write      bool // Store, a successful compare-and-swap, memset/copy/write targets
 	Order      signal.Order
 	Scope      signal.Scope
+	// Old and New are an Atomic's compare-and-swap operands (a signal put
+	// swaps 0 for 1, a wait 1 for 0).
+	Old, New uint32
 }
 
 // emit sends a to the observer, if any.

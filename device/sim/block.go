@@ -20,6 +20,7 @@ type launch struct {
 	id      uint64
 	grid    int
 	threads int
+	args    any
 }
 
 // blockCtx is one block (lane -1) or one lane of a block; it implements
@@ -61,11 +62,15 @@ func (c *blockCtx) emit(a Access) {
 }
 
 func (c *blockCtx) emitSeg(kind AccessKind, sg segment, write bool, order signal.Order, scope signal.Scope) {
+	c.emitAtomic(kind, sg, write, order, scope, 0, 0)
+}
+
+func (c *blockCtx) emitAtomic(kind AccessKind, sg segment, write bool, order signal.Order, scope signal.Scope, old, new uint32) {
 	if c.l.dev.w.observe == nil {
 		return
 	}
 	c.emit(Access{Kind: kind, Parent: -1, Addr: sg.addr, Size: uint64(len(sg.b)), Phys: sg.phys.id,
-		PhysOffset: sg.off, Write: write, Order: order, Scope: scope})
+		PhysOffset: sg.off, Owner: sg.phys.owner, Write: write, Order: order, Scope: scope, Old: old, New: new})
 }
 
 // Load copies device memory at p into dst.
@@ -136,7 +141,7 @@ func (c *blockCtx) CAS32(p device.Ptr, old, new uint32, order signal.Order, scop
 	}
 	c.l.dev.w.sched.Record("signal", fmt.Sprintf("%s cas %v phys %d+%d %d->%d prev %d %s %s",
 		c.name(), p, sg.phys.id, sg.off, old, new, prev, order, scope))
-	c.emitSeg(Atomic, sg, swapped, order, scope)
+	c.emitAtomic(Atomic, sg, swapped, order, scope, old, new)
 	return prev, nil
 }
 
@@ -154,11 +159,14 @@ func (c *blockCtx) WaitU32(p device.Ptr, what string, ready func(uint32) bool, t
 	}
 	w := c.l.dev.w
 	w.sched.Record("signal", fmt.Sprintf("%s block on %v: %s", c.name(), p, what))
+	task := w.beginWait(c, p, sg, what)
 	err = w.sched.Wait(what, cond, timeout)
 	var te *actor.TimeoutError
 	if errors.As(err, &te) {
+		w.endWait(task, true)
 		return kernels.ErrWaitTimeout
 	}
+	w.endWait(task, false)
 	return err
 }
 

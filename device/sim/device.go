@@ -323,7 +323,7 @@ func (d *simDevice) emitSeg(kind AccessKind, o *op, sg segment, write bool) {
 	d.w.emit(Access{
 		Kind: kind, Parent: -1, Device: d.index, Stream: o.stream.id, Seq: o.seq, Op: o.name,
 		Block: -1, Lane: -1, Addr: sg.addr, Size: uint64(len(sg.b)), Phys: sg.phys.id,
-		PhysOffset: sg.off, Write: write,
+		PhysOffset: sg.off, Owner: sg.phys.owner, Write: write,
 	})
 }
 
@@ -395,7 +395,7 @@ func (d *simDevice) Launch(s device.Stream, l device.Launch) error {
 
 // runKernel runs every block as its own task and waits for all of them.
 func (d *simDevice) runKernel(o *op, k *kernels.Kernel, id uint64, grid, threads int, args any) error {
-	ln := &launch{dev: d, op: o, kernel: k.Name, id: id, grid: grid, threads: threads}
+	ln := &launch{dev: d, op: o, kernel: k.Name, id: id, grid: grid, threads: threads, args: args}
 	errs := make([]error, grid)
 	done := 0
 	parent := d.w.sched.Current().ID()
@@ -404,7 +404,11 @@ func (d *simDevice) runKernel(o *op, k *kernels.Kernel, id uint64, grid, threads
 		ctx := &blockCtx{l: ln, index: b, lane: -1}
 		d.w.sched.Go(fmt.Sprintf("dev%d %s#%d block %d", d.index, k.Name, id, b), func() {
 			ctx.emit(Access{Kind: BlockStart, Parent: parent})
-			errs[b] = k.Sim(ctx, args)
+			var kb kernels.Block = ctx
+			if wrap := d.w.cfg.WrapBlock; wrap != nil {
+				kb = wrap(ctx)
+			}
+			errs[b] = k.Sim(kb, args)
 			ctx.emit(Access{Kind: BlockEnd, Parent: -1})
 			done++
 		})

@@ -2,9 +2,11 @@ package sim
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/signal"
 )
 
@@ -31,18 +33,25 @@ type Config struct {
 	// MemoryLimit bounds the physical memory created on each device, in
 	// bytes; 0 means DefaultMemoryLimit.
 	MemoryLimit uint64
+	// WrapBlock, when set, replaces the Block every kernel block runs
+	// against (fault injection and the protocol mutation self-test; nil in
+	// normal runs). It is called in the block's task before the body runs.
+	WrapBlock func(kernels.Block) kernels.Block
 }
 
 // World is a host of simulated devices driven by one scheduler, with the
 // per-process fd tables their exported handles live in.
 type World struct {
-	sched    *actor.Scheduler
-	cfg      Config
-	devs     []*simDevice
-	fds      []map[int]*physical // per device's process
-	physSeq  uint64
-	launches uint64
-	observe  func(Access)
+	sched     *actor.Scheduler
+	cfg       Config
+	devs      []*simDevice
+	fds       []map[int]*physical // per device's process
+	physSeq   uint64
+	launches  uint64
+	observe   func(Access)
+	waits     map[int]*SignalWait // blocked signal waits by task
+	timedOut  []SignalWait        // the waits at the first signal timeout
+	timeoutAt time.Duration       // when it happened
 }
 
 // NewWorld builds cfg.World devices on scheduler s.
@@ -71,7 +80,7 @@ func NewWorld(s *actor.Scheduler, cfg Config) (*World, error) {
 	if err := cfg.Topology.check(cfg.World); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	w := &World{sched: s, cfg: cfg}
+	w := &World{sched: s, cfg: cfg, waits: map[int]*SignalWait{}}
 	for i := 0; i < cfg.World; i++ {
 		w.devs = append(w.devs, newDevice(w, i))
 		w.fds = append(w.fds, map[int]*physical{})
@@ -99,6 +108,10 @@ func (w *World) PID(i int) int { return w.cfg.PIDBase + i }
 // Observe installs fn to receive every memory access and synchronisation
 // event of every device (nil removes it). See [Access].
 func (w *World) Observe(fn func(Access)) { w.observe = fn }
+
+// Observer returns the function installed with Observe, nil when none, so
+// that a new observer can pass events on to it.
+func (w *World) Observer() func(Access) { return w.observe }
 
 func (w *World) proc(pid int) (int, error) {
 	i := pid - w.cfg.PIDBase

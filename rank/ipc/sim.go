@@ -29,8 +29,62 @@ type SimNetwork struct {
 	rt  actor.Runtime
 	fds FDSpace
 
-	mu   sync.Mutex
-	open map[int]*SimChannel // open channels by pid
+	mu     sync.Mutex
+	open   map[int]*SimChannel // open channels by pid
+	faults func(SimMessage) SimFault
+}
+
+// SimMessage is a message a [SimNetwork] is about to queue, as its fault
+// hook sees it.
+type SimMessage struct {
+	From, To int    // sender and receiver pids
+	FD       int    // the fd as numbered in the receiver's table; -1 for none
+	Payload  []byte // read-only
+}
+
+// SimFault is what a [SimNetwork]'s fault hook does to one message.
+type SimFault int
+
+// The faults a hook may inject.
+const (
+	// Deliver queues the message as sent.
+	Deliver SimFault = iota
+	// LoseMessage drops the message; its fd is closed. The sender is not told.
+	LoseMessage
+	// LoseFD delivers the payload without its fd, which is closed (as a
+	// truncated SCM_RIGHTS control message).
+	LoseFD
+	// WrongFD delivers the payload with an fd number that is not open in
+	// the receiver's table; the real fd is closed.
+	WrongFD
+)
+
+func (f SimFault) String() string {
+	switch f {
+	case Deliver:
+		return "deliver"
+	case LoseMessage:
+		return "lose message"
+	case LoseFD:
+		return "lose fd"
+	case WrongFD:
+		return "wrong fd"
+	}
+	return fmt.Sprintf("SimFault(%d)", int(f))
+}
+
+// wrongFDBase offsets the fd number a WrongFD fault delivers, far above any
+// fd a simulated process has open.
+const wrongFDBase = 1 << 20
+
+// SetFaults installs fn, which decides the fate of every message sent on the
+// network before it is queued (nil removes it). fn runs in the sending task
+// and may block it (a delay). Every fault other than Deliver is recorded in
+// the trace. It exists for fault injection in simulations.
+func (n *SimNetwork) SetFaults(fn func(SimMessage) SimFault) {
+	n.mu.Lock()
+	n.faults = fn
+	n.mu.Unlock()
 }
 
 // NewSimNetwork returns a network with no channels, running on rt and
@@ -132,6 +186,29 @@ func (c *SimChannel) deliver(dst, fd int, payload []byte) error {
 		var err error
 		if nfd, err = n.fds.Transfer(c.pid, fd, dst); err != nil {
 			return fmt.Errorf("ipc pid %d: send fd %d to pid %d: %w", c.pid, fd, dst, err)
+		}
+	}
+	n.mu.Lock()
+	faults := n.faults
+	n.mu.Unlock()
+	if faults != nil {
+		switch f := faults(SimMessage{From: c.pid, To: dst, FD: nfd, Payload: payload}); f {
+		case Deliver:
+		case LoseMessage, LoseFD, WrongFD:
+			if nfd >= 0 {
+				_ = n.fds.Close(dst, nfd)
+			}
+			n.rt.Record("ipc", fmt.Sprintf("fault %s: %d->%d fd %d as %d len %d", f, c.pid, dst, fd, nfd, len(payload)))
+			switch {
+			case f == LoseMessage:
+				return nil
+			case f == LoseFD || nfd < 0:
+				nfd = -1
+			default:
+				nfd += wrongFDBase
+			}
+		default:
+			return fmt.Errorf("ipc pid %d: send to pid %d: fault hook returned %v", c.pid, dst, f)
 		}
 	}
 	n.mu.Lock()

@@ -1,0 +1,382 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+
+	"github.com/symmem/symmem/bench"
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/workload"
+)
+
+// benchDefaults are the per-device defaults of the flags not given: the
+// simulator runs every kernel block on the CPU, so it gets a short sweep.
+var benchDefaults = map[string]struct {
+	max                  string
+	warmup, iters, loops int
+}{
+	"cuda": {max: "256MiB", warmup: 20, iters: 100, loops: 5},
+	"sim":  {max: "1MiB", warmup: 1, iters: 2, loops: 3},
+}
+
+type benchFlags struct {
+	world                int
+	dev                  string
+	min, max, step       string
+	dtypes, ops, algos   []string
+	warmup, iters, loops int
+	seed                 uint64
+	check                bool
+	timeout              time.Duration
+	jsonPath, csvPath    string
+	plotPath, title      string
+	refs                 []string
+	progress             bool
+
+	worldSet bool
+	changed  func(name string) bool // whether a flag was given
+}
+
+func newBenchCmd(a *app) *cobra.Command {
+	f := &benchFlags{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Time all-reduce over a sweep of sizes, like nccl-tests' all_reduce_perf",
+		Long: `Sweep sizes (from --min to --max by --step), element types, reductions and
+algorithms; time each case and print an nccl-tests style table: size, count,
+type, redop, algorithm, time per call (us), algbw and busbw (GB/s;
+busbw = algbw x 2(W-1)/W), #wrong (elements differing bitwise from the
+reference when checked) and the host's wall-clock time per call.
+
+Each case: --warmup untimed calls, a barrier, then --loops timed loops of
+--iters calls; the median loop is reported, averaged over ranks. Times come
+from device events on the rank's stream around a host loop of calls (each
+call synchronises, so this is the per-call time a host loop sees). On the
+simulator the device clock is virtual, so times are the host's CPU time
+spent simulating: simulator figures, not GPU performance.
+
+On cuda it runs one rank per GPU in this process, or one rank per process
+under 'symmem launch --nproc W -- symmem bench --device cuda ...' (rank 0
+prints and writes the files).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.worldSet = cmd.Flags().Changed("world")
+			f.changed = cmd.Flags().Changed
+			return runBench(a, f, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.world, "world", 4, "number of ranks (under launch: the launcher's)")
+	fl.StringVar(&f.dev, "device", "sim", "device: sim or cuda")
+	fl.StringVar(&f.min, "min", "1KiB", "smallest size in bytes")
+	fl.StringVar(&f.max, "max", "", "largest size in bytes (default 256MiB on cuda, 1MiB on sim)")
+	fl.StringVar(&f.step, "step", "x2", "size step: x2 or x4 (any factor xN)")
+	fl.StringSliceVar(&f.dtypes, "dtype", []string{"bf16"}, "element types, comma-separated: bf16, f16, f32")
+	fl.StringSliceVar(&f.ops, "op", []string{"sum"}, "reductions, comma-separated: sum, avg, max, min")
+	fl.StringSliceVar(&f.algos, "algo", []string{"one-shot", "two-shot"}, "algorithms, comma-separated: one-shot, two-shot, auto")
+	fl.IntVar(&f.warmup, "warmup", 0, "untimed calls before timing each case (default 20 on cuda, 1 on sim)")
+	fl.IntVar(&f.iters, "iters", 0, "calls per timed loop (default 100 on cuda, 2 on sim)")
+	fl.IntVar(&f.loops, "loops", 0, "timed loops per case; the median is reported (default 5 on cuda, 3 on sim)")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the inputs and of the simulator's schedule")
+	fl.BoolVar(&f.check, "check", true, "after timing, run each case once on fresh inputs and count wrong elements")
+	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait (virtual time on sim)")
+	fl.StringVar(&f.jsonPath, "json", "", "write the report as JSON to this file")
+	fl.StringVar(&f.csvPath, "csv", "", "write the rows as CSV to this file")
+	fl.StringVar(&f.plotPath, "plot", "", "draw time and busbw against size into this image (.png or .svg)")
+	fl.StringArrayVar(&f.refs, "ref", nil, "JSON report to overlay on the plot (repeatable)")
+	fl.StringVar(&f.title, "title", "", "plot title")
+	fl.BoolVar(&f.progress, "progress", true, "show a progress bar (only when stdout is a terminal)")
+	cmd.AddCommand(newBenchPlotCmd())
+	return cmd
+}
+
+// plan turns the flags into a validated plan, reporting every bad flag.
+func (f *benchFlags) plan() (bench.Plan, error) {
+	def, ok := benchDefaults[f.dev]
+	if !ok {
+		return bench.Plan{}, fmt.Errorf("--device %q: want sim or cuda", f.dev)
+	}
+	var errs []error
+	p := bench.Plan{Seed: f.seed, Check: f.check, Warmup: f.warmup, Iters: f.iters, Loops: f.loops}
+	for _, d := range []struct {
+		flag string
+		v    *int
+		def  int
+	}{{"warmup", &p.Warmup, def.warmup}, {"iters", &p.Iters, def.iters}, {"loops", &p.Loops, def.loops}} {
+		if f.changed == nil || !f.changed(d.flag) {
+			*d.v = d.def
+		}
+	}
+	maxS := f.max
+	if maxS == "" {
+		maxS = def.max
+	}
+	lo, err := parseBytes(f.min)
+	errs = append(errs, flagErr("min", err))
+	hi, err := parseBytes(maxS)
+	errs = append(errs, flagErr("max", err))
+	step, err := bench.ParseStep(f.step)
+	errs = append(errs, flagErr("step", err))
+	if err := errors.Join(errs...); err == nil {
+		p.Sizes, err = bench.Sizes(lo, hi, step)
+		errs = append(errs, err)
+	}
+	for _, s := range f.dtypes {
+		dt, err := device.ParseDType(strings.TrimSpace(s))
+		errs = append(errs, flagErr("dtype", err))
+		p.DTypes = append(p.DTypes, dt)
+	}
+	for _, s := range f.ops {
+		op, err := device.ParseReduceOp(strings.TrimSpace(s))
+		errs = append(errs, flagErr("op", err))
+		p.Ops = append(p.Ops, op)
+	}
+	for _, s := range f.algos {
+		al, err := workload.ParseAlgo(strings.TrimSpace(s))
+		errs = append(errs, flagErr("algo", err))
+		p.Algos = append(p.Algos, al)
+	}
+	if f.world < 1 || f.world > 72 {
+		errs = append(errs, fmt.Errorf("--world %d: want 1..72", f.world))
+	}
+	if f.timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--timeout %v: want a positive duration", f.timeout))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return p, err
+	}
+	if err := p.Validate(); err != nil {
+		return p, err
+	}
+	if f.plotPath != "" {
+		if _, err := bench.PlotFormat(f.plotPath); err != nil {
+			return p, fmt.Errorf("--plot: %w", err)
+		}
+	} else if len(f.refs) > 0 {
+		return p, errors.New("--ref needs --plot")
+	}
+	return p, nil
+}
+
+func runBench(a *app, f *benchFlags, out io.Writer) error {
+	p, err := f.plan()
+	if err != nil {
+		return err
+	}
+	refs, err := readReports(f.refs)
+	if err != nil {
+		return fmt.Errorf("--ref: %w", err)
+	}
+	rep := bench.Report{
+		Schema: bench.Schema, Tool: "symmem bench", Device: f.dev, World: f.world,
+		Timer: bench.TimerOf(f.dev == "sim"), Simulated: f.dev == "sim",
+		Warmup: p.Warmup, Iters: p.Iters, Loops: p.Loops,
+	}
+	switch f.dev {
+	case "sim":
+		s := newSink(out, rep, len(p.Cases()), f.progress)
+		res, err := rank.Simulate(rank.SimConfig{World: f.world, Seed: f.seed, Timeout: f.timeout, Logger: a.log}, s.program(p))
+		if err == nil {
+			err = res.Err()
+		} else {
+			err = fmt.Errorf("simulation failed (replay with --seed %d): %w", f.seed, err)
+		}
+		return s.finish(f, refs, err)
+	case "cuda":
+		env, launched, err := rank.ProcessEnvFromOS()
+		if err != nil {
+			return err
+		}
+		if launched {
+			if env.World != f.world && f.worldSet {
+				return fmt.Errorf("--world %d but the launcher started %d ranks", f.world, env.World)
+			}
+			rep.World = env.World
+			dev, err := openCUDA(env.LocalRank)
+			if err != nil {
+				return fmt.Errorf("rank %d: %w", env.Rank, err)
+			}
+			defer dev.Close()
+			if env.Rank != 0 {
+				return rank.RunProcess(env, dev, a.log, f.timeout, bench.Program(p, nil))
+			}
+			s := newSink(out, rep, len(p.Cases()), f.progress)
+			err = rank.RunProcess(env, dev, a.log, f.timeout, s.program(p))
+			return s.finish(f, refs, err)
+		}
+		if err := checkCUDA(f.world); err != nil {
+			return err
+		}
+		s := newSink(out, rep, len(p.Cases()), f.progress)
+		errs := rank.RunInProcess(rank.LiveConfig{
+			World: f.world, Open: openCUDA, Logger: a.log, Timeout: f.timeout,
+			AllowOverlappingDevices: rank.AllowOverlappingFromEnv(),
+		}, s.program(p))
+		return s.finish(f, refs, errors.Join(errs...))
+	}
+	return fmt.Errorf("--device %q: want sim or cuda", f.dev)
+}
+
+func readReports(paths []string) ([]bench.Report, error) {
+	var reps []bench.Report
+	for _, p := range paths {
+		rep, err := bench.ReadJSONFile(p)
+		if err != nil {
+			return nil, err
+		}
+		reps = append(reps, rep)
+	}
+	return reps, nil
+}
+
+// sink receives rank 0's rows: it prints them as they come (above the
+// progress bar, when there is one) and writes the files at the end.
+type sink struct {
+	mu    sync.Mutex
+	out   io.Writer
+	rep   bench.Report
+	bar   *mpb.Bar
+	prog  *mpb.Progress
+	wrote bool // the header
+}
+
+func newSink(out io.Writer, rep bench.Report, cases int, progress bool) *sink {
+	s := &sink{out: out, rep: rep}
+	if progress && cases > 1 && out == io.Writer(os.Stdout) && isTerminal(os.Stdout) {
+		s.prog = mpb.New(mpb.WithOutput(os.Stdout), mpb.WithWidth(48))
+		s.bar = s.prog.AddBar(int64(cases),
+			mpb.PrependDecorators(decor.Name("bench "), decor.CountersNoUnit("%d/%d cases")),
+			mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_GO), decor.Name(" "), decor.Percentage()))
+		s.out = s.prog
+	}
+	return s
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// program is the bench program for rank 0 (every other rank runs
+// bench.Program with no sink): it prints the header with the device's name
+// first.
+func (s *sink) program(p bench.Plan) rank.Program {
+	return func(r *rank.Rank) error {
+		if r.ID() != 0 {
+			return bench.Run(r, p, nil)
+		}
+		s.mu.Lock()
+		if !s.rep.Simulated {
+			s.rep.DeviceName = r.Device().Attributes().Name
+		}
+		s.rep.World = r.World()
+		err := bench.WriteHeader(s.out, s.rep)
+		s.wrote = true
+		s.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("write table: %w", err)
+		}
+		return bench.Run(r, p, s.emit)
+	}
+}
+
+func (s *sink) emit(row bench.Row) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rep.Rows = append(s.rep.Rows, row)
+	fmt.Fprintln(s.out, bench.FormatRow(row))
+	if s.bar != nil {
+		s.bar.Increment()
+	}
+}
+
+// finish stops the bar, prints the footer and writes the files, whatever
+// rows were measured (also when runErr says the sweep stopped early), and
+// fails on wrong elements.
+func (s *sink) finish(f *benchFlags, refs []bench.Report, runErr error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bar != nil {
+		if runErr != nil {
+			s.bar.Abort(false)
+		} else {
+			s.bar.SetTotal(-1, true)
+		}
+		s.prog.Wait()
+		s.out = os.Stdout
+	}
+	errs := []error{runErr}
+	if s.wrote {
+		errs = append(errs, bench.WriteFooter(s.out, s.rep.Rows))
+	}
+	if f.jsonPath != "" {
+		errs = append(errs, writeFile(f.jsonPath, func(w io.Writer) error { return bench.WriteJSON(w, s.rep) }))
+	}
+	if f.csvPath != "" {
+		errs = append(errs, writeFile(f.csvPath, func(w io.Writer) error { return bench.WriteCSV(w, s.rep.Rows) }))
+	}
+	if f.plotPath != "" && len(s.rep.Rows) > 0 {
+		errs = append(errs, bench.SavePlot(f.plotPath, f.title, append([]bench.Report{s.rep}, refs...)...))
+	}
+	var wrong int64
+	for _, r := range s.rep.Rows {
+		wrong += max(r.Wrong, 0)
+	}
+	if wrong > 0 {
+		errs = append(errs, fmt.Errorf("bench: %d elements differ from the reference", wrong))
+	}
+	return errors.Join(errs...)
+}
+
+// writeFile creates path and writes it with fn.
+func writeFile(path string, fn func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+func newBenchPlotCmd() *cobra.Command {
+	var outPath, title string
+	cmd := &cobra.Command{
+		Use:   "plot --out FILE.png REPORT.json...",
+		Short: "Draw time and busbw against size from JSON reports (ours and the reference scripts')",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if outPath == "" {
+				return errors.New("--out is required")
+			}
+			reps, err := readReports(args)
+			if err != nil {
+				return err
+			}
+			if err := bench.SavePlot(outPath, title, reps...); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", outPath)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&outPath, "out", "", "image to write (.png or .svg)")
+	cmd.Flags().StringVar(&title, "title", "", "plot title")
+	return cmd
+}

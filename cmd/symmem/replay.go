@@ -1,0 +1,202 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/fuzz"
+	"github.com/symmem/symmem/workload"
+)
+
+type replayFlags struct {
+	schedule    string
+	seed        uint64
+	inputSeed   uint64
+	strategy    string
+	depth       int
+	steps       int64
+	world       int
+	bytes       string
+	dtype       string
+	op          string
+	algo        string
+	offset      uint64
+	faults      string
+	plan        string
+	decisions   string
+	timeout     time.Duration
+	maxSteps    int64
+	expectTrace string
+	save        string
+	shrink      bool
+	shrinkRuns  int
+	trace       bool
+
+	inputSeedSet, planSet bool
+}
+
+func newReplayCmd(_ *app) *cobra.Command {
+	f := &replayFlags{}
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Run one fuzz case again, exactly, and explain it",
+		Long: `Run one case of symmem fuzz again: the same all-reduce, seed, strategy, faults
+and (with --decisions or --schedule) scheduling decisions give the same run
+and the same trace hash. Prints the case, the faults that fired, the
+decisions that differ from the default policy, each rank's outcome and the
+verdict. --expect-trace checks the trace hash (a prefix is enough); --shrink
+reduces a failing case to its essentials; --save writes the (shrunk) case to
+a schedule file that --schedule reads back. Exits non-zero when the case
+fails or the trace differs from the one expected.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.inputSeedSet = cmd.Flags().Changed("input-seed")
+			f.planSet = cmd.Flags().Changed("plan")
+			return runReplay(f, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.schedule, "schedule", "", "a schedule file written by --save or fuzz --save-dir (other case flags are ignored)")
+	fl.Uint64Var(&f.seed, "seed", 0, "seed of the schedule (and of the inputs unless --input-seed)")
+	fl.Uint64Var(&f.inputSeed, "input-seed", 0, "seed of the inputs (default: --seed)")
+	fl.StringVar(&f.strategy, "strategy", fuzz.StrategyRandom, "random, pct, portfolio, or replay (follows --decisions)")
+	fl.IntVar(&f.depth, "depth", fuzz.DefaultDepth, "PCT depth")
+	fl.Int64Var(&f.steps, "steps", 0, "estimated run length for PCT and drawn plans (0: measure it)")
+	fl.IntVar(&f.world, "world", 4, "number of ranks")
+	fl.StringVar(&f.bytes, "bytes", "4KiB", "tensor size in bytes")
+	fl.StringVar(&f.dtype, "dtype", "float32", "element type")
+	fl.StringVar(&f.op, "op", "sum", "reduction")
+	fl.StringVar(&f.algo, "algo", "auto", "algorithm: auto, one-shot, two-shot")
+	fl.Uint64Var(&f.offset, "offset", 0, "byte offset of the tensor in the symmetric buffer")
+	fl.StringVar(&f.faults, "faults", "none", "fault set judging the run: none, safety or all")
+	fl.StringVar(&f.plan, "plan", "", "the faults, e.g. 'crash rank=2 step=517; delay rank=1 op=3 for=40ms' (default: drawn from the seed)")
+	fl.StringVar(&f.decisions, "decisions", "", "scheduling decisions for --strategy replay ('step:task.run ...')")
+	fl.DurationVar(&f.timeout, "timeout", fuzz.DefaultTimeout, "timeout of every rank wait (virtual time)")
+	fl.Int64Var(&f.maxSteps, "max-steps", fuzz.DefaultMaxSteps, "step bound")
+	fl.StringVar(&f.expectTrace, "expect-trace", "", "fail unless the trace hash starts with this")
+	fl.StringVar(&f.save, "save", "", "write the (shrunk) case to this schedule file")
+	fl.BoolVar(&f.shrink, "shrink", false, "shrink a failing case and show the minimal one")
+	fl.IntVar(&f.shrinkRuns, "shrink-runs", fuzz.DefaultShrinkRuns, "runs the shrink may take")
+	fl.BoolVar(&f.trace, "trace", false, "print every trace event")
+	return cmd
+}
+
+// buildCase turns the flags into a case; expected is the trace hash a
+// schedule file recorded ("" when none).
+func (f *replayFlags) buildCase() (c fuzz.Case, expected string, err error) {
+	if f.schedule != "" {
+		return fuzz.Load(f.schedule)
+	}
+	var errs []error
+	n, err := parseBytes(f.bytes)
+	errs = append(errs, flagErr("bytes", err))
+	dt, err := device.ParseDType(f.dtype)
+	errs = append(errs, flagErr("dtype", err))
+	op, err := device.ParseReduceOp(f.op)
+	errs = append(errs, flagErr("op", err))
+	algo, err := workload.ParseAlgo(f.algo)
+	errs = append(errs, flagErr("algo", err))
+	set, err := fuzz.ParseFaultSet(f.faults)
+	errs = append(errs, flagErr("faults", err))
+	plan, err := fuzz.ParsePlan(f.plan)
+	errs = append(errs, flagErr("plan", err))
+	sched, err := fuzz.ParseSchedule(f.decisions)
+	errs = append(errs, flagErr("decisions", err))
+	if err := errors.Join(errs...); err != nil {
+		return c, "", err
+	}
+	if f.decisions != "" && f.strategy != fuzz.StrategyReplay {
+		return c, "", fmt.Errorf("--decisions needs --strategy replay (got %q)", f.strategy)
+	}
+	inputSeed := f.seed
+	if f.inputSeedSet {
+		inputSeed = f.inputSeed
+	}
+	c = fuzz.Case{
+		Spec: workload.Spec{World: f.world, Bytes: n, DType: dt, Op: op, Algo: algo, Offset: f.offset, Seed: inputSeed},
+		Seed: f.seed, Strategy: f.strategy, Depth: f.depth, Steps: f.steps, Faults: set, Plan: plan,
+		Schedule: sched, Timeout: f.timeout, MaxSteps: f.maxSteps,
+	}
+	if f.world < 1 || f.world > 72 {
+		return c, "", fmt.Errorf("--world %d: want 1..72", f.world)
+	}
+	if err := c.Spec.Validate(); err != nil {
+		return c, "", fmt.Errorf("invalid all-reduce: %w", err)
+	}
+	needSteps := f.strategy == fuzz.StrategyPCT || f.strategy == fuzz.StrategyPortfolio || (!f.planSet && set != fuzz.FaultsNone)
+	if c.Steps == 0 && needSteps {
+		if c.Steps, err = fuzz.EstimateSteps(c.Spec, c.Timeout); err != nil {
+			return c, "", err
+		}
+	}
+	if !f.planSet {
+		c.Plan = fuzz.NewPlan(c.Seed, set, c.Spec.World, c.Steps, c.Timeout)
+	}
+	if err := c.Validate(); err != nil {
+		return c, "", err
+	}
+	return c, "", nil
+}
+
+func runReplay(f *replayFlags, out io.Writer) error {
+	c, expected, err := f.buildCase()
+	if err != nil {
+		return err
+	}
+	o, err := fuzz.RunTraced(c)
+	if err != nil {
+		return err
+	}
+	if err := report(out, o, f.trace); err != nil {
+		return err
+	}
+	if f.expectTrace != "" {
+		expected = f.expectTrace
+	}
+	if expected != "" && !strings.HasPrefix(o.Trace, strings.ToLower(expected)) {
+		return fmt.Errorf("trace %s differs from the expected %s: the case did not replay exactly", o.Trace, expected)
+	}
+	if expected != "" {
+		fmt.Fprintf(out, "trace matches %s\n", expected)
+	}
+	final := o
+	if f.shrink && o.Failed() {
+		s, err := fuzz.Shrink(o, f.shrinkRuns)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\nshrunk in %d runs: %d of %d faults, %d of %d decisions\n",
+			s.Runs, len(s.Outcome.Fired), s.Faults, len(s.Outcome.Schedule), s.Decisions)
+		if err := report(out, s.Outcome, false); err != nil {
+			return err
+		}
+		final = s.Outcome
+	}
+	if f.save != "" {
+		if err := fuzz.Save(f.save, final); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "saved: symmem replay --schedule %s\n", f.save)
+	}
+	if o.Failed() {
+		return fmt.Errorf("the case failed: %v", o.Failure)
+	}
+	return nil
+}
+
+func report(w io.Writer, o fuzz.Outcome, events bool) error {
+	if events {
+		for _, e := range o.Events {
+			if _, err := fmt.Fprintln(w, e); err != nil {
+				return err
+			}
+		}
+	}
+	return fuzz.Describe(w, o)
+}

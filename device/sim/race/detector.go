@@ -1,0 +1,478 @@
+package race
+
+import (
+	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/signal"
+)
+
+// granule is the unit of shadow memory in bytes: two accesses conflict when
+// they touch a common 4-byte word, the device's atomic granularity.
+const granule = 4
+
+// commRing is how many signal communications are kept to explain races.
+const commRing = 1024
+
+// maxRaces bounds the distinct races a detector keeps; later ones are only
+// counted.
+const maxRaces = 32
+
+// Detector is a happens-before race detector fed by a [sim.World]'s
+// observer. It is not safe for concurrent use; in a simulation only one task
+// runs at a time, which is all it needs.
+type Detector struct {
+	sched   *actor.Scheduler
+	threads map[int]*thread // live threads by scheduler task
+	slots   []slotState     // vector clock components
+	slotOf  map[threadKey]int
+	ops     map[opKey]vclock // clock of each enqueued op not yet started
+	streams map[streamKey]*streamClock
+	keys    map[string]vclock // host synchronisation objects
+	mem     map[uint64]*shadow
+	comms   []*comm // ring of recent signal communications
+	next    uint64  // access counter
+	races   []Race
+	sites   map[siteKey]int // index in races
+	total   int
+	pairs   []uint64 // first accesses already reported for the current access
+}
+
+type threadKind int
+
+const (
+	hostThread threadKind = iota
+	streamThread
+	kernelThread
+)
+
+// threadKey names a logical thread whose successive tasks may share one
+// vector clock component: a stream's worker (Block and Lane -2), or block
+// Block (Lane -1) or lane Lane of the kernels of one stream.
+type threadKey struct {
+	dev         int
+	stream      device.Stream
+	block, lane int
+}
+
+type slotState struct {
+	owner *thread // the thread holding the component, nil when free
+	last  uint32  // the component's value when its last owner ended
+}
+
+// thread is the happens-before state of one scheduler task.
+type thread struct {
+	task   int
+	slot   int
+	kind   threadKind
+	vc     vclock
+	fence  vclock  // kernel threads: the clock released at the kernel's start
+	parent *thread // blocks: the stream worker; lanes: the block
+	snap   vclock  // the clock the current batch of children forks from
+}
+
+type opKey struct {
+	dev    int
+	stream device.Stream
+	seq    uint64
+}
+
+type streamKey struct {
+	dev    int
+	stream device.Stream
+}
+
+// streamClock is what completed ops of one stream publish: the clock of the
+// last op's end (the next op starts after it) and of each op a host has not
+// yet learned is complete.
+type streamClock struct {
+	last vclock
+	done []seqClock
+}
+
+type seqClock struct {
+	seq uint64
+	vc  vclock
+}
+
+// rec is one memory access as the shadow memory keeps it.
+type rec struct {
+	id    uint64
+	ep    epoch
+	a     sim.Access
+	task  string
+	vc    vclock // atomic writes: the writer's clock, to explain races
+	fence vclock // atomic writes: the writer's kernel-start fence
+}
+
+// release is what atomic writes to a word have released at one scope, for
+// acquires that read it (the word's release sequence).
+type release struct {
+	scope  signal.Scope
+	dev    int
+	launch uint64 // block scope only
+	block  int    // block scope only, else -1
+	vc     vclock
+}
+
+// comm is one signal communication: reader's compare-and-swap read the
+// value writer's compare-and-swap wrote.
+type comm struct {
+	writer, reader *rec
+}
+
+// New attaches a detector to w: it becomes w's observer, passing every
+// event on to the observer installed before it, if any, and sees every
+// access and synchronisation event from now on. Attach it before any task
+// runs.
+func New(w *sim.World) *Detector {
+	d := &Detector{
+		sched:   w.Scheduler(),
+		threads: map[int]*thread{},
+		slotOf:  map[threadKey]int{},
+		ops:     map[opKey]vclock{},
+		streams: map[streamKey]*streamClock{},
+		keys:    map[string]vclock{},
+		mem:     map[uint64]*shadow{},
+		sites:   map[siteKey]int{},
+	}
+	if prev := w.Observer(); prev != nil {
+		w.Observe(func(a sim.Access) {
+			d.observe(a)
+			prev(a)
+		})
+	} else {
+		w.Observe(d.observe)
+	}
+	return d
+}
+
+// Release records that the running task releases the host-side
+// synchronisation object key (a Store key it sets, a message it sends):
+// whatever it did so far happens before anything a later [Detector.Acquire]
+// of key does.
+func (d *Detector) Release(key string) {
+	t := d.current()
+	t.step()
+	v := d.keys[key]
+	v.join(t.vc)
+	d.keys[key] = v
+}
+
+// Acquire records that the running task acquires the host-side
+// synchronisation objects keys (Store keys it read or waited for).
+func (d *Detector) Acquire(keys ...string) {
+	t := d.current()
+	t.step()
+	for _, k := range keys {
+		t.vc.join(d.keys[k])
+	}
+}
+
+// Races returns the distinct races found so far, in the order found.
+func (d *Detector) Races() []Race { return append([]Race(nil), d.races...) }
+
+// Err returns a [*Error] listing the races found, or nil when there were
+// none.
+func (d *Detector) Err() error {
+	if len(d.races) == 0 {
+		return nil
+	}
+	return &Error{Races: d.Races(), Total: d.total}
+}
+
+func (d *Detector) current() *thread {
+	task := -1
+	if cur := d.sched.Current(); cur != nil {
+		task = cur.ID()
+	}
+	return d.self(task)
+}
+
+// self is the thread of task for one of its own events: a fork batch of
+// its children is over once it runs again.
+func (d *Detector) self(task int) *thread {
+	t := d.threads[task]
+	if t == nil {
+		t = d.newThread(task, hostThread, nil, threadKey{}, false)
+	}
+	t.snap = nil
+	return t
+}
+
+// step starts a new event of t.
+func (t *thread) step() { t.vc.set(t.slot, t.vc.get(t.slot)+1) }
+
+// newThread starts task's thread with clock init. A keyed thread takes over
+// the component of the previous thread of the same key when init already
+// knows every event of that thread (it ended, and its end happens before
+// this start), so components stay few across many kernels.
+func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadKey, keyed bool) *thread {
+	slot := -1
+	if keyed {
+		if s, ok := d.slotOf[key]; ok {
+			st := &d.slots[s]
+			switch {
+			case st.owner == nil && init.get(s) >= st.last:
+				slot = s
+			case st.owner != nil && st.owner.kind == streamThread && init.get(s) >= st.owner.vc.get(s):
+				// A stream's worker ends silently once its queue is empty;
+				// a new one starts only after that, from a clock that
+				// knows the old one's last op.
+				if d.threads[st.owner.task] == st.owner {
+					delete(d.threads, st.owner.task)
+				}
+				slot = s
+			}
+		}
+	}
+	if slot < 0 {
+		slot = len(d.slots)
+		d.slots = append(d.slots, slotState{})
+		if keyed {
+			d.slotOf[key] = slot
+		}
+	}
+	t := &thread{task: task, slot: slot, kind: kind, vc: init}
+	d.slots[slot].owner = t
+	d.threads[task] = t
+	return t
+}
+
+func (d *Detector) observe(a sim.Access) {
+	switch a.Kind {
+	case sim.Enqueue:
+		t := d.self(a.Task)
+		t.step()
+		d.ops[opKey{a.Device, a.Stream, a.Seq}] = t.vc.clone()
+	case sim.OpStart:
+		d.opStart(a)
+	case sim.OpEnd:
+		t := d.self(a.Task)
+		t.step()
+		sc := d.stream(a.Device, a.Stream)
+		sc.last = t.vc.clone()
+		sc.done = append(sc.done, seqClock{a.Seq, sc.last})
+	case sim.Complete:
+		d.complete(a)
+	case sim.BlockStart, sim.LaneStart:
+		d.fork(a)
+	case sim.BlockEnd, sim.LaneEnd:
+		d.join(a)
+	case sim.Load, sim.Store, sim.Atomic:
+		d.access(a)
+	}
+}
+
+func (d *Detector) stream(dev int, s device.Stream) *streamClock {
+	k := streamKey{dev, s}
+	sc := d.streams[k]
+	if sc == nil {
+		sc = &streamClock{}
+		d.streams[k] = sc
+	}
+	return sc
+}
+
+// opStart: an op starts after it was enqueued and after the stream's
+// previous op ended.
+func (d *Detector) opStart(a sim.Access) {
+	k := opKey{a.Device, a.Stream, a.Seq}
+	enq := d.ops[k]
+	delete(d.ops, k)
+	sc := d.stream(a.Device, a.Stream)
+	t := d.threads[a.Task]
+	if t == nil {
+		init := enq.clone()
+		init.join(sc.last)
+		t = d.newThread(a.Task, streamThread, init, threadKey{a.Device, a.Stream, -2, -2}, true)
+	} else {
+		t.snap = nil
+		t.vc.join(enq)
+		t.vc.join(sc.last)
+	}
+	t.step()
+}
+
+// complete: a host task learned that the stream finished every op up to
+// a.Seq.
+func (d *Detector) complete(a sim.Access) {
+	t := d.self(a.Task)
+	t.step()
+	sc := d.streams[streamKey{a.Device, a.Stream}]
+	if sc == nil || a.Seq == 0 {
+		return
+	}
+	for i, e := range sc.done {
+		if e.seq >= a.Seq {
+			t.vc.join(e.vc)
+			sc.done = sc.done[i:]
+			return
+		}
+	}
+}
+
+// fork starts a block (child of the stream worker) or a lane (child of its
+// block). All children of one batch start from the parent's clock at the
+// fork, however their starts interleave with other children's ends.
+func (d *Detector) fork(a sim.Access) {
+	p := d.threads[a.Parent]
+	if p == nil {
+		p = d.self(a.Parent)
+	}
+	if p.snap == nil {
+		p.snap = p.vc.clone()
+	}
+	t := d.newThread(a.Task, kernelThread, p.snap.clone(), threadKey{a.Device, a.Stream, a.Block, a.Lane}, true)
+	t.parent = p
+	if a.Kind == sim.BlockStart {
+		t.fence = p.snap // the kernel boundary releases what preceded the launch
+	} else {
+		t.fence = p.fence
+	}
+	t.step()
+}
+
+// join ends a block or lane: its parent, blocked until every child ends,
+// continues with what the child knew (kernel end, __syncthreads).
+func (d *Detector) join(a sim.Access) {
+	t := d.threads[a.Task]
+	if t == nil {
+		return
+	}
+	t.step()
+	if t.parent != nil {
+		t.parent.vc.join(t.vc)
+	}
+	d.slots[t.slot] = slotState{last: t.vc.get(t.slot)}
+	delete(d.threads, a.Task)
+}
+
+// access checks one load, store or atomic against the shadow memory and
+// records it.
+func (d *Detector) access(a sim.Access) {
+	if a.Size == 0 {
+		return
+	}
+	t := d.self(a.Task)
+	t.step()
+	d.next++
+	x := &rec{id: d.next, ep: epoch{t.slot, t.vc.get(t.slot)}, a: a}
+	if cur := d.sched.Current(); cur != nil {
+		x.task = cur.Name()
+	}
+	sh := d.mem[a.Phys]
+	if sh == nil {
+		sh = &shadow{}
+		d.mem[a.Phys] = sh
+	}
+	i, j := sh.carve(a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule)
+	atomic := a.Kind == sim.Atomic
+	if atomic {
+		st := &sh.spans[i].st
+		if a.Order.Acquires() {
+			d.acquire(t, st, a)
+		}
+		if w := st.lastWrite(); a.Write && w != nil && w.a.Kind == sim.Atomic && w.ep.slot != x.ep.slot {
+			d.comms = append(d.comms, &comm{writer: w, reader: x})
+			if len(d.comms) > 2*commRing {
+				d.comms = append(d.comms[:0], d.comms[len(d.comms)-commRing:]...)
+			}
+		}
+		if a.Write {
+			x.vc = t.vc.clone()
+			x.fence = t.fence
+		}
+	}
+	d.pairs = d.pairs[:0]
+	for k := i; k < j; k++ {
+		st := &sh.spans[k].st
+		keep := make([]*rec, 0, len(st.accs)+1)
+		for _, y := range st.accs {
+			ordered := y.ep.before(t.vc)
+			if !ordered && (y.a.Write || a.Write) && conflict(y, x) {
+				d.report(y, x, t)
+			}
+			// A write supersedes every access ordered before it; a read
+			// supersedes the reads ordered before it.
+			if !ordered || (!a.Write && y.a.Write) {
+				keep = append(keep, y)
+			}
+		}
+		st.accs = append(keep, x)
+		if a.Write && !atomic {
+			st.rel = nil // a plain store ends the word's release sequence
+		}
+	}
+	if atomic && a.Write {
+		d.release(t, &sh.spans[i].st, a)
+	}
+	sh.merge(i, j)
+}
+
+// conflict reports whether two accesses to a common word race when
+// unordered: at least one writes, and they are not both atomics whose
+// scopes include each other's thread (morally strong).
+func conflict(x, y *rec) bool {
+	if !x.a.Write && !y.a.Write {
+		return false
+	}
+	if x.a.Kind == sim.Atomic && y.a.Kind == sim.Atomic {
+		need := needed(x.a, y.a)
+		return x.a.Scope < need || y.a.Scope < need
+	}
+	return true
+}
+
+// needed is the narrowest scope covering the threads of two accesses.
+func needed(x, y sim.Access) signal.Scope {
+	sameDev := x.Device == y.Device
+	sameBlock := sameDev && x.Kernel != "" && x.Launch == y.Launch && x.Block == y.Block
+	return signal.Needed(sameDev, sameBlock)
+}
+
+// acquire: an acquiring atomic read synchronises with what releasing
+// writes of the word released at a scope that covers both threads.
+func (d *Detector) acquire(t *thread, st *state, a sim.Access) {
+	for _, r := range st.rel {
+		sameDev := r.dev == a.Device
+		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
+		if signal.Synchronizes(signal.Release, r.scope, a.Order, a.Scope, signal.Needed(sameDev, sameBlock)) {
+			t.vc.join(r.vc)
+		}
+	}
+}
+
+// release: an atomic write with release order releases its thread's
+// clock; a relaxed one releases the kernel-start fence (a release fence
+// followed by a relaxed write synchronises with an acquire that reads it).
+// Either way the write continues the word's release sequence.
+func (d *Detector) release(t *thread, st *state, a sim.Access) {
+	var v vclock
+	switch {
+	case a.Order.Releases():
+		v = t.vc
+	case t.fence != nil:
+		v = t.fence
+	default:
+		return
+	}
+	launch, block := uint64(0), -1
+	if a.Scope == signal.Block {
+		launch, block = a.Launch, a.Block
+	}
+	rel := make([]release, 0, len(st.rel)+1)
+	merged := false
+	for _, r := range st.rel {
+		if r.scope == a.Scope && r.dev == a.Device && r.launch == launch && r.block == block {
+			r.vc = r.vc.clone() // released clocks are shared between spans: copy on write
+			r.vc.join(v)
+			merged = true
+		}
+		rel = append(rel, r)
+	}
+	if !merged {
+		rel = append(rel, release{scope: a.Scope, dev: a.Device, launch: launch, block: block, vc: v.clone()})
+	}
+	st.rel = rel
+}

@@ -1,0 +1,81 @@
+// Package race owns the simulator's protocol checkers: a happens-before data
+// race detector fed by [sim.World.Observe], and wait-for graphs of hung
+// signal operations.
+//
+// # Threads and clocks
+//
+// Every scheduler task that touches simulated memory is a thread with a
+// vector clock: a rank program (host), a stream's worker, a kernel block and
+// a signalling lane. Successive blocks (or lanes, or workers) of the same
+// stream, block index and lane index share a clock component when the new
+// one provably starts after the old one ended, so clocks stay as wide as
+// the number of concurrent threads, not the number of tasks a run creates.
+//
+// # Happens-before
+//
+// Edges come only from what the memory model of the SPEC allows:
+//
+//   - program order within a thread;
+//   - stream order on one device: a host enqueues an op (Enqueue), the op
+//     starts after that and after the stream's previous op ended;
+//   - kernel launch and finish: blocks fork from the worker at the kernel's
+//     start and join it at the kernel's end; lanes fork from and join their
+//     block (the __syncthreads around [kernels.Block.Lanes]);
+//   - host syncs: a host that learns an op completed (Synchronize, or the
+//     return of Read or Write) knows everything the op did;
+//   - atomics: an atomic read with acquire order synchronises with the
+//     release-ordered atomic writes of the word it reads (the word's release
+//     sequence: compare-and-swaps continue it, plain stores end it), when
+//     both are atomic and both scopes include the other thread
+//     ([signal.Synchronizes]); so a GPU- or block-scoped release never
+//     synchronises with another device;
+//   - host-side synchronisation objects named by [Detector.Release] and
+//     [Detector.Acquire] (the rank wiring reports Store keys set and read).
+//
+// Plain loads and stores never synchronise. Two accesses to a common 4-byte
+// word race when at least one writes, they are not both atomics whose
+// scopes include each other's thread, and neither happens before the other.
+// Memory is keyed by physical allocation and offset, so the same bytes
+// reached through different devices' mappings are the same location.
+//
+// # The kernel boundary
+//
+// The SPEC asks for a start barrier of "put relaxed, wait acquire, so peers'
+// writes from earlier kernels are visible", and says the older
+// relaxed/relaxed form "relies on an undocumented kernel-boundary effect".
+// Both statements hold at once only if the documented effect is on the
+// writer's side: a kernel launch behaves as a system-scope release fence.
+// Everything ordered before the launch on that device (earlier ops of the
+// stream, host writes, earlier kernels whatever they wrote) is released by
+// it, and a release fence followed by a relaxed atomic write synchronises
+// with an acquire that reads that write (the C++ and PTX fence rule). So a
+// relaxed put at a kernel's start publishes the rank's earlier writes to
+// any peer whose wait acquires it, and the current start barrier is
+// correct: it is not flagged. Nothing is implied on the reader's side: a
+// relaxed wait acquires nothing, so a peer's later loads are unordered with
+// the writes the put published, and the relaxed/relaxed form is flagged as
+// a race, as the SPEC wants. A relaxed put does not publish accesses made
+// inside the kernel before it, which is why the middle barrier (after the
+// kernel's own writes) must put with release, and why the end barrier,
+// which orders a peer's reads before this rank's next rewrite, needs
+// release and acquire too (writes of a collective kernel reach peers by the
+// end barrier, not the next kernel's start).
+//
+// # Reports
+//
+// A [Race] names both accesses (device, kernel launch, block, lane, or
+// stream op; kind; virtual address; physical allocation and offset) and the
+// missing edge: the latest signal communication between the two sides that
+// failed to synchronise and why (a relaxed put or wait, a narrow scope), or
+// that no signal passed between them at all (a missing barrier or wait).
+// The same pair of code sites is listed once, with a repeat count.
+// Detection follows the simulator's trace, so a seed gives the same
+// report.
+//
+// # Wait-for graphs
+//
+// [NewWaitFor] turns the signal waits a [sim.World] records (after a
+// deadlock, or at the first signal timeout) into edges "device A waits for
+// device B to put / to consume", with the slot, the value it holds and the
+// value it needs, and finds a cycle among them.
+package race

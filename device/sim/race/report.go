@@ -1,0 +1,191 @@
+package race
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/signal"
+)
+
+// Race is one data race: two accesses to common bytes, at least one a
+// write, not both morally strong atomics, with no happens-before edge
+// between them.
+type Race struct {
+	First, Second         sim.Access // the earlier and the later access
+	FirstTask, SecondTask string     // their scheduler tasks
+	// Phys, Offset and Size are the bytes both touch: physical allocation
+	// Phys (created by device Owner), bytes [Offset, Offset+Size). When
+	// the accesses share a 4-byte word but no byte, that word.
+	Phys         uint64
+	Offset, Size uint64
+	Owner        int
+	// Missing names the edge that would have ordered the accesses.
+	Missing string
+	// Repeats counts later races between the same two code sites (same
+	// devices, ops or kernels and kinds of access), not listed separately.
+	Repeats int
+}
+
+func (r Race) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "data race on %d bytes of device %d's memory (phys %d + %#x):\n", r.Size, r.Owner, r.Phys, r.Offset)
+	fmt.Fprintf(&b, "  first:  %s\n", Describe(r.First, r.FirstTask))
+	fmt.Fprintf(&b, "  second: %s\n", Describe(r.Second, r.SecondTask))
+	fmt.Fprintf(&b, "  missing edge: %s", r.Missing)
+	if r.Repeats > 0 {
+		fmt.Fprintf(&b, "\n  (%d more races between the same sites)", r.Repeats)
+	}
+	return b.String()
+}
+
+// Error reports the races of a run.
+type Error struct {
+	Races []Race // distinct races in the order found
+	Total int    // every race found, repeats included
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d data races (%d distinct)", e.Total, len(e.Races))
+	for _, r := range e.Races {
+		b.WriteString("\n")
+		b.WriteString(r.String())
+	}
+	return b.String()
+}
+
+// Describe renders one access: who (device, kernel launch, block, lane, or
+// stream op), what (kind, size, order and scope of atomics, the signal
+// operation a compare-and-swap performs) and where (virtual address on the
+// device, physical allocation and offset).
+func Describe(a sim.Access, task string) string {
+	var who string
+	if a.Kernel != "" && a.Block >= 0 {
+		who = fmt.Sprintf("device %d %s#%d block %d", a.Device, a.Kernel, a.Launch, a.Block)
+		if a.Lane >= 0 {
+			who += fmt.Sprintf(" lane %d", a.Lane)
+		}
+	} else {
+		who = fmt.Sprintf("device %d stream %d op %d (%s)", a.Device, a.Stream, a.Seq, a.Op)
+	}
+	what := a.Kind.String()
+	if a.Kind == sim.Atomic {
+		what = fmt.Sprintf("%s (%s, %s)", signalOp(a), a.Order, a.Scope)
+	}
+	s := fmt.Sprintf("%s: %s of %d bytes at %v (phys %d + %#x of device %d)", who, what, a.Size, a.Addr, a.Phys, a.PhysOffset, a.Owner)
+	if task != "" {
+		s += " in task " + task
+	}
+	return s
+}
+
+// signalOp names the signal operation a compare-and-swap performs.
+func signalOp(a sim.Access) string {
+	switch {
+	case a.Old == signal.Idle && a.New == signal.Raised:
+		return "put"
+	case a.Old == signal.Raised && a.New == signal.Idle:
+		return "wait"
+	}
+	return fmt.Sprintf("compare-and-swap %d->%d", a.Old, a.New)
+}
+
+// siteKey identifies the code site of an access, so that one bug found on
+// many bytes, iterations, blocks and lanes is listed once.
+type siteKey struct {
+	first, second site
+}
+
+type site struct {
+	dev    int
+	op     string
+	kernel string
+	kind   sim.AccessKind
+	sig    string
+}
+
+func siteOf(a sim.Access) site {
+	s := site{dev: a.Device, op: a.Op, kernel: a.Kernel, kind: a.Kind}
+	if a.Kind == sim.Atomic {
+		s.sig = signalOp(a)
+	}
+	return s
+}
+
+// report records a race between the earlier access w and the access x that
+// thread t is making.
+func (d *Detector) report(w, x *rec, t *thread) {
+	for _, id := range d.pairs {
+		if id == w.id {
+			return // already reported for another word of this access
+		}
+	}
+	d.pairs = append(d.pairs, w.id)
+	d.total++
+	k := siteKey{siteOf(w.a), siteOf(x.a)}
+	if i, ok := d.sites[k]; ok {
+		d.races[i].Repeats++
+		return
+	}
+	if len(d.races) >= maxRaces {
+		return
+	}
+	lo := max(w.a.PhysOffset, x.a.PhysOffset)
+	hi := min(w.a.PhysOffset+w.a.Size, x.a.PhysOffset+x.a.Size)
+	if hi <= lo {
+		lo = max(w.a.PhysOffset, x.a.PhysOffset) / granule * granule
+		hi = lo + granule
+	}
+	d.sites[k] = len(d.races)
+	d.races = append(d.races, Race{
+		First: w.a, Second: x.a, FirstTask: w.task, SecondTask: x.task,
+		Phys: x.a.Phys, Offset: lo, Size: hi - lo, Owner: x.a.Owner,
+		Missing: d.explain(w, x, t),
+	})
+}
+
+// explain names the missing edge between w and x. It looks for the latest
+// signal communication that came after w in w's thread and before x in x's
+// thread: one existed but did not synchronise (and says why), or none did
+// (a barrier or wait is missing).
+func (d *Detector) explain(w, x *rec, t *thread) string {
+	lo := max(0, len(d.comms)-commRing)
+	for i := len(d.comms) - 1; i >= lo; i-- {
+		c := d.comms[i]
+		if !w.ep.before(c.writer.vc) || !c.reader.ep.before(t.vc) {
+			continue
+		}
+		return describeComm(c, w)
+	}
+	if w.a.Device != x.a.Device {
+		return fmt.Sprintf("no signal from device %d made after the first access was received by device %d before the second: nothing orders them (a barrier or a wait is missing)",
+			w.a.Device, x.a.Device)
+	}
+	return fmt.Sprintf("both on device %d, and no stream order, kernel boundary, __syncthreads or signal orders them", w.a.Device)
+}
+
+func describeComm(c *comm, w *rec) string {
+	wr, rd := c.writer.a, c.reader.a
+	var why []string
+	switch {
+	case wr.Order.Releases():
+	case c.writer.fence == nil:
+		why = append(why, fmt.Sprintf("the %s is %s (no release)", signalOp(wr), wr.Order))
+	case !w.ep.before(c.writer.fence):
+		why = append(why, fmt.Sprintf("the %s is %s, which publishes only what preceded its kernel's launch, and the first access came later",
+			signalOp(wr), wr.Order))
+	}
+	if !rd.Order.Acquires() {
+		why = append(why, fmt.Sprintf("the %s is %s (no acquire)", signalOp(rd), rd.Order))
+	}
+	if need := needed(wr, rd); wr.Scope < need || rd.Scope < need {
+		why = append(why, fmt.Sprintf("scopes %s and %s do not both reach %s", wr.Scope, rd.Scope, need))
+	}
+	if len(why) == 0 {
+		why = append(why, "the release did not carry the first access")
+	}
+	return fmt.Sprintf("no release/acquire at system scope between device %d's %s (%s, %s) and device %d's %s (%s, %s) on phys %d + %#x: %s",
+		wr.Device, signalOp(wr), wr.Order, wr.Scope, rd.Device, signalOp(rd), rd.Order, rd.Scope,
+		rd.Phys, rd.PhysOffset, strings.Join(why, "; "))
+}

@@ -1,0 +1,195 @@
+package fuzz
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/workload"
+)
+
+// Defaults of a [Case].
+const (
+	// DefaultTimeout bounds every wait of a fuzzed rank, in virtual time.
+	DefaultTimeout = time.Second
+	// DefaultMaxSteps bounds a fuzzed run; reaching it is a failure (a
+	// livelock).
+	DefaultMaxSteps = 2_000_000
+	// DefaultDepth is the PCT depth when none is given.
+	DefaultDepth = 3
+)
+
+// The strategy names a case accepts.
+const (
+	StrategyRandom    = "random"
+	StrategyPCT       = "pct"
+	StrategyPortfolio = "portfolio"
+	// StrategyReplay follows the case's Schedule with a [Replay].
+	StrategyReplay = "replay"
+)
+
+// Case is everything that determines one fuzzed run; running the same case
+// gives the same trace.
+type Case struct {
+	Spec     workload.Spec // the checked all-reduce; Spec.Seed seeds the inputs
+	Seed     uint64        // seeds the strategy
+	Strategy string        // random, pct, portfolio (resolved per seed) or replay
+	Depth    int           // PCT depth (0: DefaultDepth)
+	Steps    int64         // estimated run length: PCT's change points are drawn below it
+	Faults   FaultSet      // how the run is judged
+	Plan     Plan          // the faults to inject
+	// Schedule is what the replay strategy follows (other strategies
+	// ignore it).
+	Schedule Schedule
+	Timeout  time.Duration // every rank wait (0: DefaultTimeout)
+	MaxSteps int64         // 0: DefaultMaxSteps
+}
+
+// Validate checks the case before it runs.
+func (c Case) Validate() error {
+	if c.Spec.World < 1 || c.Spec.World > 72 {
+		return fmt.Errorf("case: world size %d out of range [1, 72]", c.Spec.World)
+	}
+	if err := c.Spec.Validate(); err != nil {
+		return fmt.Errorf("case: %w", err)
+	}
+	if _, _, err := c.resolve(); err != nil {
+		return err
+	}
+	if c.Depth < 0 || c.Steps < 0 || c.Timeout < 0 || c.MaxSteps < 0 {
+		return fmt.Errorf("case: negative depth, steps, timeout or step bound")
+	}
+	if c.Faults < FaultsNone || c.Faults > FaultsAll {
+		return fmt.Errorf("case: unknown fault set %v", c.Faults)
+	}
+	if err := c.Plan.Validate(c.Spec.World); err != nil {
+		return fmt.Errorf("case: %w", err)
+	}
+	if c.Faults == FaultsNone && len(c.Plan) > 0 {
+		return fmt.Errorf("case: a plan of %d faults with fault set none (liveness runs inject nothing)", len(c.Plan))
+	}
+	return nil
+}
+
+func (c Case) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return DefaultTimeout
+}
+
+func (c Case) maxSteps() int64 {
+	if c.MaxSteps > 0 {
+		return c.MaxSteps
+	}
+	return DefaultMaxSteps
+}
+
+// resolve turns the strategy name into the concrete strategy the seed runs:
+// "random", or "pct" with its depth.
+func (c Case) resolve() (string, int, error) {
+	depth := c.Depth
+	if depth == 0 {
+		depth = DefaultDepth
+	}
+	switch c.Strategy {
+	case StrategyRandom, StrategyReplay:
+		return c.Strategy, 0, nil
+	case StrategyPCT:
+		return StrategyPCT, depth, nil
+	case StrategyPortfolio:
+		e, err := actor.DefaultPortfolio(c.Steps).Pick(c.Seed)
+		if err != nil {
+			return "", 0, err
+		}
+		if e.Name == "random" {
+			return StrategyRandom, 0, nil
+		}
+		var d int
+		if _, err := fmt.Sscanf(e.Name, "pct%d", &d); err != nil {
+			return "", 0, fmt.Errorf("portfolio entry %q: %w", e.Name, err)
+		}
+		return StrategyPCT, d, nil
+	}
+	return "", 0, fmt.Errorf("unknown strategy %q (want random, pct, portfolio or replay)", c.Strategy)
+}
+
+// Resolved returns the case with a portfolio strategy replaced by the
+// concrete strategy its seed runs, so that its command names it.
+func (c Case) Resolved() (Case, error) {
+	name, depth, err := c.resolve()
+	if err != nil {
+		return c, err
+	}
+	c.Strategy, c.Depth = name, depth
+	return c, nil
+}
+
+// strategy builds the case's strategy.
+func (c Case) strategy() (actor.Strategy, error) {
+	name, depth, err := c.resolve()
+	if err != nil {
+		return nil, err
+	}
+	switch name {
+	case StrategyPCT:
+		return actor.NewPCT(c.Seed, depth, c.Steps), nil
+	case StrategyReplay:
+		return NewReplay(c.Schedule), nil
+	}
+	return actor.NewRandomWalk(c.Seed), nil
+}
+
+// Command is the symmem replay command line that runs the case again. The
+// plan (and a replay strategy's schedule) is given explicitly, so the
+// command does not depend on how plans are drawn.
+func (c Case) Command() string {
+	r, err := c.Resolved()
+	if err != nil {
+		r = c
+	}
+	s := r.Spec
+	var b strings.Builder
+	fmt.Fprintf(&b, "symmem replay --seed %d --strategy %s", r.Seed, r.Strategy)
+	switch r.Strategy {
+	case StrategyPCT:
+		fmt.Fprintf(&b, " --depth %d --steps %d", r.Depth, r.Steps)
+	case StrategyReplay:
+		fmt.Fprintf(&b, " --decisions '%s'", r.Schedule)
+	}
+	fmt.Fprintf(&b, " --world %d --bytes %d --dtype %s --op %s --algo %s", s.World, s.Bytes, s.DType, s.Op, s.Algo)
+	if s.Offset != 0 {
+		fmt.Fprintf(&b, " --offset %d", s.Offset)
+	}
+	if s.Seed != r.Seed {
+		fmt.Fprintf(&b, " --input-seed %d", s.Seed)
+	}
+	fmt.Fprintf(&b, " --faults %s", r.Faults)
+	if len(r.Plan) > 0 {
+		fmt.Fprintf(&b, " --plan '%s'", r.Plan)
+	}
+	if r.Timeout != 0 && r.Timeout != DefaultTimeout {
+		fmt.Fprintf(&b, " --timeout %v", r.Timeout)
+	}
+	if r.MaxSteps != 0 && r.MaxSteps != DefaultMaxSteps {
+		fmt.Fprintf(&b, " --max-steps %d", r.MaxSteps)
+	}
+	return b.String()
+}
+
+// simConfig is the simulator configuration of the case, hooked to in.
+func (c Case) simConfig(st actor.Strategy, in *injector, keep bool) rank.SimConfig {
+	return rank.SimConfig{
+		World:      c.Spec.World,
+		Seed:       c.Seed,
+		Strategy:   in.strategy(st),
+		MaxSteps:   c.maxSteps(),
+		Timeout:    c.timeout(),
+		KeepTrace:  keep,
+		Setup:      in.setup,
+		WrapDevice: in.wrapDevice,
+		WrapStore:  in.wrapStore,
+	}
+}

@@ -1,0 +1,313 @@
+package fuzz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/workload"
+)
+
+// DefaultSizes are the tensor sizes, in bytes, the fuzzer draws from: small
+// ones mostly (each run is cheap and the protocol is the same), a few that
+// span several blocks and vectors, odd ones that exercise the tails.
+var DefaultSizes = []uint64{4, 16, 64, 260, 1024, 4096, 8196, 16384, 65536}
+
+// Config configures [Fuzz].
+type Config struct {
+	Seeds    int           // number of seeds to run (0: until Time passes)
+	First    uint64        // the first seed
+	Time     time.Duration // start no case after this long (0: no limit)
+	Strategy string        // random, pct or portfolio
+	Depth    int           // PCT depth (0: DefaultDepth)
+	Faults   FaultSet
+	Workers  int             // goroutines running cases (0: 1)
+	Worlds   []int           // world sizes drawn from (nil: 2 to 8)
+	Sizes    []uint64        // tensor sizes drawn from (nil: DefaultSizes)
+	Algos    []workload.Algo // algorithms drawn from (nil: one-shot, two-shot, auto)
+	Timeout  time.Duration   // rank timeout (0: DefaultTimeout)
+	MaxSteps int64           // 0: DefaultMaxSteps
+	Shrink   bool            // shrink the first case of each distinct failure
+	Budget   int             // runs per shrink (0: DefaultShrinkRuns)
+	// Progress, when set, is called after every case with the cases run
+	// and failed so far, from the worker goroutines.
+	Progress func(done, failed int)
+}
+
+// Validate checks the configuration.
+func (cfg Config) Validate() error {
+	if cfg.Seeds < 0 || cfg.Time < 0 || cfg.Workers < 0 || cfg.Timeout < 0 || cfg.MaxSteps < 0 || cfg.Depth < 0 || cfg.Budget < 0 {
+		return errors.New("fuzz: negative seeds, time, workers, timeout, step bound, depth or shrink budget")
+	}
+	if cfg.Seeds == 0 && cfg.Time == 0 {
+		return errors.New("fuzz: give a number of seeds or a time limit")
+	}
+	switch cfg.Strategy {
+	case StrategyRandom, StrategyPCT, StrategyPortfolio:
+	default:
+		return fmt.Errorf("fuzz: unknown strategy %q (want random, pct or portfolio)", cfg.Strategy)
+	}
+	if cfg.Faults < FaultsNone || cfg.Faults > FaultsAll {
+		return fmt.Errorf("fuzz: unknown fault set %v", cfg.Faults)
+	}
+	for _, w := range cfg.Worlds {
+		if w < 1 || w > 72 {
+			return fmt.Errorf("fuzz: world size %d out of range [1, 72]", w)
+		}
+	}
+	for _, n := range cfg.Sizes {
+		if n == 0 || n%4 != 0 || n > 1<<26 {
+			return fmt.Errorf("fuzz: tensor size %d: want a positive multiple of 4 up to 64 MiB", n)
+		}
+	}
+	for _, a := range cfg.Algos {
+		if a != workload.Auto && a != workload.OneShot && a != workload.TwoShot {
+			return fmt.Errorf("fuzz: unknown algorithm %v", a)
+		}
+	}
+	return nil
+}
+
+// FailureReport is one distinct failure: its signature, how many cases hit
+// it, the first of them (lowest seed) and, when shrinking, its minimal form.
+type FailureReport struct {
+	Signature string
+	Count     int
+	First     Outcome
+	Shrunk    *Shrunk // nil unless Config.Shrink
+}
+
+// Report summarises a fuzzing session.
+type Report struct {
+	Cases    int           // cases run
+	Failed   int           // cases that failed
+	Steps    int64         // scheduling steps, over all cases
+	Elapsed  time.Duration // wall-clock time
+	Traces   int           // distinct trace hashes
+	Crashed  int           // cases in which some rank failed cleanly
+	Fired    map[Kind]int  // faults that fired, by kind
+	Failures []FailureReport
+}
+
+// SchedulesPerSecond is the rate at which cases ran.
+func (r Report) SchedulesPerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Cases) / r.Elapsed.Seconds()
+}
+
+// Fuzz runs cfg.Seeds seeds (or seeds until cfg.Time passes or ctx ends),
+// each the case [Generator.Case] draws for it, on cfg.Workers goroutines,
+// and reports what failed. Each distinct failure is reported once, with its
+// lowest seed; the report does not depend on the number of workers.
+func Fuzz(ctx context.Context, cfg Config) (Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return Report{}, err
+	}
+	gen := NewGenerator(cfg)
+	workers := max(cfg.Workers, 1)
+	start := time.Now()
+	var deadline time.Time
+	if cfg.Time > 0 {
+		deadline = start.Add(cfg.Time)
+	}
+	seeds := make(chan uint64)
+	go func() {
+		defer close(seeds)
+		for i := 0; cfg.Seeds == 0 || i < cfg.Seeds; i++ {
+			if !deadline.IsZero() && time.Now().After(deadline) {
+				return
+			}
+			select {
+			case seeds <- cfg.First + uint64(i):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	var (
+		mu       sync.Mutex
+		rep      = Report{Fired: map[Kind]int{}}
+		traces   = map[string]bool{}
+		bySig    = map[string]*FailureReport{}
+		firstErr error
+	)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seed := range seeds {
+				c, err := gen.Case(seed)
+				var o Outcome
+				if err == nil {
+					o, err = Run(c)
+				}
+				mu.Lock()
+				if err != nil {
+					if firstErr == nil {
+						firstErr = fmt.Errorf("seed %d: %w", seed, err)
+					}
+					mu.Unlock()
+					continue
+				}
+				rep.Cases++
+				rep.Steps += o.Steps
+				traces[o.Trace] = true
+				for _, f := range o.Fired {
+					rep.Fired[f.Kind]++
+				}
+				if slices.ContainsFunc(o.Errs, func(e error) bool { return e != nil }) {
+					rep.Crashed++
+				}
+				if o.Failed() {
+					rep.Failed++
+					sig := o.Failure.Signature()
+					fr := bySig[sig]
+					if fr == nil {
+						fr = &FailureReport{Signature: sig, First: o}
+						bySig[sig] = fr
+					} else if o.Case.Seed < fr.First.Case.Seed {
+						fr.First = o
+					}
+					fr.Count++
+				}
+				done, failed := rep.Cases, rep.Failed
+				mu.Unlock()
+				if cfg.Progress != nil {
+					cfg.Progress(done, failed)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	rep.Elapsed = time.Since(start)
+	rep.Traces = len(traces)
+	for _, fr := range bySig {
+		rep.Failures = append(rep.Failures, *fr)
+	}
+	sort.Slice(rep.Failures, func(i, j int) bool { return rep.Failures[i].First.Case.Seed < rep.Failures[j].First.Case.Seed })
+	if cfg.Shrink {
+		for i := range rep.Failures {
+			s, err := Shrink(rep.Failures[i].First, cfg.Budget)
+			if err != nil {
+				return rep, fmt.Errorf("shrink %s: %w", rep.Failures[i].Signature, err)
+			}
+			rep.Failures[i].Shrunk = &s
+		}
+	}
+	return rep, firstErr
+}
+
+// Generator draws the case of each seed for a [Config], estimating each
+// shape's run length once (a fault-free random walk of it) for PCT's change
+// points and the crash steps of fault plans. It is safe for concurrent use.
+type Generator struct {
+	cfg Config
+
+	mu    sync.Mutex
+	steps map[shape]*estimate
+}
+
+type shape struct {
+	world int
+	bytes uint64
+	algo  workload.Algo
+}
+
+type estimate struct {
+	once  sync.Once
+	steps int64
+	err   error
+}
+
+// NewGenerator returns the generator of cfg's cases.
+func NewGenerator(cfg Config) *Generator {
+	return &Generator{cfg: cfg, steps: map[shape]*estimate{}}
+}
+
+// Case draws the case of seed: world size, size, algorithm, dtype,
+// reduction and offset from the seed, its strategy (resolved when cfg asks
+// for a portfolio) and its fault plan.
+func (g *Generator) Case(seed uint64) (Case, error) {
+	cfg := g.cfg
+	rng := rand.New(rand.NewPCG(seed, 0xca5e5eed))
+	worlds := cfg.Worlds
+	if worlds == nil {
+		worlds = []int{2, 3, 4, 5, 6, 7, 8}
+	}
+	sizes := cfg.Sizes
+	if sizes == nil {
+		sizes = DefaultSizes
+	}
+	algos := cfg.Algos
+	if algos == nil {
+		algos = []workload.Algo{workload.OneShot, workload.TwoShot, workload.Auto}
+	}
+	dtypes := []device.DType{device.Float32, device.BFloat16, device.Float16}
+	ops := []device.ReduceOp{device.Sum, device.Sum, device.Avg, device.Max, device.Min}
+	offsets := []uint64{0, 0, 4, 8, 16}
+	spec := workload.Spec{
+		World:  worlds[rng.IntN(len(worlds))],
+		Bytes:  sizes[rng.IntN(len(sizes))],
+		Algo:   algos[rng.IntN(len(algos))],
+		DType:  dtypes[rng.IntN(len(dtypes))],
+		Op:     ops[rng.IntN(len(ops))],
+		Offset: offsets[rng.IntN(len(offsets))],
+		Seed:   seed,
+	}
+	if spec.Validate() != nil {
+		spec.Offset = 0
+	}
+	if spec.Validate() != nil {
+		spec.DType = device.Float32
+	}
+	steps, err := g.estimate(spec)
+	if err != nil {
+		return Case{}, err
+	}
+	c := Case{
+		Spec: spec, Seed: seed, Strategy: cfg.Strategy, Depth: cfg.Depth, Steps: steps,
+		Faults: cfg.Faults, Timeout: cfg.Timeout, MaxSteps: cfg.MaxSteps,
+	}
+	c.Plan = NewPlan(seed, cfg.Faults, spec.World, steps, c.timeout())
+	return c.Resolved()
+}
+
+// estimate returns the run length of spec's shape.
+func (g *Generator) estimate(spec workload.Spec) (int64, error) {
+	k := shape{world: spec.World, bytes: spec.Bytes, algo: spec.Algo.Resolve(spec.Bytes)}
+	g.mu.Lock()
+	e := g.steps[k]
+	if e == nil {
+		e = &estimate{}
+		g.steps[k] = e
+	}
+	g.mu.Unlock()
+	e.once.Do(func() {
+		e.steps, e.err = EstimateSteps(workload.Spec{World: k.world, Bytes: k.bytes, Algo: k.algo, DType: device.Float32, Op: device.Sum}, g.cfg.Timeout)
+	})
+	return e.steps, e.err
+}
+
+// EstimateSteps is the length in steps of a fault-free random walk (seed 0)
+// of spec: what PCT spreads its change points over.
+func EstimateSteps(spec workload.Spec, timeout time.Duration) (int64, error) {
+	c := Case{Spec: spec, Strategy: StrategyRandom, Faults: FaultsNone, Timeout: timeout}
+	o, err := Run(c)
+	if err != nil {
+		return 0, err
+	}
+	if o.Failed() {
+		return 0, fmt.Errorf("estimate the length of %v: the fault-free run failed: %w", spec, o.Failure)
+	}
+	return o.Steps, nil
+}

@@ -1,0 +1,129 @@
+package fuzz
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/workload"
+)
+
+// fileVersion is the version of the schedule file format.
+const fileVersion = 1
+
+// caseFile is a saved case: everything that determines the run, the trace
+// hash it gave and how it ended.
+type caseFile struct {
+	Version   int    `json:"version"`
+	World     int    `json:"world"`
+	Bytes     uint64 `json:"bytes"`
+	DType     string `json:"dtype"`
+	Op        string `json:"op"`
+	Algo      string `json:"algo"`
+	Offset    uint64 `json:"offset"`
+	InputSeed uint64 `json:"input_seed"`
+	Seed      uint64 `json:"seed"`
+	Strategy  string `json:"strategy"`
+	Depth     int    `json:"depth,omitempty"`
+	Steps     int64  `json:"steps,omitempty"`
+	Faults    string `json:"faults"`
+	Plan      string `json:"plan,omitempty"`
+	Decisions string `json:"decisions,omitempty"`
+	Timeout   string `json:"timeout,omitempty"`
+	MaxSteps  int64  `json:"max_steps,omitempty"`
+	Trace     string `json:"trace"`
+	Failure   string `json:"failure,omitempty"`
+}
+
+// Save writes the outcome's case, trace hash and failure to path as JSON,
+// which [Load] reads back. The case is saved with the replay strategy and
+// the decisions its run recorded, so that loading it repeats the run
+// whatever strategy first produced it.
+func Save(path string, o Outcome) error {
+	c := o.Case
+	f := caseFile{
+		Version: fileVersion, World: c.Spec.World, Bytes: c.Spec.Bytes, DType: c.Spec.DType.String(),
+		Op: c.Spec.Op.String(), Algo: c.Spec.Algo.String(), Offset: c.Spec.Offset, InputSeed: c.Spec.Seed,
+		Seed: c.Seed, Strategy: StrategyReplay, Steps: c.Steps, Faults: c.Faults.String(), Plan: c.Plan.String(),
+		Decisions: o.Schedule.String(), MaxSteps: c.MaxSteps, Trace: o.Trace,
+	}
+	if c.Timeout != 0 {
+		f.Timeout = c.Timeout.String()
+	}
+	if o.Failure != nil {
+		f.Failure = o.Failure.Error()
+	}
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return fmt.Errorf("save case: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("save case: %w", err)
+	}
+	return nil
+}
+
+// Load reads a case saved by [Save] and returns it with the trace hash it
+// gave when saved.
+func Load(path string) (Case, string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Case{}, "", fmt.Errorf("load case: %w", err)
+	}
+	var f caseFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return Case{}, "", fmt.Errorf("load case %s: %w", path, err)
+	}
+	if f.Version != fileVersion {
+		return Case{}, "", fmt.Errorf("load case %s: format version %d, want %d", path, f.Version, fileVersion)
+	}
+	c, err := f.toCase()
+	if err != nil {
+		return Case{}, "", fmt.Errorf("load case %s: %w", path, err)
+	}
+	return c, f.Trace, nil
+}
+
+func (f caseFile) toCase() (Case, error) {
+	dt, err := device.ParseDType(f.DType)
+	if err != nil {
+		return Case{}, err
+	}
+	op, err := device.ParseReduceOp(f.Op)
+	if err != nil {
+		return Case{}, err
+	}
+	algo, err := workload.ParseAlgo(f.Algo)
+	if err != nil {
+		return Case{}, err
+	}
+	set, err := ParseFaultSet(f.Faults)
+	if err != nil {
+		return Case{}, err
+	}
+	plan, err := ParsePlan(f.Plan)
+	if err != nil {
+		return Case{}, err
+	}
+	sched, err := ParseSchedule(f.Decisions)
+	if err != nil {
+		return Case{}, err
+	}
+	var timeout time.Duration
+	if f.Timeout != "" {
+		if timeout, err = time.ParseDuration(f.Timeout); err != nil {
+			return Case{}, fmt.Errorf("timeout: %w", err)
+		}
+	}
+	c := Case{
+		Spec: workload.Spec{World: f.World, Bytes: f.Bytes, DType: dt, Op: op, Algo: algo, Offset: f.Offset, Seed: f.InputSeed},
+		Seed: f.Seed, Strategy: f.Strategy, Depth: f.Depth, Steps: f.Steps, Faults: set, Plan: plan,
+		Schedule: sched, Timeout: timeout, MaxSteps: f.MaxSteps,
+	}
+	if err := c.Validate(); err != nil {
+		return Case{}, err
+	}
+	return c, nil
+}

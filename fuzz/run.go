@@ -1,0 +1,157 @@
+package fuzz
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	pa "github.com/asynkron/protoactor-go/actor"
+
+	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/workload"
+)
+
+// FailureKind classifies a failed case.
+type FailureKind string
+
+// The failure kinds.
+const (
+	// WrongResult: a rank returned success with a wrong result (or, in a
+	// liveness run, ranks disagree or guard bytes were overwritten).
+	WrongResult FailureKind = "wrong-result"
+	// RankError: a rank failed in a run where nothing was injected.
+	RankError FailureKind = "rank-error"
+	// Deadlock: every remaining task waited with no timeout.
+	Deadlock FailureKind = "deadlock"
+	// Panic: a task panicked.
+	Panic FailureKind = "panic"
+	// StepLimit: the run did not finish within its step bound (a livelock).
+	StepLimit FailureKind = "step-limit"
+	// SimError: the simulation could not run the case at all.
+	SimError FailureKind = "sim-error"
+)
+
+// Failure is why a case failed.
+type Failure struct {
+	Kind   FailureKind
+	Detail string
+}
+
+func (f *Failure) Error() string { return fmt.Sprintf("%s: %s", f.Kind, f.Detail) }
+
+// Signature identifies a failure up to its numbers (ranks, steps,
+// addresses), so that the fuzzer reports each distinct failure once.
+func (f *Failure) Signature() string {
+	line, _, _ := strings.Cut(f.Detail, "\n")
+	return string(f.Kind) + ": " + digits.ReplaceAllString(line, "N")
+}
+
+var digits = regexp.MustCompile(`0x[0-9a-f]+|[0-9]+`)
+
+// Outcome is the result of running a [Case].
+type Outcome struct {
+	Case        Case
+	Trace       string        // the trace hash
+	Steps       int64         // scheduling steps
+	VirtualTime time.Duration // virtual time at the end
+	Errs        []error       // each rank's error (nil: success, or it never returned)
+	Returned    []bool        // whether each rank's program returned
+	Fired       Plan          // the faults that fired, in the order they did
+	Schedule    Schedule      // the run's decisions that differ from the default policy
+	Events      []actor.Event // every trace event, when kept
+	Failure     *Failure      // nil when the case passed
+}
+
+// Failed reports whether the case failed.
+func (o Outcome) Failed() bool { return o.Failure != nil }
+
+// Run runs a case and judges it (see the package doc). The error reports
+// a case that is not valid; everything that goes wrong while it runs is in
+// the outcome's Failure.
+func Run(c Case) (Outcome, error) { return run(c, false) }
+
+// RunTraced is [Run] keeping every trace event in the outcome.
+func RunTraced(c Case) (Outcome, error) { return run(c, true) }
+
+func run(c Case, keep bool) (Outcome, error) {
+	if err := c.Validate(); err != nil {
+		return Outcome{}, err
+	}
+	st, err := c.strategy()
+	if err != nil {
+		return Outcome{}, err
+	}
+	w := c.Spec.World
+	inputs := c.Spec.Inputs()
+	results := make([]workload.RankResult, w)
+	returned := make([]bool, w)
+	prog := c.Spec.Program(inputs, results)
+	program := func(r *rank.Rank) error {
+		err := prog(r)
+		returned[r.ID()] = true
+		return err
+	}
+	in := newInjector(c.Plan, w)
+	rec := newRecorder(st)
+	cfg := c.simConfig(rec, in, keep)
+	var res rank.Result
+	var simErr error
+	withSystem(func(sys *pa.ActorSystem) {
+		cfg.System = sys
+		res, simErr = rank.Simulate(cfg, program)
+	})
+	o := Outcome{
+		Case: c, Trace: res.Trace, Steps: res.Steps, VirtualTime: res.VirtualTime,
+		Errs: res.Errs, Returned: returned, Fired: in.order, Schedule: rec.sched, Events: res.Events,
+	}
+	if o.Errs == nil {
+		o.Errs = make([]error, w)
+	}
+	o.Failure = judge(c, o, simErr, inputs, results)
+	return o, nil
+}
+
+// judge applies the case's checks.
+func judge(c Case, o Outcome, simErr error, inputs [][]byte, results []workload.RankResult) *Failure {
+	if simErr != nil {
+		var pe *actor.PanicError
+		var de *actor.DeadlockError
+		switch {
+		case errors.As(simErr, &pe):
+			return &Failure{Kind: Panic, Detail: simErr.Error()}
+		case errors.As(simErr, &de):
+			return &Failure{Kind: Deadlock, Detail: simErr.Error()}
+		case errors.Is(simErr, actor.ErrStepLimit):
+			return &Failure{Kind: StepLimit, Detail: simErr.Error()}
+		}
+		return &Failure{Kind: SimError, Detail: simErr.Error()}
+	}
+	if c.Faults == FaultsNone || len(o.Fired) == 0 {
+		// Liveness: every rank finishes with the right answer.
+		for r, err := range o.Errs {
+			if err != nil {
+				return &Failure{Kind: RankError, Detail: fmt.Sprintf("rank %d: %v", r, err)}
+			}
+			if !o.Returned[r] {
+				return &Failure{Kind: RankError, Detail: fmt.Sprintf("rank %d never returned", r)}
+			}
+		}
+		if v := c.Spec.Check(inputs, results); !v.OK() {
+			return &Failure{Kind: WrongResult, Detail: strings.Join(v.Problems, "; ")}
+		}
+		return nil
+	}
+	// Safety: any rank that returned success holds the right answer.
+	for r := range c.Spec.World {
+		if !o.Returned[r] || o.Errs[r] != nil {
+			continue
+		}
+		if v := c.Spec.CheckRank(inputs, r, results[r]); !v.OK() {
+			return &Failure{Kind: WrongResult, Detail: fmt.Sprintf("rank %d returned success: %s", r, strings.Join(v.Problems, "; "))}
+		}
+	}
+	return nil
+}
