@@ -167,8 +167,11 @@ func (c Case) Command() string {
 		fmt.Fprintf(&b, " --input-seed %d", s.Seed)
 	}
 	fmt.Fprintf(&b, " --faults %s", r.Faults)
-	if len(r.Plan) > 0 {
+	switch {
+	case len(r.Plan) > 0:
 		fmt.Fprintf(&b, " --plan '%s'", r.Plan)
+	case r.Faults != FaultsNone:
+		b.WriteString(" --plan none") // not one drawn from the seed
 	}
 	if r.Timeout != 0 && r.Timeout != DefaultTimeout {
 		fmt.Fprintf(&b, " --timeout %v", r.Timeout)
@@ -179,12 +182,13 @@ func (c Case) Command() string {
 	return b.String()
 }
 
-// simConfig is the simulator configuration of the case, hooked to in.
+// simConfig is the simulator configuration of the case, hooked to in, run
+// by strategy st.
 func (c Case) simConfig(st actor.Strategy, in *injector, keep bool) rank.SimConfig {
 	return rank.SimConfig{
 		World:      c.Spec.World,
 		Seed:       c.Seed,
-		Strategy:   in.strategy(st),
+		Strategy:   st,
 		MaxSteps:   c.maxSteps(),
 		Timeout:    c.timeout(),
 		KeepTrace:  keep,

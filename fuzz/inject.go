@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -43,7 +44,6 @@ type injector struct {
 	// ownStreams names the stream workers the injector itself uses, which
 	// a crash of their device's rank must not stop.
 	ownStreams map[string]bool
-	dueAt      map[string]int64 // the step each signal-writing task waits for
 }
 
 func newInjector(plan Plan, world int) *injector {
@@ -51,7 +51,7 @@ func newInjector(plan Plan, world int) *injector {
 		plan: plan, fired: make([]bool, len(plan)), world: world,
 		devOps: make([]int64, world), launches: make([]int64, world),
 		requests: make([]int64, world), messages: make([]int64, world),
-		crashed: make([]bool, world), ownStreams: map[string]bool{}, dueAt: map[string]int64{},
+		crashed: make([]bool, world), ownStreams: map[string]bool{},
 	}
 }
 
@@ -92,29 +92,27 @@ func (in *injector) setup(job rank.SimJob) error {
 	return nil
 }
 
-// strategy wraps the case's strategy with the faults that act on
-// scheduling: crashes, and the prompt running of the injector's own tasks.
-func (in *injector) strategy(inner actor.Strategy) actor.Strategy {
+// crashes wraps the outermost strategy with the crash faults, when the
+// plan has any.
+func (in *injector) crashes(inner actor.Strategy) actor.Strategy {
 	for _, f := range in.plan {
-		if f.Kind == Crash || f.Kind.isSignal() {
-			return &faultStrategy{in: in, inner: inner}
+		if f.Kind == Crash {
+			return &crashStrategy{in: in, inner: inner}
 		}
 	}
 	return inner
 }
 
-// faultStrategy halts a rank at its crash step, runs the injector's own
-// tasks (signal writes and their stream workers) as soon as they can run,
-// so that a write lands when its plan says, and otherwise hides halted
-// tasks from the strategy it wraps.
-type faultStrategy struct {
+// crashStrategy halts a rank at its crash step and hides halted tasks from
+// the strategy it wraps.
+type crashStrategy struct {
 	in    *injector
 	inner actor.Strategy
 	live  []*actor.Task
 	index []int
 }
 
-func (c *faultStrategy) Next(step int64, runnable []*actor.Task) int {
+func (c *crashStrategy) Next(step int64, runnable []*actor.Task) int {
 	in := c.in
 	for i, f := range in.plan {
 		if f.Kind == Crash && !in.fired[i] && step >= f.At && !in.crashed[f.Rank] {
@@ -122,29 +120,58 @@ func (c *faultStrategy) Next(step int64, runnable []*actor.Task) int {
 		}
 	}
 	c.live, c.index = c.live[:0], c.index[:0]
-	waiting := -1 // an injector task not due yet
 	for i, t := range runnable {
-		switch {
-		case t.Halted():
-		case in.ownStreams[t.Name()]:
-			return i
-		case strings.HasPrefix(t.Name(), faultTaskPrefix):
-			if step >= in.dueAt[t.Name()] {
-				return i
-			}
-			waiting = i
-		default:
+		if !t.Halted() {
 			c.live = append(c.live, t)
 			c.index = append(c.index, i)
 		}
 	}
 	if len(c.live) == 0 {
-		if waiting >= 0 {
-			return waiting // nothing else can run: let it get there
-		}
 		return 0 // every choice is halted: the scheduler asks again
 	}
 	return c.index[c.inner.Next(step, c.live)]
+}
+
+// ownShare is the chance that a runnable injector task runs at a step: the
+// injector's tasks get their share of steps whatever the strategy (PCT
+// could otherwise starve them until the collective is over), at random
+// points.
+const ownShare = 4
+
+// promptly wraps a seeded strategy so that the injector's own tasks (signal
+// writes and their stream workers) run, when runnable, with probability
+// 1/ownShare at each step. Its choices are recorded like the strategy's, so
+// a replay of them needs no such wrapper.
+func (in *injector) promptly(inner actor.Strategy, seed uint64) actor.Strategy {
+	for _, f := range in.plan {
+		if f.Kind.isSignal() {
+			return &promptStrategy{in: in, inner: inner, rng: rand.New(rand.NewPCG(seed, 0x5106a1))}
+		}
+	}
+	return inner
+}
+
+type promptStrategy struct {
+	in    *injector
+	inner actor.Strategy
+	rng   *rand.Rand
+}
+
+func (p *promptStrategy) Next(step int64, runnable []*actor.Task) int {
+	for i, t := range runnable {
+		if p.in.own(t) {
+			if p.rng.IntN(ownShare) == 0 {
+				return i
+			}
+			break
+		}
+	}
+	return p.inner.Next(step, runnable)
+}
+
+// own reports whether t is one of the injector's tasks.
+func (in *injector) own(t *actor.Task) bool {
+	return strings.HasPrefix(t.Name(), faultTaskPrefix) || in.ownStreams[t.Name()]
 }
 
 // faultTaskPrefix starts the name of every task the injector starts.
@@ -260,11 +287,8 @@ func (d *faultDevice) Launch(s device.Stream, l device.Launch) error {
 		_ = d.Device.DestroyStream(st)
 		return err
 	}
-	due := in.sched.Steps() + int64(in.plan[i].After)
-	name := fmt.Sprintf("%s%d %s rank %d", faultTaskPrefix, i, in.plan[i].Kind, d.rank)
-	in.dueAt[name] = due
-	in.sched.Go(name, func() {
-		d.writeSlot(i, st, due, addr, detail)
+	in.sched.Go(fmt.Sprintf("%s%s rank %d", faultTaskPrefix, in.plan[i].Kind, d.rank), func() {
+		d.writeSlot(i, st, addr, detail)
 	})
 	return nil
 }
@@ -306,14 +330,14 @@ func (d *faultDevice) slot(i int, l device.Launch) (device.Ptr, string, error) {
 	return addr, fmt.Sprintf("pad of rank %d channel %d slot of rank %d", pad, channel, src), nil
 }
 
-// writeSlot is the task of a signal fault: once the scheduler has taken
-// the planned number of steps after the launch it writes the slot through
-// a stream of its own, as a stray write from elsewhere would land.
-func (d *faultDevice) writeSlot(i int, st device.Stream, due int64, addr device.Ptr, where string) {
+// writeSlot is the task of a signal fault: after the planned number of
+// its own scheduling points it writes the slot through a stream of its
+// own, as a stray write from elsewhere would land.
+func (d *faultDevice) writeSlot(i int, st device.Stream, addr device.Ptr, where string) {
 	in, f := d.in, d.in.plan[i]
 	defer func() { _ = d.Device.DestroyStream(st) }()
-	for in.sched.Steps() < due {
-		in.sched.Yield(fmt.Sprintf("fault: step %d for the signal write", due))
+	for range f.After {
+		in.sched.Yield("fault: before the signal write")
 	}
 	var v uint32
 	switch f.Kind {

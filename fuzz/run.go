@@ -95,8 +95,11 @@ func run(c Case, keep bool) (Outcome, error) {
 		return err
 	}
 	in := newInjector(c.Plan, w)
+	if c.Strategy != StrategyReplay {
+		st = in.promptly(st, c.Seed)
+	}
 	rec := newRecorder(st)
-	cfg := c.simConfig(rec, in, keep)
+	cfg := c.simConfig(in.crashes(rec), in, keep)
 	var res rank.Result
 	var simErr error
 	withSystem(func(sys *pa.ActorSystem) {

@@ -10,7 +10,8 @@ import (
 
 // TestConformanceOnSimulator runs every self-checking case (the reference
 // table, signals, bounds, groups, IntraNodeComm, bad inputs, allocation ids,
-// leak checks) on the simulator for several world sizes and seeds.
+// leak checks) on the simulator for several world sizes and seeds, with
+// the happens-before race detector on: a clean run reports no race.
 func TestConformanceOnSimulator(t *testing.T) {
 	for _, tc := range []struct {
 		world int
@@ -30,7 +31,7 @@ func TestConformanceOnSimulator(t *testing.T) {
 			}
 			for _, seed := range tc.seeds {
 				t.Run(fmt.Sprintf("%s/world%d/seed%d", c.Name, tc.world, seed), func(t *testing.T) {
-					simulate(t, rank.SimConfig{World: tc.world, Seed: seed}, c.Program)
+					simulate(t, rank.SimConfig{World: tc.world, Seed: seed, RaceDetector: true}, c.Program)
 				})
 			}
 		}

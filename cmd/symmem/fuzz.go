@@ -155,14 +155,12 @@ func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var prog *mpb.Progress
+	finish := func() {}
 	if f.progress && out == io.Writer(os.Stdout) && isTerminal(os.Stdout) {
-		prog, cfg.Progress = fuzzProgress(cfg)
+		cfg.Progress, finish = fuzzProgress(cfg)
 	}
 	rep, err := fuzz.Fuzz(ctx, cfg)
-	if prog != nil {
-		prog.Shutdown()
-	}
+	finish()
 	if err != nil {
 		return err
 	}
@@ -175,8 +173,10 @@ func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer) error {
 	return nil
 }
 
-// fuzzProgress returns a progress bar and the callback that advances it.
-func fuzzProgress(cfg fuzz.Config) (*mpb.Progress, func(done, failed int)) {
+// fuzzProgress starts a progress bar and returns the callback that
+// advances it and the function that completes it and waits for its last
+// line.
+func fuzzProgress(cfg fuzz.Config) (update func(done, failed int), finish func()) {
 	prog := mpb.New(mpb.WithOutput(os.Stdout), mpb.WithWidth(40))
 	total := int64(cfg.Seeds)
 	var failures int
@@ -191,7 +191,7 @@ func fuzzProgress(cfg fuzz.Config) (*mpb.Progress, func(done, failed int)) {
 				return fmt.Sprintf("%d failed", failures)
 			}),
 		))
-	return prog, func(done, failed int) {
+	update = func(done, failed int) {
 		mu.Lock()
 		failures = failed
 		mu.Unlock()
@@ -200,6 +200,11 @@ func fuzzProgress(cfg fuzz.Config) (*mpb.Progress, func(done, failed int)) {
 		}
 		bar.SetCurrent(int64(done))
 	}
+	finish = func() {
+		bar.SetTotal(-1, true) // the current count becomes the total
+		prog.Wait()
+	}
+	return update, finish
 }
 
 func printReport(w io.Writer, cfg fuzz.Config, f *fuzzFlags, rep fuzz.Report) error {
@@ -239,14 +244,21 @@ func printReport(w io.Writer, cfg fuzz.Config, f *fuzzFlags, rep fuzz.Report) er
 					return err
 				}
 				fmt.Fprintf(&b, "  minimal case: symmem replay --schedule %s\n", path)
-			} else {
+			} else if len(m.Schedule) <= maxInlineDecisions {
 				fmt.Fprintf(&b, "  minimal case: %s --expect-trace %s\n", m.Case.Command(), shortHash(m.Trace))
+			} else {
+				fmt.Fprintf(&b, "  minimal case: %d decisions; keep it with --save-dir, or shrink it again with: %s --shrink --save FILE\n",
+					len(m.Schedule), o.Case.Command())
 			}
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// maxInlineDecisions is the longest shrunk schedule printed as a command
+// line; longer ones go to schedule files.
+const maxInlineDecisions = 40
 
 // shortHash is the prefix of a trace hash that replay --expect-trace takes.
 func shortHash(h string) string { return h[:min(16, len(h))] }

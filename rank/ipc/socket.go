@@ -390,12 +390,28 @@ func parseControl(oob []byte) (fds []int, cred *unix.Ucred, err error) {
 		}
 		switch m.Header.Type {
 		case unix.SCM_RIGHTS:
+			// ParseUnixRights indexes past its data when the length is not
+			// a multiple of 4: parse the whole fds, report the rest.
+			if n := len(m.Data) % 4; n != 0 {
+				if err == nil {
+					err = fmt.Errorf("parse SCM_RIGHTS: %d bytes is not a whole number of fds", len(m.Data))
+				}
+				m.Data = m.Data[:len(m.Data)-n]
+			}
 			r, perr := unix.ParseUnixRights(m)
 			fds = append(fds, r...)
 			if perr != nil && err == nil {
 				err = fmt.Errorf("parse SCM_RIGHTS: %w", perr)
 			}
 		case unix.SCM_CREDENTIALS:
+			// ParseUnixCredentials reads a whole Ucred without checking the
+			// length: a short message would panic or read past its data.
+			if len(m.Data) < unix.SizeofUcred {
+				if err == nil {
+					err = fmt.Errorf("parse SCM_CREDENTIALS: %d bytes, want %d", len(m.Data), unix.SizeofUcred)
+				}
+				continue
+			}
 			c, perr := unix.ParseUnixCredentials(m)
 			if perr != nil && err == nil {
 				err = fmt.Errorf("parse SCM_CREDENTIALS: %w", perr)

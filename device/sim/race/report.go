@@ -27,6 +27,8 @@ type Race struct {
 	Repeats int
 }
 
+// String renders the race over four lines: where, both accesses, and the
+// missing edge.
 func (r Race) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "data race on %d bytes of device %d's memory (phys %d + %#x):\n", r.Size, r.Owner, r.Phys, r.Offset)
@@ -45,6 +47,7 @@ type Error struct {
 	Total int    // every race found, repeats included
 }
 
+// Error lists every distinct race.
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d data races (%d distinct)", e.Total, len(e.Races))

@@ -152,6 +152,8 @@ func DescribeWait(w sim.SignalWait) string {
 		who, s.Op, s.Rank, w.World, s.Channel, s.Pad, s.Index, w.Value, w.Expect, must)
 }
 
+// String renders the graph: one line per wait, the cycle, the other
+// blocked tasks.
 func (g *WaitFor) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "wait-for graph at virtual time %v (%s): %d signal waits", g.At, g.Cause, len(g.Waits))

@@ -1,0 +1,190 @@
+package race_test
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/device/sim/race"
+	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/signal"
+)
+
+// barrierMut rewrites one barrier of a kernel: the n-th call of Lanes by a
+// block (counted from 1) is skipped, or its puts, waits or scopes change.
+type barrierMut struct {
+	kernel    string
+	barrier   int
+	skip      bool
+	put, wait *signal.Order
+	scope     *signal.Scope
+}
+
+func order(o signal.Order) *signal.Order { return &o }
+func scope(s signal.Scope) *signal.Scope { return &s }
+
+func (m barrierMut) wrap(b kernels.Block) kernels.Block {
+	if b.Kernel() != m.kernel {
+		return b
+	}
+	return &mutBlock{Block: b, m: m}
+}
+
+type mutBlock struct {
+	kernels.Block
+	m     barrierMut
+	calls int
+}
+
+func (b *mutBlock) Lanes(n int, fn func(kernels.Block) error) error {
+	b.calls++
+	if b.calls != b.m.barrier {
+		return b.Block.Lanes(n, fn)
+	}
+	if b.m.skip {
+		return nil
+	}
+	return b.Block.Lanes(n, func(l kernels.Block) error { return fn(&mutLane{Block: l, m: b.m}) })
+}
+
+type mutLane struct {
+	kernels.Block
+	m barrierMut
+}
+
+func (l *mutLane) CAS32(p device.Ptr, old, new uint32, o signal.Order, s signal.Scope) (uint32, error) {
+	if old == signal.Idle && l.m.put != nil {
+		o = *l.m.put
+	}
+	if old == signal.Raised && l.m.wait != nil {
+		o = *l.m.wait
+	}
+	if l.m.scope != nil {
+		s = *l.m.scope
+	}
+	return l.Block.CAS32(p, old, new, o, s)
+}
+
+// form is one way of running an all-reduce.
+type form int
+
+const (
+	oneShot form = iota
+	oneShotCopy
+	twoShot
+	twoShotOut
+)
+
+func (f form) String() string {
+	return [...]string{"one-shot", "one-shot-copy", "two-shot", "two-shot-out"}[f]
+}
+
+// input is rank r's input of iteration it: small integers, so every sum is
+// exact.
+func input(r, it, numel int) []byte {
+	vals := make([]float32, numel)
+	for i := range vals {
+		vals[i] = float32((r*7+it*13+i)%19 - 9)
+	}
+	b, _ := kernels.Encode(device.Float32, vals)
+	return b
+}
+
+// reduceLoop returns a program that all-reduces size bytes iters times in
+// one symmetric buffer with form f, checking every result.
+func reduceLoop(f form, iters int, size uint64) rank.Program {
+	return func(r *rank.Rank) error {
+		numel := size / 4
+		buf, err := r.Alloc(size)
+		if err != nil {
+			return err
+		}
+		defer r.Free(buf)
+		// Rendezvous first: its Store barrier would order the first
+		// iteration's writes before every peer's kernel.
+		if _, err := r.Rendezvous(buf, rank.WorldGroup); err != nil {
+			return err
+		}
+		in := rank.Tensor{Ptr: buf, DType: device.Float32, Numel: numel}
+		var out, local rank.Tensor
+		if f != twoShot {
+			if out, err = r.Empty(numel, device.Float32); err != nil {
+				return err
+			}
+			defer r.FreeTensor(out)
+		}
+		if f == oneShotCopy {
+			if local, err = r.Empty(numel, device.Float32); err != nil {
+				return err
+			}
+			defer r.FreeTensor(local)
+		}
+		for it := range iters {
+			ins := make([][]byte, r.World())
+			for p := range ins {
+				ins[p] = input(p, it, int(numel))
+			}
+			target := in
+			if f == oneShotCopy {
+				target = local
+			}
+			if err := r.Write(target, ins[r.ID()]); err != nil {
+				return err
+			}
+			res := out
+			switch f {
+			case oneShot:
+				err = r.OneShotAllReduceOut(in, device.Sum, rank.WorldGroup, out)
+			case oneShotCopy:
+				err = r.OneShotAllReduceCopy(in, local, device.Sum, rank.WorldGroup, out)
+			case twoShot:
+				err, res = r.TwoShotAllReduce(in, device.Sum, rank.WorldGroup), in
+			case twoShotOut:
+				err = r.TwoShotAllReduceOut(in, device.Sum, rank.WorldGroup, out)
+			}
+			if err != nil {
+				return err
+			}
+			got, err := r.Read(res)
+			if err != nil {
+				return err
+			}
+			want, _ := kernels.Reference(device.Float32, device.Sum, ins)
+			if !bytes.Equal(got, want) {
+				return fmt.Errorf("rank %d iteration %d: %s result differs from the reference", r.ID(), it, f)
+			}
+		}
+		return nil
+	}
+}
+
+// simulate runs program with the race detector and fails the test when the
+// simulation itself fails.
+func simulate(t *testing.T, cfg rank.SimConfig, program rank.Program) rank.Result {
+	t.Helper()
+	cfg.RaceDetector = true
+	res, err := rank.Simulate(cfg, program)
+	if err != nil {
+		t.Fatalf("simulation (world %d, seed %d): %v", cfg.World, cfg.Seed, err)
+	}
+	return res
+}
+
+// clean fails the test when a run reported races or rank errors.
+func clean(t *testing.T, what string, res rank.Result) {
+	t.Helper()
+	if err := res.Err(); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// races returns the run's races, failing the test when there are none.
+func races(t *testing.T, what string, res rank.Result) []race.Race {
+	t.Helper()
+	if res.Races == nil {
+		t.Fatalf("%s: no race reported (rank errors: %v)", what, res.Err())
+	}
+	return res.Races.Races
+}

@@ -1,0 +1,39 @@
+// Package mutants is the protocol mutation self-test: deliberately broken
+// variants of the signalling protocol that the checks of a simulated run
+// (wrong results, the happens-before race detector, deadlocks, timeouts,
+// errors) must catch within a bounded number of schedules. A mutant that
+// survives means a blind spot in the checks.
+//
+// # Where the mutants live
+//
+// Every mutant exists only in this package's _test.go files; no non-test
+// build contains one. Production code offers generic interception points
+// that fault injection uses as well, never a mutation switch:
+//
+//   - sim.Config.WrapBlock replaces the kernels.Block a kernel body runs
+//     against. Kernel mutants wrap it: they count a block's calls of Lanes
+//     (one per barrier: start, middle, end) and skip a barrier, or rewrite
+//     the order of the compare-and-swaps inside it, or pretend a wait
+//     consumed its signal. The kernel code under test is the real one.
+//   - rank.SimConfig.WrapDevice replaces a rank's device: the channel-bound
+//     mutant widens the pad size every launch declares by the world size
+//     (so the device-side bound is padBytes/4 instead of
+//     padBytes/(4*world)); the two-streams mutant issues the rank's signal
+//     kernels on a second stream of its own.
+//   - rank.SimConfig.WrapStore replaces a rank's Store client: the
+//     StoreExchange mutant numbers collectives with one counter per process
+//     instead of one per (store, prefix, group).
+//
+// The shared-pad mutant changes the driving program instead of the library:
+// a group of two ranks runs its collectives in the world group's allocation,
+// whose pad the world's collectives use at the same time.
+//
+// # Kill table
+//
+// TestMutantsAreKilled runs each mutant over schedules (a seed and a
+// strategy: oldest task first, newest task first, then seeded random walks)
+// until a check fails, and logs the table of mutants, whether each was
+// found, after how many schedules and by which check. Set
+// SYMMEM_MUTANT_TABLE to a file name to also write it there as Markdown,
+// and SYMMEM_MUTANT_SCHEDULES to change the budget per mutant.
+package mutants
