@@ -2,6 +2,12 @@
 // simulator or on GPUs.
 //
 //	symmem allreduce [--world 4] [--bytes 64KiB] [--dtype bf16] [--op sum] [--algo auto] [--seed 1]
+//	symmem bench     [--device sim|cuda] [--world 4] [--min 1KiB] [--max 256MiB] [--json F] [--plot F.png]
+//	symmem fuzz      [--seeds N] [--strategy random|pct|portfolio] [--faults none|safety|all] [-j N]
+//	symmem replay    --seed N --strategy S ... (the command a fuzz failure prints)
+//	symmem selftest  [--device sim|cuda] [--world N]
+//	symmem launch    --nproc N -- COMMAND...
+//	symmem topo      [--device sim|cuda]
 //	symmem version
 package main
 
