@@ -16,13 +16,42 @@ import (
 	"github.com/symmem/symmem/workload"
 )
 
+// specFlags are the flags that describe one all-reduce (allreduce, replay).
+type specFlags struct {
+	world  int
+	bytes  string
+	dtype  string
+	op     string
+	algo   string
+	offset uint64
+}
+
+// spec parses and validates the flags into a spec with input seed seed.
+func (f *specFlags) spec(seed uint64) (workload.Spec, error) {
+	var errs []error
+	n, err := parseBytes(f.bytes)
+	errs = append(errs, flagErr("bytes", err))
+	dt, err := device.ParseDType(f.dtype)
+	errs = append(errs, flagErr("dtype", err))
+	op, err := device.ParseReduceOp(f.op)
+	errs = append(errs, flagErr("op", err))
+	algo, err := workload.ParseAlgo(f.algo)
+	errs = append(errs, flagErr("algo", err))
+	if err := errors.Join(errs...); err != nil {
+		return workload.Spec{}, err
+	}
+	s := workload.Spec{World: f.world, Bytes: n, DType: dt, Op: op, Algo: algo, Offset: f.offset, Seed: seed}
+	if f.world < 1 || f.world > 72 {
+		return s, fmt.Errorf("--world %d: want 1..72", f.world)
+	}
+	if err := s.Validate(); err != nil {
+		return s, fmt.Errorf("invalid all-reduce: %w", err)
+	}
+	return s, nil
+}
+
 type allReduceFlags struct {
-	world   int
-	bytes   string
-	dtype   string
-	op      string
-	algo    string
-	offset  uint64
+	specFlags
 	seed    uint64
 	dev     string
 	timeout time.Duration
@@ -57,29 +86,6 @@ and print a summary and the trace hash. Exits non-zero on any mismatch.`,
 	return cmd
 }
 
-func (f *allReduceFlags) spec() (workload.Spec, error) {
-	var errs []error
-	n, err := parseBytes(f.bytes)
-	errs = append(errs, flagErr("bytes", err))
-	dt, err := device.ParseDType(f.dtype)
-	errs = append(errs, flagErr("dtype", err))
-	op, err := device.ParseReduceOp(f.op)
-	errs = append(errs, flagErr("op", err))
-	algo, err := workload.ParseAlgo(f.algo)
-	errs = append(errs, flagErr("algo", err))
-	if err := errors.Join(errs...); err != nil {
-		return workload.Spec{}, err
-	}
-	s := workload.Spec{World: f.world, Bytes: n, DType: dt, Op: op, Algo: algo, Offset: f.offset, Seed: f.seed}
-	if f.world < 1 || f.world > 72 {
-		return s, fmt.Errorf("--world %d: want 1..72", f.world)
-	}
-	if err := s.Validate(); err != nil {
-		return s, fmt.Errorf("invalid all-reduce: %w", err)
-	}
-	return s, nil
-}
-
 func flagErr(name string, err error) error {
 	if err == nil {
 		return nil
@@ -88,7 +94,7 @@ func flagErr(name string, err error) error {
 }
 
 func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
-	s, err := f.spec()
+	s, err := f.spec(f.seed)
 	if err != nil {
 		return err
 	}

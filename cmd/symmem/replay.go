@@ -9,24 +9,17 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/fuzz"
-	"github.com/symmem/symmem/workload"
 )
 
 type replayFlags struct {
-	schedule    string
-	seed        uint64
-	inputSeed   uint64
-	strategy    string
-	depth       int
-	steps       int64
-	world       int
-	bytes       string
-	dtype       string
-	op          string
-	algo        string
-	offset      uint64
+	schedule  string
+	seed      uint64
+	inputSeed uint64
+	strategy  string
+	depth     int
+	steps     int64
+	specFlags
 	faults      string
 	plan        string
 	decisions   string
@@ -94,14 +87,6 @@ func (f *replayFlags) buildCase() (c fuzz.Case, expected string, err error) {
 		return fuzz.Load(f.schedule)
 	}
 	var errs []error
-	n, err := parseBytes(f.bytes)
-	errs = append(errs, flagErr("bytes", err))
-	dt, err := device.ParseDType(f.dtype)
-	errs = append(errs, flagErr("dtype", err))
-	op, err := device.ParseReduceOp(f.op)
-	errs = append(errs, flagErr("op", err))
-	algo, err := workload.ParseAlgo(f.algo)
-	errs = append(errs, flagErr("algo", err))
 	set, err := fuzz.ParseFaultSet(f.faults)
 	errs = append(errs, flagErr("faults", err))
 	plan, err := fuzz.ParsePlan(f.plan)
@@ -118,16 +103,13 @@ func (f *replayFlags) buildCase() (c fuzz.Case, expected string, err error) {
 	if f.inputSeedSet {
 		inputSeed = f.inputSeed
 	}
+	spec, err := f.spec(inputSeed)
+	if err != nil {
+		return c, "", err
+	}
 	c = fuzz.Case{
-		Spec: workload.Spec{World: f.world, Bytes: n, DType: dt, Op: op, Algo: algo, Offset: f.offset, Seed: inputSeed},
-		Seed: f.seed, Strategy: f.strategy, Depth: f.depth, Steps: f.steps, Faults: set, Plan: plan,
+		Spec: spec, Seed: f.seed, Strategy: f.strategy, Depth: f.depth, Steps: f.steps, Faults: set, Plan: plan,
 		Schedule: sched, Timeout: f.timeout, MaxSteps: f.maxSteps,
-	}
-	if f.world < 1 || f.world > 72 {
-		return c, "", fmt.Errorf("--world %d: want 1..72", f.world)
-	}
-	if err := c.Spec.Validate(); err != nil {
-		return c, "", fmt.Errorf("invalid all-reduce: %w", err)
 	}
 	needSteps := f.strategy == fuzz.StrategyPCT || f.strategy == fuzz.StrategyPortfolio || (!f.planSet && set != fuzz.FaultsNone)
 	if c.Steps == 0 && needSteps {
