@@ -105,34 +105,15 @@ func (a *allocator) alloc(size uint64, id string) (device.Ptr, error) {
 			return 0, fmt.Errorf("allocation id %q reserved %d bytes, %d asked", id, res.size, b.size)
 		}
 	}
-	h, err := dev.CreatePhysical(b.size)
-	if err != nil {
-		return 0, err
-	}
-	b.handle = h
+	var at device.Ptr
 	if res != nil {
-		b.base = res.base
-	} else {
-		if b.base, err = dev.Reserve(b.size); err != nil {
-			_ = dev.ReleasePhysical(h)
-			return 0, err
-		}
+		at = res.base
 	}
-	undo := func() {
-		_ = dev.Unmap(b.base, b.size)
-		if res == nil {
-			_ = dev.FreeRange(b.base, b.size)
-		}
-		_ = dev.ReleasePhysical(h)
-	}
-	if err := dev.Map(b.base, b.size, h); err != nil {
-		undo()
+	var err error
+	if b.base, b.handle, err = a.mapNew(at, b.size); err != nil {
 		return 0, err
 	}
-	if err := dev.SetAccess(b.base, b.size); err != nil {
-		undo()
-		return 0, err
-	}
+	undo := func() { a.unmapRelease(b.base, b.size, b.handle, res == nil) }
 	if err := dev.Memset(a.r.stream, b.base, 0, b.padSize); err != nil {
 		undo()
 		return 0, fmt.Errorf("zero signal pad: %w", err)
@@ -210,12 +191,9 @@ func (a *allocator) release(b *block) error {
 	for _, g := range groups {
 		errs = append(errs, b.handles[g].release())
 	}
-	dev := a.r.dev
-	errs = append(errs, dev.Synchronize(a.r.stream), dev.Unmap(b.base, b.size), dev.ReleasePhysical(b.handle))
+	errs = append(errs, a.unmapRelease(b.base, b.size, b.handle, b.id == ""))
 	if b.id != "" {
 		a.ids[b.id].live = false
-	} else {
-		errs = append(errs, dev.FreeRange(b.base, b.size))
 	}
 	return errors.Join(errs...)
 }
@@ -245,27 +223,41 @@ func (r *Rank) FreeTensor(t Tensor) error {
 	return nil
 }
 
-func (a *allocator) plainAlloc(bytes uint64) (device.Ptr, error) {
+// mapNew creates size bytes of physical memory and maps them with access,
+// at at when non-zero (a range already reserved), else in a new range.
+func (a *allocator) mapNew(at device.Ptr, size uint64) (device.Ptr, device.Handle, error) {
 	dev := a.r.dev
-	size := roundUp(max(bytes, 1), a.granularity())
 	h, err := dev.CreatePhysical(size)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	p, err := dev.Reserve(size)
+	p := at
+	if p == 0 {
+		if p, err = dev.Reserve(size); err != nil {
+			_ = dev.ReleasePhysical(h)
+			return 0, 0, err
+		}
+	}
+	err = dev.Map(p, size, h)
+	if err == nil {
+		if err = dev.SetAccess(p, size); err != nil {
+			_ = dev.Unmap(p, size)
+		}
+	}
 	if err != nil {
+		if at == 0 {
+			_ = dev.FreeRange(p, size)
+		}
 		_ = dev.ReleasePhysical(h)
-		return 0, err
+		return 0, 0, err
 	}
-	if err := dev.Map(p, size, h); err != nil {
-		_ = dev.FreeRange(p, size)
-		_ = dev.ReleasePhysical(h)
-		return 0, err
-	}
-	if err := dev.SetAccess(p, size); err != nil {
-		_ = dev.Unmap(p, size)
-		_ = dev.FreeRange(p, size)
-		_ = dev.ReleasePhysical(h)
+	return p, h, nil
+}
+
+func (a *allocator) plainAlloc(bytes uint64) (device.Ptr, error) {
+	size := roundUp(max(bytes, 1), a.granularity())
+	p, h, err := a.mapNew(0, size)
+	if err != nil {
 		return 0, err
 	}
 	a.plains = append(a.plains, plain{ptr: p, size: size, handle: h})
@@ -279,12 +271,18 @@ func (a *allocator) plainFree(p device.Ptr) error {
 	}
 	pl := a.plains[i]
 	a.plains = slices.Delete(a.plains, i, i+1)
-	return a.unmapRelease(pl.ptr, pl.size, pl.handle)
+	return a.unmapRelease(pl.ptr, pl.size, pl.handle, true)
 }
 
-func (a *allocator) unmapRelease(p device.Ptr, size uint64, h device.Handle) error {
+// unmapRelease undoes mapNew once the stream is idle; freeRange keeps the
+// address range reserved when false (persistent allocation ids).
+func (a *allocator) unmapRelease(p device.Ptr, size uint64, h device.Handle, freeRange bool) error {
 	dev := a.r.dev
-	return errors.Join(dev.Synchronize(a.r.stream), dev.Unmap(p, size), dev.FreeRange(p, size), dev.ReleasePhysical(h))
+	errs := []error{dev.Synchronize(a.r.stream), dev.Unmap(p, size), dev.ReleasePhysical(h)}
+	if freeRange {
+		errs = append(errs, dev.FreeRange(p, size))
+	}
+	return errors.Join(errs...)
 }
 
 // close frees everything the allocator holds.
