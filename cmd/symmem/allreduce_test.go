@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/symmem/symmem/device/cuda"
 )
 
 func runCmd(t *testing.T, args ...string) (string, error) {
@@ -71,12 +73,23 @@ func TestAllReduceBadFlags(t *testing.T) {
 		{[]string{"allreduce", "--bytes", "6", "--dtype", "bf16"}, `size of 6 bytes is not a multiple of 4`},
 		{[]string{"allreduce", "--offset", "2"}, `offset of 2 bytes`},
 		{[]string{"allreduce", "--device", "tpu"}, `--device "tpu"`},
-		{[]string{"allreduce", "--device", "cuda"}, `no CUDA driver found (libcuda.so.1)`},
 	} {
 		out, err := runCmd(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want it to mention %q\n%s", tc.args, err, tc.want, out)
 		}
+	}
+}
+
+// TestAllReduceWithoutDriver: without libcuda, --device cuda fails at once
+// naming the missing driver.
+func TestAllReduceWithoutDriver(t *testing.T) {
+	if _, err := cuda.DeviceCount(); err == nil {
+		t.Skip("a CUDA driver is present")
+	}
+	_, err := runCmd(t, "allreduce", "--device", "cuda")
+	if err == nil || !strings.Contains(err.Error(), "no CUDA driver found (libcuda.so.1)") {
+		t.Fatalf("--device cuda without a driver: %v", err)
 	}
 }
 
