@@ -60,5 +60,8 @@ func (l *Live) Now() time.Duration { return time.Since(l.start) }
 // Record does nothing: live runs have no trace.
 func (l *Live) Record(string, string) {}
 
+// Recordf does nothing: live runs have no trace.
+func (l *Live) Recordf(string, string, ...any) {}
+
 // Simulated reports false.
 func (l *Live) Simulated() bool { return false }

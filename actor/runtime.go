@@ -30,6 +30,9 @@ type Runtime interface {
 	Now() time.Duration
 	// Record appends an interaction to the trace (a no-op in Live).
 	Record(kind, detail string)
+	// Recordf is Record with the detail format applied to args, formatted
+	// only when it is shown (see [Trace.Addf] for the argument types).
+	Recordf(kind, format string, args ...any)
 	// Simulated reports whether this runtime is the deterministic simulator.
 	Simulated() bool
 }

@@ -46,7 +46,7 @@ const (
 type Task struct {
 	id     int
 	name   string
-	resume chan bool // true aborts the task
+	resume chan bool // its worker's resumptions: true aborts the task
 	state  taskState
 	point  string // the scheduling point the task is parked at
 
@@ -73,9 +73,11 @@ func (t *Task) Waiting() bool { return t.state == taskBlocked }
 
 // Scheduler is the deterministic simulator runtime. See the package doc.
 //
-// Only one task runs at a time; control passes between the scheduler loop
-// and task goroutines through channels, so all simulation state may be
-// accessed without locks from tasks and from Wait conditions.
+// Only one task runs at a time; control passes from task goroutine to task
+// goroutine through channels (the task that parks takes the next
+// scheduling step itself), so all simulation state may be accessed without
+// locks from tasks and from Wait conditions. Task goroutines are reused
+// for later tasks of the same run.
 type Scheduler struct {
 	strategy Strategy
 	maxSteps int64
@@ -85,10 +87,15 @@ type Scheduler struct {
 	now      time.Duration
 	steps    int64
 	trace    *Trace
-	parked   chan struct{}
+	parked   chan struct{} // an aborted task is done unwinding
+	finished chan struct{} // the run is over, its outcome in result
+	result   error
+	runnable []*Task // scratch of pick
+	reapDue  bool    // a task finished since the last reap
 	failure  error
 	running  bool
 	halts    []func(*Task) bool // Halt rules that also stop tasks started later
+	idle     []*worker          // workers done with a task of this run
 }
 
 // NewScheduler returns a scheduler with no tasks.
@@ -125,20 +132,31 @@ func (s *Scheduler) Go(name string, fn func()) { s.Spawn(name, fn) }
 
 // Spawn starts a task and returns it.
 func (s *Scheduler) Spawn(name string, fn func()) *Task {
-	t := &Task{id: s.nextID, name: name, resume: make(chan bool), point: "start", deadline: -1}
+	t := &Task{id: s.nextID, name: name, point: "start", deadline: -1}
 	s.nextID++
 	s.tasks = append(s.tasks, t)
-	s.Record("spawn", fmt.Sprintf("%d %s", t.id, name))
+	s.Recordf("spawn", "%d %s", t.id, name)
 	s.haltNew(t)
-	go s.body(t, fn)
+	var w *worker
+	if n := len(s.idle); n > 0 {
+		w = s.idle[n-1]
+		s.idle = s.idle[:n-1]
+	} else {
+		w = workers.take()
+	}
+	t.resume = w.resume
+	w.jobs <- job{s, t, fn}
 	return t
 }
 
-func (s *Scheduler) body(t *Task, fn func()) {
+// body runs task t on worker w. It reports whether t finished on its own,
+// in which case w has joined the idle list; an aborted task's worker ends.
+func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
 	if abort := <-t.resume; abort {
 		t.state = taskDone
+		s.reapDue = true
 		s.parked <- struct{}{}
-		return
+		return false
 	}
 	aborted := true
 	defer func() {
@@ -148,18 +166,42 @@ func (s *Scheduler) body(t *Task, fn func()) {
 			s.Record("exit", t.name)
 		}
 		t.state = taskDone
-		s.parked <- struct{}{}
+		s.reapDue = true
+		if t.aborting {
+			// Unwinding with runtime.Goexit, or the run is ending: the
+			// worker does not come back.
+			s.parked <- struct{}{}
+			reusable = false
+			return
+		}
+		s.idle = append(s.idle, w)
+		s.handOff(s.pick())
+		reusable = true
 	}()
 	fn()
 	aborted = false
+	return true
 }
 
-// park hands control back to the scheduler loop and waits to be resumed.
+// park passes control on from the running task t and waits to be resumed.
 func (s *Scheduler) park(t *Task) {
-	s.parked <- struct{}{}
+	next := s.pick()
+	if next == t {
+		return
+	}
+	s.handOff(next)
 	if abort := <-t.resume; abort {
 		runtime.Goexit()
 	}
+}
+
+// handOff resumes next, or tells Run that the run is over when next is nil.
+func (s *Scheduler) handOff(next *Task) {
+	if next == nil {
+		s.finished <- struct{}{}
+		return
+	}
+	next.resume <- false
 }
 
 func (s *Scheduler) mustCurrent(op string) *Task {
@@ -228,39 +270,66 @@ func (s *Scheduler) After(name string, d time.Duration, fn func()) (cancel func(
 
 // Record appends an interaction by the running task to the trace.
 func (s *Scheduler) Record(kind, detail string) {
-	id := -1
+	s.trace.Add(s.steps, s.curID(), kind, detail)
+}
+
+// Recordf appends an interaction by the running task to the trace, its
+// detail being format applied to args, which are formatted only when the
+// trace keeps its events (see [Trace.Addf] for the argument types).
+func (s *Scheduler) Recordf(kind, format string, args ...any) {
+	s.trace.Addf(s.steps, s.curID(), kind, format, args...)
+}
+
+// curID is the running task's ID, or -1 outside tasks.
+func (s *Scheduler) curID() int {
 	if s.cur != nil {
-		id = s.cur.id
+		return s.cur.id
 	}
-	s.trace.Add(s.steps, id, kind, detail)
+	return -1
 }
 
 // Run runs tasks until all have finished. It returns a [*DeadlockError] when
 // tasks remain blocked with nothing to wake them, a [*PanicError] when a task
-// panics, or [ErrStepLimit]. Whatever the outcome, no task goroutine is left
-// behind.
+// panics, or [ErrStepLimit]. Whatever the outcome, no task is left running
+// or parked: the goroutines that ran tasks end, or wait idle for the tasks
+// of later runs (a bounded number; see [ReleaseWorkers]).
 func (s *Scheduler) Run() error {
 	if s.running {
 		return errors.New("scheduler: Run called twice")
 	}
 	s.running = true
 	defer func() { s.running = false }()
-	err := s.loop()
+	s.finished = make(chan struct{}, 1)
+	if t := s.pick(); t != nil {
+		t.resume <- false
+		<-s.finished
+	}
+	err := s.result
 	s.abortAll()
+	workers.put(s.idle)
+	s.idle = nil
 	return err
 }
 
-func (s *Scheduler) loop() error {
-	var runnable []*Task
+// pick takes a scheduling step: it chooses the task that runs next and
+// marks it running, or returns nil once the run is over, its outcome in
+// s.result. It runs on the goroutine of the task that just parked or
+// finished (on Run's at the start), so control passes straight from task to
+// task, and not at all when the strategy picks the task that parked.
+func (s *Scheduler) pick() *Task {
+	s.cur = nil
 	for {
 		if s.failure != nil {
-			return s.failure
+			s.result = s.failure
+			return nil
 		}
-		s.reap()
+		if s.reapDue {
+			s.reap()
+		}
 		if len(s.tasks) == 0 {
 			return nil
 		}
-		runnable = runnable[:0]
+		runnable := s.runnable[:0]
 		live := 0
 		for _, t := range s.tasks {
 			if t.halted {
@@ -271,17 +340,20 @@ func (s *Scheduler) loop() error {
 				runnable = append(runnable, t)
 			}
 		}
+		s.runnable = runnable
 		if live == 0 {
 			return nil
 		}
 		if len(runnable) == 0 {
 			if !s.fireTimers() {
-				return s.deadlock()
+				s.result = s.deadlock()
+				return nil
 			}
 			continue
 		}
 		if s.maxSteps > 0 && s.steps >= s.maxSteps {
-			return fmt.Errorf("%w after %d steps (%d tasks live)", ErrStepLimit, s.steps, len(s.tasks))
+			s.result = fmt.Errorf("%w after %d steps (%d tasks live)", ErrStepLimit, s.steps, len(s.tasks))
+			return nil
 		}
 		t := runnable[s.strategy.Next(s.steps, runnable)]
 		if t.halted { // halted by the strategy itself
@@ -290,20 +362,16 @@ func (s *Scheduler) loop() error {
 		s.steps++
 		t.woke = t.state == taskBlocked
 		s.trace.Add(s.steps, t.id, "run", t.point)
-		s.resume(t)
+		t.state = taskRunning
+		t.ready = nil
+		s.cur = t
+		return t
 	}
 }
 
-func (s *Scheduler) resume(t *Task) {
-	t.state = taskRunning
-	t.ready = nil
-	s.cur = t
-	t.resume <- false
-	<-s.parked
-	s.cur = nil
-}
-
+// reap drops the finished tasks from s.tasks.
 func (s *Scheduler) reap() {
+	s.reapDue = false
 	live := s.tasks[:0]
 	for _, t := range s.tasks {
 		if t.state != taskDone {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/symmem/symmem/actor/store"
@@ -53,6 +54,11 @@ func Run(r *rank.Rank, p Plan, emit func(Row)) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
+	if p.MaxBlocks < 0 {
+		return fmt.Errorf("bench plan: max blocks %d is negative", p.MaxBlocks)
+	}
+	defer r.SetMaxBlocks(0)
+	r.SetMaxBlocks(p.MaxBlocks)
 	m, err := newMeter(r, p)
 	if err != nil {
 		return fmt.Errorf("rank %d: bench set-up: %w", r.ID(), err)
@@ -88,6 +94,7 @@ type meter struct {
 	dev        device.Device
 	ex         *store.Exchange
 	h          *rank.SymmetricMemory
+	ll         *rank.LowLatency // nil unless the plan times the low-latency algorithm
 	buf        device.Ptr
 	out        rank.Tensor
 	start, end device.Event
@@ -117,6 +124,12 @@ func newMeter(r *rank.Rank, p Plan) (*meter, error) {
 		m.close()
 		return nil, err
 	}
+	if slices.Contains(p.Algos, workload.LowLatency) {
+		if m.ll, err = r.NewLowLatency(rank.WorldGroup, min(roundUp4(largest), rank.LowLatencyMaxBytes)); err != nil {
+			m.close()
+			return nil, err
+		}
+	}
 	for _, e := range []*device.Event{&m.start, &m.end} {
 		if *e, err = m.dev.NewEvent(); err != nil {
 			m.close()
@@ -127,7 +140,13 @@ func newMeter(r *rank.Rank, p Plan) (*meter, error) {
 	return m, nil
 }
 
+// roundUp4 rounds n up to a multiple of 4.
+func roundUp4(n uint64) uint64 { return (n + 3) &^ 3 }
+
 func (m *meter) close() {
+	if m.ll != nil {
+		_ = m.ll.Close()
+	}
 	for _, e := range []device.Event{m.start, m.end}[:m.events] {
 		_ = m.dev.DestroyEvent(e)
 	}
@@ -171,18 +190,26 @@ func (m *meter) measure(c Case) (stat, error) {
 	out := rank.Tensor{Ptr: m.out.Ptr, DType: c.DType, Numel: c.Numel()}
 	ran := c.Ran()
 	call := func() error {
-		if ran == workload.OneShot {
+		switch ran {
+		case workload.OneShot:
 			return r.OneShotAllReduceOut(in, c.Op, rank.WorldGroup, out)
+		case workload.LowLatency:
+			return m.ll.AllReduce(in, c.Op, out)
 		}
 		return r.TwoShotAllReduce(in, c.Op, rank.WorldGroup)
 	}
 	if err := fill(r, in, p.Seed); err != nil {
 		return stat{}, err
 	}
+	defer r.SetAsync(r.Async())
+	r.SetAsync(!p.Sync)
 	for range p.Warmup {
 		if err := call(); err != nil {
 			return stat{}, fmt.Errorf("warm-up: %w", err)
 		}
+	}
+	if err := r.Synchronize(); err != nil {
+		return stat{}, fmt.Errorf("warm-up: %w", err)
 	}
 	if err := m.h.Barrier(barrierChannel, r.Timeout()); err != nil {
 		return stat{}, fmt.Errorf("barrier before timing: %w", err)
@@ -220,6 +247,7 @@ func (m *meter) measure(c Case) (stat, error) {
 	if !p.Check {
 		return st, nil
 	}
+	r.SetAsync(false)
 	if err := fill(r, in, p.Seed); err != nil {
 		return stat{}, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -53,6 +54,14 @@ type Plan struct {
 	Iters  int // calls per timed loop
 	Loops  int // timed loops; the median is reported
 	Seed   uint64
+	// Sync makes every timed call wait for its kernel (what a blocking
+	// caller sees). By default the calls of a loop are queued back to back
+	// on the rank's stream and the loop is timed by device events, as
+	// PyTorch and nccl-tests time theirs.
+	Sync bool
+	// MaxBlocks replaces the kernels' limit on blocks per launch when
+	// positive (see rank.Rank.SetMaxBlocks).
+	MaxBlocks int
 	// Check runs each case once more on fresh inputs after timing and
 	// counts the elements that differ bitwise from kernels.Reference.
 	Check bool
@@ -124,7 +133,7 @@ func (p Plan) Validate() error {
 		}
 	}
 	for _, a := range p.Algos {
-		if a != workload.Auto && a != workload.OneShot && a != workload.TwoShot {
+		if a != workload.Auto && a != workload.OneShot && a != workload.TwoShot && a != workload.LowLatency {
 			errs = append(errs, fmt.Errorf("unknown algorithm %v", a))
 		}
 	}
@@ -138,13 +147,17 @@ func (p Plan) Validate() error {
 const MaxBytes = 1 << 32
 
 // Cases lists p's cases in sweep order: by dtype, then op, then algorithm,
-// then size.
+// then size. The low-latency algorithm runs only up to
+// rank.LowLatencyMaxBytes.
 func (p Plan) Cases() []Case {
 	var out []Case
 	for _, dt := range p.DTypes {
 		for _, op := range p.Ops {
 			for _, a := range p.Algos {
 				for _, n := range p.Sizes {
+					if a == workload.LowLatency && n > rank.LowLatencyMaxBytes {
+						continue
+					}
 					out = append(out, Case{Bytes: n, DType: dt, Op: op, Algo: a})
 				}
 			}

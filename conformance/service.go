@@ -209,7 +209,7 @@ func simConformance(seed uint64) rank.Program {
 		i := 0
 		for _, dt := range []device.DType{device.Float32, device.BFloat16, device.Float16} {
 			for _, op := range []device.ReduceOp{device.Sum, device.Avg, device.Max, device.Min} {
-				for _, algo := range []workload.Algo{workload.OneShot, workload.TwoShot} {
+				for _, algo := range []workload.Algo{workload.OneShot, workload.TwoShot, workload.LowLatency} {
 					s := workload.Spec{World: r.World(), Bytes: sizes[i%3], DType: dt, Op: op, Algo: algo,
 						Offset: offsets[(i/3)%3], Seed: seed + uint64(i)}
 					i++
@@ -308,13 +308,18 @@ func leaks(cycles int) rank.Program {
 		if err := cycle(); err != nil { // warm up lazily created state
 			return err
 		}
-		at := func() (usage, error) {
-			if err := ex.Barrier(); err != nil {
-				return usage{}, err
-			}
-			u, err := measure(r)
-			if err != nil {
-				return u, err
+		// Ranks measure one at a time: ranks of one process share its fd
+		// table, and counting it opens a directory.
+		at := func() (u usage, err error) {
+			for turn := range r.World() {
+				if err := ex.Barrier(); err != nil {
+					return usage{}, err
+				}
+				if turn == r.ID() {
+					if u, err = measure(r); err != nil {
+						return u, err
+					}
+				}
 			}
 			return u, ex.Barrier()
 		}

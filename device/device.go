@@ -138,6 +138,10 @@ type KernelError struct {
 }
 
 func (e *KernelError) Error() string {
+	if e.Channel < 0 {
+		return fmt.Sprintf("kernel %s: rank %d block %d: %s waiting for rank %d after %v",
+			e.Kernel, e.Rank, e.Block, e.Reason, e.Peer, e.Timeout)
+	}
 	return fmt.Sprintf("kernel %s: rank %d block %d: %s waiting for rank %d on channel %d (pad slot %d) after %v",
 		e.Kernel, e.Rank, e.Block, e.Reason, e.Peer, e.Channel, e.Slot, e.Timeout)
 }

@@ -45,6 +45,9 @@ type Case struct {
 	Schedule Schedule
 	Timeout  time.Duration // every rank wait (0: DefaultTimeout)
 	MaxSteps int64         // 0: DefaultMaxSteps
+	// Race runs the happens-before race detector over every simulated
+	// memory access; a data race fails the case (see the package doc).
+	Race bool
 }
 
 // Validate checks the case before it runs.
@@ -179,21 +182,26 @@ func (c Case) Command() string {
 	if r.MaxSteps != 0 && r.MaxSteps != DefaultMaxSteps {
 		fmt.Fprintf(&b, " --max-steps %d", r.MaxSteps)
 	}
+	if r.Race {
+		b.WriteString(" --race")
+	}
 	return b.String()
 }
 
-// simConfig is the simulator configuration of the case, hooked to in, run
-// by strategy st.
+// simConfig is the simulator configuration of the case, hooked to in
+// when its plan has faults, run by strategy st.
 func (c Case) simConfig(st actor.Strategy, in *injector, keep bool) rank.SimConfig {
-	return rank.SimConfig{
-		World:      c.Spec.World,
-		Seed:       c.Seed,
-		Strategy:   st,
-		MaxSteps:   c.maxSteps(),
-		Timeout:    c.timeout(),
-		KeepTrace:  keep,
-		Setup:      in.setup,
-		WrapDevice: in.wrapDevice,
-		WrapStore:  in.wrapStore,
+	cfg := rank.SimConfig{
+		World:        c.Spec.World,
+		Seed:         c.Seed,
+		Strategy:     st,
+		MaxSteps:     c.maxSteps(),
+		Timeout:      c.timeout(),
+		KeepTrace:    keep,
+		RaceDetector: c.Race,
 	}
+	if len(in.plan) > 0 { // hooks with nothing to inject would only cost time
+		cfg.Setup, cfg.WrapDevice, cfg.WrapStore = in.setup, in.wrapDevice, in.wrapStore
+	}
+	return cfg
 }

@@ -21,6 +21,13 @@
 // not panic, deadlock or spin to its step limit. A safety case in which no
 // fault fired is judged for liveness.
 //
+// With Case.Race the happens-before race detector of package race watches
+// every simulated memory access, and a data race fails the case: always
+// when it is judged for liveness, and in a safety run when every rank
+// succeeded (once a rank has failed the protocol promises its peers no
+// ordering, so races are then listed but not judged). Races with an
+// injected signal write on one side are stray by design and ignored.
+//
 // Shrinking is delta debugging over the faults that fired and the recorded
 // decisions: it removes what the failure does not need, replaying each
 // candidate with a [Replay] strategy that follows the decisions left and

@@ -33,6 +33,7 @@ type Config struct {
 	Algos    []workload.Algo // algorithms drawn from (nil: one-shot, two-shot, auto)
 	Timeout  time.Duration   // rank timeout (0: DefaultTimeout)
 	MaxSteps int64           // 0: DefaultMaxSteps
+	Race     bool            // run the race detector; a data race fails a case
 	Shrink   bool            // shrink the first case of each distinct failure
 	Budget   int             // runs per shrink (0: DefaultShrinkRuns)
 	// Progress, when set, is called after every case with the cases run
@@ -276,7 +277,7 @@ func (g *Generator) Case(seed uint64) (Case, error) {
 	}
 	c := Case{
 		Spec: spec, Seed: seed, Strategy: cfg.Strategy, Depth: cfg.Depth, Steps: steps,
-		Faults: cfg.Faults, Timeout: cfg.Timeout, MaxSteps: cfg.MaxSteps,
+		Faults: cfg.Faults, Timeout: cfg.Timeout, MaxSteps: cfg.MaxSteps, Race: cfg.Race,
 	}
 	c.Plan = NewPlan(seed, cfg.Faults, spec.World, steps, c.timeout())
 	return c.Resolved()

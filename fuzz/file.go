@@ -33,6 +33,7 @@ type caseFile struct {
 	Decisions string `json:"decisions,omitempty"`
 	Timeout   string `json:"timeout,omitempty"`
 	MaxSteps  int64  `json:"max_steps,omitempty"`
+	Race      bool   `json:"race,omitempty"`
 	Trace     string `json:"trace"`
 	Failure   string `json:"failure,omitempty"`
 }
@@ -47,7 +48,7 @@ func Save(path string, o Outcome) error {
 		Version: fileVersion, World: c.Spec.World, Bytes: c.Spec.Bytes, DType: c.Spec.DType.String(),
 		Op: c.Spec.Op.String(), Algo: c.Spec.Algo.String(), Offset: c.Spec.Offset, InputSeed: c.Spec.Seed,
 		Seed: c.Seed, Strategy: StrategyReplay, Steps: c.Steps, Faults: c.Faults.String(), Plan: c.Plan.String(),
-		Decisions: o.Schedule.String(), MaxSteps: c.MaxSteps, Trace: o.Trace,
+		Decisions: o.Schedule.String(), MaxSteps: c.MaxSteps, Race: c.Race, Trace: o.Trace,
 	}
 	if c.Timeout != 0 {
 		f.Timeout = c.Timeout.String()
@@ -120,7 +121,7 @@ func (f caseFile) toCase() (Case, error) {
 	c := Case{
 		Spec: workload.Spec{World: f.World, Bytes: f.Bytes, DType: dt, Op: op, Algo: algo, Offset: f.Offset, Seed: f.InputSeed},
 		Seed: f.Seed, Strategy: f.Strategy, Depth: f.Depth, Steps: f.Steps, Faults: set, Plan: plan,
-		Schedule: sched, Timeout: timeout, MaxSteps: f.MaxSteps,
+		Schedule: sched, Timeout: timeout, MaxSteps: f.MaxSteps, Race: f.Race,
 	}
 	if err := c.Validate(); err != nil {
 		return Case{}, err

@@ -169,6 +169,58 @@ func TestSpuriousSignalIsAWrongResult(t *testing.T) {
 	}
 }
 
+// TestRaceDetectorFindsSpuriousSignal: with the race detector on, the
+// duplicated put shows as a data race between a peer's write and the read
+// it should have waited for, reported before the wrong result it causes;
+// the same trace replays from the saved file, which keeps the flag.
+func TestRaceDetectorFindsSpuriousSignal(t *testing.T) {
+	c := spuriousSignal(t)
+	c.Race = true
+	o, err := Run(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.Failed() || o.Failure.Kind != DataRace || len(o.Races) == 0 {
+		t.Fatalf("outcome %v with %d races, want a data race", o.Failure, len(o.Races))
+	}
+	plain, _ := Run(spuriousSignal(t))
+	if plain.Trace != o.Trace {
+		t.Fatalf("the detector changed the trace: %s, without it %s", o.Trace, plain.Trace)
+	}
+	if !strings.Contains(c.Command(), " --race") {
+		t.Fatalf("command %q lacks --race", c.Command())
+	}
+	path := filepath.Join(t.TempDir(), "case.json")
+	if err := Save(path, o); err != nil {
+		t.Fatal(err)
+	}
+	loaded, want, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := Run(loaded)
+	if !loaded.Race || again.Trace != want || !again.Failed() || again.Failure.Kind != DataRace {
+		t.Fatalf("loaded case (race %t) gave %v, trace %s, want the race and %s", loaded.Race, again.Failure, again.Trace, want)
+	}
+}
+
+// TestRaceModeLivenessPasses: the protocol is race-free in fault-free
+// runs, as the detector sees them.
+func TestRaceModeLivenessPasses(t *testing.T) {
+	cfg := small(FaultsNone, 60)
+	cfg.Race = true
+	rep, err := Fuzz(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Cases != 60 {
+		t.Fatalf("ran %d cases, want 60", rep.Cases)
+	}
+	for _, f := range rep.Failures {
+		t.Errorf("%d cases: %v\n  %s", f.Count, f.First.Failure, f.First.Case.Command())
+	}
+}
+
 func TestShrinkReducesFailingSchedule(t *testing.T) {
 	c := spuriousSignal(t)
 	// Faults that change nothing, for the shrink to remove.

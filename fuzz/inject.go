@@ -170,8 +170,11 @@ func (p *promptStrategy) Next(step int64, runnable []*actor.Task) int {
 }
 
 // own reports whether t is one of the injector's tasks.
-func (in *injector) own(t *actor.Task) bool {
-	return strings.HasPrefix(t.Name(), faultTaskPrefix) || in.ownStreams[t.Name()]
+func (in *injector) own(t *actor.Task) bool { return in.ownName(t.Name()) }
+
+// ownName reports whether the task named name is one of the injector's.
+func (in *injector) ownName(name string) bool {
+	return strings.HasPrefix(name, faultTaskPrefix) || in.ownStreams[name]
 }
 
 // faultTaskPrefix starts the name of every task the injector starts.

@@ -11,6 +11,7 @@ import (
 	pa "github.com/asynkron/protoactor-go/actor"
 
 	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/device/sim/race"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/workload"
 )
@@ -33,6 +34,9 @@ const (
 	StepLimit FailureKind = "step-limit"
 	// SimError: the simulation could not run the case at all.
 	SimError FailureKind = "sim-error"
+	// DataRace: the race detector (Case.Race) found two accesses to the
+	// same bytes that nothing orders.
+	DataRace FailureKind = "race"
 )
 
 // Failure is why a case failed.
@@ -63,7 +67,11 @@ type Outcome struct {
 	Fired       Plan          // the faults that fired, in the order they did
 	Schedule    Schedule      // the run's decisions that differ from the default policy
 	Events      []actor.Event // every trace event, when kept
-	Failure     *Failure      // nil when the case passed
+	// Races are the data races the detector found (Case.Race), but for
+	// those with an injected signal write on one side, which are stray by
+	// design.
+	Races   []race.Race
+	Failure *Failure // nil when the case passed
 }
 
 // Failed reports whether the case failed.
@@ -111,6 +119,13 @@ func run(c Case, keep bool) (Outcome, error) {
 		Case: c, Trace: res.Trace, Steps: res.Steps, VirtualTime: res.VirtualTime,
 		Errs: res.Errs, Returned: returned, Fired: in.order, Schedule: rec.sched, Events: res.Events,
 	}
+	if res.Races != nil {
+		for _, r := range res.Races.Races {
+			if !in.ownName(r.FirstTask) && !in.ownName(r.SecondTask) {
+				o.Races = append(o.Races, r)
+			}
+		}
+	}
 	if o.Errs == nil {
 		o.Errs = make([]error, w)
 	}
@@ -134,7 +149,8 @@ func judge(c Case, o Outcome, simErr error, inputs [][]byte, results []workload.
 		return &Failure{Kind: SimError, Detail: simErr.Error()}
 	}
 	if c.Faults == FaultsNone || len(o.Fired) == 0 {
-		// Liveness: every rank finishes with the right answer.
+		// Liveness: every rank finishes with the right answer, and no
+		// race.
 		for r, err := range o.Errs {
 			if err != nil {
 				return &Failure{Kind: RankError, Detail: fmt.Sprintf("rank %d: %v", r, err)}
@@ -143,20 +159,43 @@ func judge(c Case, o Outcome, simErr error, inputs [][]byte, results []workload.
 				return &Failure{Kind: RankError, Detail: fmt.Sprintf("rank %d never returned", r)}
 			}
 		}
+		if len(o.Races) > 0 {
+			return raceFailure(o.Races)
+		}
 		if p := verify(c.Spec, inputs, results, o.Returned); p != "" {
 			return &Failure{Kind: WrongResult, Detail: p}
 		}
 		return nil
 	}
-	// Safety: any rank that returned success holds the right answer.
+	// Safety: any rank that returned success holds the right answer. A
+	// race counts when every rank succeeded; once a rank has failed, the
+	// protocol promises its peers no ordering.
 	ok := make([]bool, c.Spec.World)
+	all := true
 	for r := range ok {
 		ok[r] = o.Returned[r] && o.Errs[r] == nil
+		all = all && ok[r]
+	}
+	if all && len(o.Races) > 0 {
+		return raceFailure(o.Races)
 	}
 	if p := verify(c.Spec, inputs, results, ok); p != "" {
 		return &Failure{Kind: WrongResult, Detail: "a rank returned success with a wrong result: " + p}
 	}
 	return nil
+}
+
+// raceFailure reports races. Its first line names the two code sites of
+// the first race, so that the fuzzer tells distinct races apart; the rest
+// lists every race.
+func raceFailure(races []race.Race) *Failure {
+	r := races[0]
+	first := fmt.Sprintf("%s vs %s", race.Describe(r.First, ""), race.Describe(r.Second, ""))
+	err := &race.Error{Races: races}
+	for _, r := range races {
+		err.Total += 1 + r.Repeats
+	}
+	return &Failure{Kind: DataRace, Detail: first + "\n" + err.Error()}
 }
 
 // verify checks the results of the ranks in which: each must equal the

@@ -200,6 +200,9 @@ func Describe(w io.Writer, o Outcome) error {
 			fmt.Fprintf(&b, "rank %d: ok\n", r)
 		}
 	}
+	if len(o.Races) > 0 && (o.Failure == nil || o.Failure.Kind != DataRace) {
+		fmt.Fprintf(&b, "%d data races, not judged (a rank or the run failed first)\n", len(o.Races))
+	}
 	if o.Failure != nil {
 		fmt.Fprintf(&b, "FAILED %v\n", o.Failure)
 	} else {

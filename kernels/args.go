@@ -15,16 +15,24 @@ const (
 	Barrier          = "barrier"
 	OneShotAllReduce = "one_shot_all_reduce"
 	TwoShotAllReduce = "two_shot_all_reduce"
+	// LowLatencyAllReduce is the one-shot all-reduce without barriers: each
+	// rank writes its input into every rank's workspace as 8-byte packets
+	// of one data word and the call's sequence number, and every rank
+	// reduces once all packets of the call have arrived (NCCL's LL
+	// protocol). Calls alternate between two halves of the workspace.
+	LowLatencyAllReduce = "ll_all_reduce"
 )
 
 // Launch limits of the kernels (and of the devices they run on).
 const (
-	MaxThreads       = 1024 // threads per block
-	OneShotMaxBlocks = 24
-	OneShotThreads   = 512
-	TwoShotMaxBlocks = 24
-	TwoShotThreads   = 1024
-	warp             = 32
+	MaxThreads          = 1024 // threads per block
+	OneShotMaxBlocks    = 24
+	OneShotThreads      = 512
+	TwoShotMaxBlocks    = 24
+	TwoShotThreads      = 1024
+	LowLatencyThreads   = 512
+	LowLatencyMaxBlocks = 64
+	warp                = 32
 )
 
 // SignalArgs are the arguments of put_signal, wait_signal and barrier.
@@ -59,6 +67,15 @@ type AllReduceArgs struct {
 	// the buffers.
 	Output    device.Ptr
 	TimeoutNs int64 // per put or wait; 0 waits forever
+	// Seq is the low-latency kernel's call number on its workspace (never
+	// 0; every rank passes the same): packets carry it as their flag and
+	// its parity picks the workspace half. Other kernels ignore it.
+	Seq uint32
+	// SlotBytes is the low-latency kernel's stride between the packets of
+	// two source ranks inside one workspace half (at least twice the
+	// tensor's bytes, a multiple of 8). The workspace of every rank starts
+	// at Offset inside its buffer and holds 2 halves of World slots.
+	SlotBytes uint64
 }
 
 // CheckAlignment checks that a tensor at byte offset offsetBytes of
@@ -94,16 +111,30 @@ func CheckAlignment(offsetBytes, sizeBytes uint64, dt device.DType) (vecBytes in
 // 1024 threads. Vectors are the widest of 16/8/4 bytes dividing the size.
 // Blocks never exceed smCount. Unknown kernels get (0, 0).
 func Shape(kernel string, numel uint64, dt device.DType, world int, smCount int) (blocks, threads int) {
+	return ShapeMax(kernel, numel, dt, world, smCount, 0)
+}
+
+// ShapeMax is Shape with the all-reduce kernels' block limit replaced by
+// maxBlocks when it is positive (still capped by smCount).
+func ShapeMax(kernel string, numel uint64, dt device.DType, world, smCount, maxBlocks int) (blocks, threads int) {
 	world = max(world, 1)
+	limit := func(def int) int {
+		if maxBlocks > 0 {
+			return maxBlocks
+		}
+		return def
+	}
 	switch kernel {
 	case PutSignal, WaitSignal:
 		return 1, 1
 	case Barrier:
 		return 1, world
 	case OneShotAllReduce:
-		return elementwise(numel, dt, 1, OneShotMaxBlocks, OneShotThreads, world, smCount)
+		return elementwise(numel, dt, 1, limit(OneShotMaxBlocks), OneShotThreads, world, smCount)
+	case LowLatencyAllReduce:
+		return lowLatencyShape(numel, dt, smCount, limit(LowLatencyMaxBlocks))
 	case TwoShotAllReduce:
-		return elementwise(numel, dt, world, TwoShotMaxBlocks, TwoShotThreads, world, smCount)
+		return elementwise(numel, dt, world, limit(TwoShotMaxBlocks), TwoShotThreads, world, smCount)
 	}
 	return 0, 0
 }
@@ -131,6 +162,23 @@ func elementwise(numel uint64, dt device.DType, splits, maxBlocks, maxThreads, w
 		blocks, threads = int(min(ceilDiv(vectors, uint64(maxThreads)), uint64(maxBlocks))), maxThreads
 	}
 	threads = max(threads, minThreads)
+	if smCount > 0 {
+		blocks = min(blocks, smCount)
+	}
+	return blocks, threads
+}
+
+// lowLatencyShape gives every thread one 4-byte word: up to
+// LowLatencyThreads threads per block, then up to LowLatencyMaxBlocks
+// blocks (and never more than smCount).
+func lowLatencyShape(numel uint64, dt device.DType, smCount, maxBlocks int) (blocks, threads int) {
+	size := uint64(max(dt.Size(), 1))
+	words := uint64(1)
+	if numel <= math.MaxUint64/size {
+		words = max(ceilDiv(numel*size, 4), 1)
+	}
+	threads = int(min(roundUp(words, warp), LowLatencyThreads))
+	blocks = int(min(ceilDiv(words, uint64(threads)), uint64(maxBlocks)))
 	if smCount > 0 {
 		blocks = min(blocks, smCount)
 	}
@@ -242,6 +290,8 @@ func (a AllReduceArgs) check(kernel string) (vecBytes int, err error) {
 		return 0, fmt.Errorf("kernel %s: negative timeout %dns", kernel, a.TimeoutNs)
 	}
 	switch kernel {
+	case LowLatencyAllReduce:
+		return a.checkLowLatency()
 	case OneShotAllReduce:
 		if a.Output == 0 {
 			return 0, fmt.Errorf("kernel %s: Output is null (one-shot needs an output tensor)", kernel)
@@ -258,4 +308,36 @@ func (a AllReduceArgs) check(kernel string) (vecBytes int, err error) {
 		return 0, fmt.Errorf("kernel %s: Output %v is not aligned to the %d-byte vector", kernel, a.Output, vec)
 	}
 	return vec, nil
+}
+
+// checkLowLatency validates what the low-latency kernel adds: a local
+// input and an output (4-byte aligned, possibly the same), a nonzero call
+// number and a slot stride that holds the packets of the tensor. Its data
+// moves in 4-byte words.
+func (a AllReduceArgs) checkLowLatency() (vecBytes int, err error) {
+	const kernel = LowLatencyAllReduce
+	bytes := a.Numel * uint64(a.DType.Size())
+	switch {
+	case a.Input == 0 || a.Output == 0:
+		return 0, fmt.Errorf("kernel %s: Input and Output are required (Input %v, Output %v)", kernel, a.Input, a.Output)
+	case a.Input%4 != 0 || a.Output%4 != 0:
+		return 0, fmt.Errorf("kernel %s: Input %v or Output %v is not 4-byte aligned", kernel, a.Input, a.Output)
+	case a.Seq == 0:
+		return 0, fmt.Errorf("kernel %s: Seq is 0 (call numbers start at 1)", kernel)
+	case a.Offset%8 != 0 || a.SlotBytes%8 != 0:
+		return 0, fmt.Errorf("kernel %s: workspace offset %d or slot stride %d is not a multiple of 8", kernel, a.Offset, a.SlotBytes)
+	case bytes > math.MaxUint64/2 || a.SlotBytes < 2*bytes:
+		return 0, fmt.Errorf("kernel %s: slot stride %d bytes cannot hold the packets of %d bytes (%d needed)", kernel, a.SlotBytes, bytes, 2*bytes)
+	case a.SlotBytes > (math.MaxUint64-a.Offset)/(2*uint64(max(a.World, 1))):
+		return 0, fmt.Errorf("kernel %s: workspace of 2 x %d slots of %d bytes overflows the address space", kernel, a.World, a.SlotBytes)
+	}
+	return 4, nil
+}
+
+// LowLatencyWorkspace is the bytes of workspace the low-latency kernel
+// needs on every rank for tensors of up to maxBytes bytes on world ranks:
+// two halves of world slots of 2*maxBytes (rounded up to 8) bytes.
+func LowLatencyWorkspace(maxBytes uint64, world int) (slotBytes, total uint64) {
+	slotBytes = roundUp(2*maxBytes, 8)
+	return slotBytes, 2 * uint64(world) * slotBytes
 }

@@ -49,6 +49,16 @@ type Block interface {
 	// in deadlock reports. The value may change again before the caller
 	// acts on it: callers retry their compare-and-swap.
 	WaitU32(p device.Ptr, what string, ready func(v uint32) bool, timeout time.Duration) error
+	// StoreU64s writes vals to the consecutive uint64 words at p (8-byte
+	// aligned), each word one atomic store (relaxed, system scope): a reader
+	// sees every word either old or new, never torn. The low-latency
+	// all-reduce sends its data and flags this way.
+	StoreU64s(p device.Ptr, vals []uint64) error
+	// WaitU64s blocks until ready holds for the len(dst) consecutive uint64
+	// words at p (each read atomically, relaxed, system scope), then copies
+	// them into dst; it returns [ErrWaitTimeout] once timeout has passed
+	// (timeout <= 0 waits forever). what names the wait in deadlock reports.
+	WaitU64s(p device.Ptr, dst []uint64, what string, ready func(words []uint64) bool, timeout time.Duration) error
 
 	// Lanes runs fn for lanes 0..n-1 (n <= Threads) as separate threads,
 	// with a block-wide synchronisation (__syncthreads) before and after,
@@ -58,5 +68,5 @@ type Block interface {
 	Yield(point string)
 }
 
-// ErrWaitTimeout is returned by [Block.WaitU32] when its timeout passes.
+// ErrWaitTimeout is returned by [Block.WaitU32] and [Block.WaitU64s] when its timeout passes.
 var ErrWaitTimeout = errors.New("wait timed out")

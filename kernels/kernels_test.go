@@ -220,7 +220,7 @@ func TestReducerMatchesReference(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	want := []string{Barrier, OneShotAllReduce, PutSignal, TwoShotAllReduce, WaitSignal}
+	want := []string{Barrier, LowLatencyAllReduce, OneShotAllReduce, PutSignal, TwoShotAllReduce, WaitSignal}
 	if got := Names(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}

@@ -64,13 +64,15 @@ var (
 		field{"input", "Input", 72, 8},
 		field{"output", "Output", 80, 8},
 		field{"timeout_ns", "TimeoutNs", 88, 8},
+		field{"seq", "Seq", 96, 4},
+		field{"slot_bytes", "SlotBytes", 104, 8},
 	)
 )
 
 // Sizes of the C argument structs.
 const (
 	SignalArgsSize    = 56
-	AllReduceArgsSize = 96
+	AllReduceArgsSize = 112
 )
 
 // Pack checks args for kernel (as the kernel's registered Check does) and
@@ -83,40 +85,68 @@ func Pack(h LaunchHeader, kernel string, args any) ([]byte, error) {
 	if err := k.Check(args); err != nil {
 		return nil, err
 	}
-	head := map[string]uint64{"err": h.ErrorRecord, "launch": uint64(h.Launch)}
 	switch kernel {
 	case PutSignal, WaitSignal, Barrier:
 		a, err := asSignalArgs(kernel, args)
 		if err != nil {
 			return nil, err
 		}
-		return packFields(signalFields, SignalArgsSize, head, map[string]uint64{
-			"Rank":      uint64(uint32(a.Rank)),
-			"World":     uint64(uint32(a.World)),
-			"Peer":      uint64(uint32(a.Peer)),
-			"Channel":   uint64(uint32(a.Channel)),
-			"PadPtrs":   uint64(a.PadPtrs),
-			"PadBytes":  a.PadBytes,
-			"TimeoutNs": uint64(a.TimeoutNs),
+		return packFields(signalFields, SignalArgsSize, h, func(name string) uint64 {
+			switch name {
+			case "Rank":
+				return uint64(uint32(a.Rank))
+			case "World":
+				return uint64(uint32(a.World))
+			case "Peer":
+				return uint64(uint32(a.Peer))
+			case "Channel":
+				return uint64(uint32(a.Channel))
+			case "PadPtrs":
+				return uint64(a.PadPtrs)
+			case "PadBytes":
+				return a.PadBytes
+			case "TimeoutNs":
+				return uint64(a.TimeoutNs)
+			}
+			panic("kernels: no value for SignalArgs field " + name) // unreachable: the layout lists known fields
 		}), nil
-	case OneShotAllReduce, TwoShotAllReduce:
+	case OneShotAllReduce, TwoShotAllReduce, LowLatencyAllReduce:
 		a, err := asAllReduceArgs(kernel, args)
 		if err != nil {
 			return nil, err
 		}
-		return packFields(allReduceFields, AllReduceArgsSize, head, map[string]uint64{
-			"Rank":       uint64(uint32(a.Rank)),
-			"World":      uint64(uint32(a.World)),
-			"DType":      uint64(uint32(a.DType)),
-			"Op":         uint64(uint32(a.Op)),
-			"BufferPtrs": uint64(a.BufferPtrs),
-			"PadPtrs":    uint64(a.PadPtrs),
-			"PadBytes":   a.PadBytes,
-			"Offset":     a.Offset,
-			"Numel":      a.Numel,
-			"Input":      uint64(a.Input),
-			"Output":     uint64(a.Output),
-			"TimeoutNs":  uint64(a.TimeoutNs),
+		return packFields(allReduceFields, AllReduceArgsSize, h, func(name string) uint64 {
+			switch name {
+			case "Rank":
+				return uint64(uint32(a.Rank))
+			case "World":
+				return uint64(uint32(a.World))
+			case "DType":
+				return uint64(uint32(a.DType))
+			case "Op":
+				return uint64(uint32(a.Op))
+			case "BufferPtrs":
+				return uint64(a.BufferPtrs)
+			case "PadPtrs":
+				return uint64(a.PadPtrs)
+			case "PadBytes":
+				return a.PadBytes
+			case "Offset":
+				return a.Offset
+			case "Numel":
+				return a.Numel
+			case "Input":
+				return uint64(a.Input)
+			case "Output":
+				return uint64(a.Output)
+			case "TimeoutNs":
+				return uint64(a.TimeoutNs)
+			case "Seq":
+				return uint64(a.Seq)
+			case "SlotBytes":
+				return a.SlotBytes
+			}
+			panic("kernels: no value for AllReduceArgs field " + name) // unreachable: the layout lists known fields
 		}), nil
 	}
 	return nil, fmt.Errorf("pack: kernel %q has no C argument layout", kernel)
@@ -132,14 +162,19 @@ func SetHeader(b []byte, h LaunchHeader) error {
 	return nil
 }
 
-// packFields writes each field's value (from head for header members, from
-// vals for Go fields) at its offset.
-func packFields(fields []field, size int, head, vals map[string]uint64) []byte {
+// packFields writes each field's value (from h for header members, from
+// value for Go fields) at its offset.
+func packFields(fields []field, size int, h LaunchHeader, value func(goName string) uint64) []byte {
 	b := make([]byte, size)
 	for _, f := range fields {
-		v := head[f.name]
-		if f.goName != "" {
-			v = vals[f.goName]
+		var v uint64
+		switch {
+		case f.goName != "":
+			v = value(f.goName)
+		case f.name == "err":
+			v = h.ErrorRecord
+		case f.name == "launch":
+			v = uint64(h.Launch)
 		}
 		if f.size == 4 {
 			binary.LittleEndian.PutUint32(b[f.offset:], uint32(v))
@@ -169,10 +204,16 @@ func CheckLaunch(kernel string, blocks, threads int, args any) error {
 		if kernel == Barrier && threads < int(a.World) {
 			return fmt.Errorf("kernel %s: %d threads for world size %d (one per rank needed)", kernel, threads, a.World)
 		}
-	case OneShotAllReduce, TwoShotAllReduce:
+	case OneShotAllReduce, TwoShotAllReduce, LowLatencyAllReduce:
 		a, err := asAllReduceArgs(kernel, args)
 		if err != nil {
 			return err
+		}
+		if kernel == LowLatencyAllReduce {
+			if threads > LowLatencyThreads {
+				return fmt.Errorf("kernel %s: %d threads per block (at most %d)", kernel, threads, LowLatencyThreads)
+			}
+			return nil
 		}
 		if threads < int(a.World) {
 			return fmt.Errorf("kernel %s: %d threads for world size %d (one per rank needed)", kernel, threads, a.World)
@@ -180,7 +221,7 @@ func CheckLaunch(kernel string, blocks, threads int, args any) error {
 		if kernel == OneShotAllReduce && threads > OneShotThreads {
 			return fmt.Errorf("kernel %s: %d threads per block (at most %d)", kernel, threads, OneShotThreads)
 		}
-		if ch := signal.Channels(a.PadBytes, int(a.World)); blocks > ch {
+		if ch := signal.Channels(a.PadBytes, int(a.World)); blocks > ch && kernel != LowLatencyAllReduce {
 			return fmt.Errorf("kernel %s: %d blocks but the pad of %d bytes has %d channels for world size %d",
 				kernel, blocks, a.PadBytes, ch, a.World)
 		}
@@ -203,6 +244,7 @@ const (
 	ReasonNullPointer  = 5 // a pointer array held a null entry
 	ReasonMisaligned   = 6 // a rank's tensor is not aligned to the vector width
 	ReasonOutputAlias  = 7 // Output overlaps this rank's buffer tensor
+	ReasonDataTimeout  = 8 // the low-latency kernel's packets did not arrive
 	recordStateWritten = 2 // state of a complete record
 )
 
@@ -304,6 +346,14 @@ func (r ErrorRecord) reason() string {
 		return fmt.Sprintf("tensor of rank %d is not aligned to the %d-byte vector", r.Peer, r.Value)
 	case ReasonOutputAlias:
 		return "Output overlaps this rank's buffer tensor"
+	case ReasonDataTimeout:
+		return DataTimeoutReason(r.Value)
 	}
 	return fmt.Sprintf("unknown error reason %d", r.Reason)
+}
+
+// DataTimeoutReason is how a low-latency kernel's timeout reads: the
+// packets of call seq did not all arrive.
+func DataTimeoutReason(seq uint32) string {
+	return fmt.Sprintf("data of call %d did not arrive", seq)
 }

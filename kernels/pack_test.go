@@ -304,6 +304,7 @@ func TestErrorRecord(t *testing.T) {
 		ReasonNullPointer: "pointer array entry of rank 2 is null",
 		ReasonMisaligned:  "not aligned to the 1-byte vector",
 		ReasonOutputAlias: "Output overlaps",
+		ReasonDataTimeout: "data of call 1 did not arrive",
 		99:                "unknown error reason 99",
 	} {
 		r.Reason = reason
@@ -321,7 +322,7 @@ func TestReasonsMatchHeader(t *testing.T) {
 	want := map[string]int{
 		"kWaitTimeout": ReasonWaitTimeout, "kPutTimeout": ReasonPutTimeout, "kPutCorrupt": ReasonPutCorrupt,
 		"kWaitCorrupt": ReasonWaitCorrupt, "kNullPointer": ReasonNullPointer, "kMisaligned": ReasonMisaligned,
-		"kOutputAlias": ReasonOutputAlias,
+		"kOutputAlias": ReasonOutputAlias, "kDataTimeout": ReasonDataTimeout,
 	}
 	re := regexp.MustCompile(`(k[A-Z]\w+) = (\d+),`)
 	found := 0

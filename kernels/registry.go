@@ -46,6 +46,7 @@ func init() {
 	register(&Kernel{Name: Barrier, Check: checkSignal(Barrier), Sim: barrierKernel})
 	register(&Kernel{Name: OneShotAllReduce, Check: checkAllReduce(OneShotAllReduce), Sim: oneShotKernel})
 	register(&Kernel{Name: TwoShotAllReduce, Check: checkAllReduce(TwoShotAllReduce), Sim: twoShotKernel})
+	register(&Kernel{Name: LowLatencyAllReduce, Check: checkAllReduce(LowLatencyAllReduce), Sim: lowLatencyKernel})
 }
 
 func checkSignal(name string) func(any) error {

@@ -137,15 +137,23 @@ func (a *allocator) alloc(size uint64, id string) (device.Ptr, error) {
 
 // find returns the live block whose data region holds [p, p+n).
 func (a *allocator) find(p device.Ptr, n uint64) (*block, error) {
-	for _, b := range a.blocks {
-		if p >= b.data && uint64(p-b.data)+n <= b.bufSize {
-			return b, nil
-		}
+	if b := a.lookup(p, n); b != nil {
+		return b, nil
 	}
 	if a.freed[p] {
 		return nil, fmt.Errorf("%v: %w", p, ErrFreed)
 	}
 	return nil, fmt.Errorf("%v (%d bytes): %w", p, n, ErrNotSymmetric)
+}
+
+// lookup returns the symmetric block holding [p, p+n), or nil.
+func (a *allocator) lookup(p device.Ptr, n uint64) *block {
+	for _, b := range a.blocks {
+		if p >= b.data && uint64(p-b.data)+n <= b.bufSize {
+			return b
+		}
+	}
+	return nil
 }
 
 // AllocSize is the usable size of the symmetric allocation at p.
@@ -327,6 +335,7 @@ func (ar *arena) get() (device.Ptr, error) {
 		}
 		ar.chunks = append(ar.chunks, p)
 		n := ar.r.alloc.granularity() / arenaSlot
+		ar.free = slices.Grow(ar.free, int(n)) // one allocation, not a doubling series
 		for i := n; i > 0; i-- {
 			ar.free = append(ar.free, p.Add((i-1)*arenaSlot))
 		}

@@ -47,22 +47,26 @@ func (r *Rank) checkOutput(in, out Tensor) error {
 	if out.Numel > 0 && out.Ptr%4 != 0 {
 		return fmt.Errorf("output %v is not 4-byte aligned", out)
 	}
-	if _, err := r.alloc.find(out.Ptr, out.Bytes()); err == nil && out.Numel > 0 {
+	if out.Numel > 0 && r.alloc.lookup(out.Ptr, out.Bytes()) != nil {
 		return fmt.Errorf("output %v lies in a symmetric buffer; use a plain tensor", out)
 	}
 	return nil
 }
 
-// launch runs an all-reduce kernel on the rank's stream and waits for it.
+// launch queues an all-reduce kernel on the rank's stream and, unless the
+// rank is asynchronous, waits for it.
 func (r *Rank) launch(kernel string, h *SymmetricMemory, args kernels.AllReduceArgs) error {
 	world := len(h.members)
-	blocks, threads := kernels.Shape(kernel, args.Numel, args.DType, world, r.dev.Attributes().SMCount)
+	blocks, threads := kernels.ShapeMax(kernel, args.Numel, args.DType, world, r.dev.Attributes().SMCount, r.maxBlocks)
 	blocks = min(blocks, signal.Channels(h.padSize, world))
 	args.Rank, args.World = int32(h.rank), int32(world)
 	args.BufferPtrs, args.PadPtrs, args.PadBytes = h.BufferPtrsDev(), h.SignalPadPtrsDev(), h.padSize
 	args.TimeoutNs = int64(r.timeout)
 	if err := r.dev.Launch(r.stream, device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: args}); err != nil {
 		return err
+	}
+	if r.async {
+		return nil
 	}
 	return r.dev.Synchronize(r.stream)
 }

@@ -247,7 +247,7 @@ func (c *IntraNodeComm) AllReduce(t Tensor, algo Algo) error {
 		if err == nil {
 			err = r.dev.Copy(r.stream, t.Ptr, view.Ptr, t.Bytes())
 		}
-		if err == nil {
+		if err == nil && !r.async {
 			err = r.dev.Synchronize(r.stream)
 		}
 	}

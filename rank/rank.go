@@ -35,6 +35,8 @@ type Rank struct {
 	timeout time.Duration
 
 	allowOverlap   bool
+	async          bool
+	maxBlocks      int
 	padSize        uint64
 	groups         map[string][]int
 	intraNodeCount int
@@ -178,6 +180,33 @@ func (r *Rank) Read(t Tensor) ([]byte, error) {
 		return nil, fmt.Errorf("rank %d: read %v: %w", r.id, t, err)
 	}
 	return out, nil
+}
+
+// SetAsync chooses when collectives return. By default (false) each one
+// waits for its kernel and returns the kernel's error. With async set they
+// return once the kernel is queued on the rank's stream, as CUDA stream
+// operations do: back-to-back calls then cost the device's time rather than
+// a host round trip each, and a kernel's failure (a signal timeout, a bad
+// pointer array) is reported by the next [Rank.Synchronize]. Read and Write
+// still wait for the stream's earlier work.
+func (r *Rank) SetAsync(async bool) { r.async = async }
+
+// SetMaxBlocks replaces the all-reduce kernels' limit on blocks per launch
+// when n is positive (see kernels.ShapeMax); 0 restores the kernels'
+// defaults. A launch never has more blocks than the device has
+// multiprocessors or, for kernels with barriers, the pad has channels.
+func (r *Rank) SetMaxBlocks(n int) { r.maxBlocks = max(n, 0) }
+
+// Async reports whether collectives return before their kernel completes.
+func (r *Rank) Async() bool { return r.async }
+
+// Synchronize waits for the work queued on the rank's stream and returns
+// the first failure a kernel reported since the last Synchronize.
+func (r *Rank) Synchronize() error {
+	if err := r.dev.Synchronize(r.stream); err != nil {
+		return fmt.Errorf("rank %d: synchronize: %w", r.id, err)
+	}
+	return nil
 }
 
 // Close frees every allocation and the rank's stream.

@@ -121,11 +121,11 @@ else
   rm -f "$out/symmem.json"
   t0=$SECONDS
   step "symmem bench (in-process, world $world)" "$t_ours" \
-    "$bin" bench --device cuda --world "$world" --algo one-shot,two-shot,auto "${sweep[@]}" \
+    "$bin" bench --device cuda --world "$world" --algo ll,one-shot,two-shot "${sweep[@]}" \
     --progress=false --json "$out/symmem.json"
   if [ ! -s "$out/symmem.json" ] && [ $((SECONDS - t0)) -lt 60 ]; then
     step "symmem bench (launch --nproc $world)" "$t_ours" \
-      "$bin" launch --nproc "$world" -- "$bin" bench --device cuda --algo one-shot,two-shot,auto "${sweep[@]}" \
+      "$bin" launch --nproc "$world" -- "$bin" bench --device cuda --algo ll,one-shot,two-shot "${sweep[@]}" \
       --progress=false --json "$out/symmem.json"
   fi
 fi

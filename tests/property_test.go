@@ -24,7 +24,7 @@ func TestAllReduceProperty(t *testing.T) {
 			World:  rapid.IntRange(2, 8).Draw(t, "world"),
 			DType:  dt,
 			Op:     rapid.SampledFrom([]device.ReduceOp{device.Sum, device.Avg, device.Max, device.Min}).Draw(t, "op"),
-			Algo:   rapid.SampledFrom([]workload.Algo{workload.OneShot, workload.TwoShot}).Draw(t, "algo"),
+			Algo:   rapid.SampledFrom([]workload.Algo{workload.OneShot, workload.TwoShot, workload.LowLatency}).Draw(t, "algo"),
 			Bytes:  align * rapid.Uint64Range(0, 3000).Draw(t, "units"),
 			Offset: align * rapid.Uint64Range(0, 8).Draw(t, "offset units"),
 			Seed:   rapid.Uint64().Draw(t, "seed"),

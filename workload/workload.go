@@ -6,6 +6,7 @@ package workload
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -24,6 +25,8 @@ const (
 	Auto Algo = iota
 	OneShot
 	TwoShot
+	// LowLatency is the barrier-free one-shot of [rank.LowLatency].
+	LowLatency
 )
 
 func (a Algo) String() string {
@@ -34,11 +37,13 @@ func (a Algo) String() string {
 		return "one-shot"
 	case TwoShot:
 		return "two-shot"
+	case LowLatency:
+		return "ll"
 	}
 	return fmt.Sprintf("Algo(%d)", int(a))
 }
 
-// ParseAlgo accepts auto, one-shot and two-shot.
+// ParseAlgo accepts auto, one-shot, two-shot and ll (or low-latency).
 func ParseAlgo(s string) (Algo, error) {
 	switch strings.ToLower(strings.ReplaceAll(s, "_", "-")) {
 	case "auto":
@@ -47,8 +52,10 @@ func ParseAlgo(s string) (Algo, error) {
 		return OneShot, nil
 	case "two-shot", "twoshot":
 		return TwoShot, nil
+	case "ll", "low-latency", "lowlatency":
+		return LowLatency, nil
 	}
-	return 0, fmt.Errorf("unknown algorithm %q (want auto, one-shot or two-shot)", s)
+	return 0, fmt.Errorf("unknown algorithm %q (want auto, one-shot, two-shot or ll)", s)
 }
 
 // Resolve turns Auto into the algorithm used for bytes bytes: one-shot up to
@@ -186,6 +193,10 @@ func (s Spec) run(r *rank.Rank, input []byte) (RankResult, error) {
 		if res.Output, err = r.Read(in); err != nil {
 			return res, err
 		}
+	case LowLatency:
+		if res.Output, err = s.lowLatency(r, in); err != nil {
+			return res, err
+		}
 	}
 	after, err := r.Read(whole)
 	if err != nil {
@@ -290,4 +301,23 @@ func reference64(s Spec, inputs [][]byte) []float64 {
 		}
 	}
 	return ref
+}
+
+// lowLatency reduces in with a fresh [rank.LowLatency] instance into a
+// plain tensor and reads the result.
+func (s Spec) lowLatency(r *rank.Rank, in rank.Tensor) (_ []byte, err error) {
+	l, err := r.NewLowLatency(rank.WorldGroup, max(s.Bytes, 4))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, l.Close()) }()
+	out, err := r.Empty(in.Numel, in.DType)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, r.FreeTensor(out)) }()
+	if err := l.AllReduce(in, s.Op, out); err != nil {
+		return nil, err
+	}
+	return r.Read(out)
 }

@@ -29,8 +29,11 @@ func TestHelperProcess(t *testing.T) {
 		t.Skip("only runs as a child of TestRemoteJobThreeProcesses")
 	}
 	run := helperRank
-	if os.Getenv("STORE_MODE") == "probe" {
+	switch os.Getenv("STORE_MODE") {
+	case "probe":
 		run = helperProbe
+	case "load":
+		run = helperLoad
 	}
 	if err := run(); err != nil {
 		fmt.Fprintf(os.Stderr, "helper %s rank %s: %v\n", os.Getenv("STORE_MODE"), os.Getenv("STORE_RANK"), err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,9 @@ type benchFlags struct {
 	warmup, iters, loops int
 	seed                 uint64
 	check                bool
+	sync                 bool
+	cpuProfile           string
+	maxBlocks            int
 	timeout              time.Duration
 	jsonPath, csvPath    string
 	plotPath, title      string
@@ -83,11 +87,14 @@ prints and writes the files).`,
 	fl.StringVar(&f.step, "step", "x2", "size step: x2 or x4 (any factor xN)")
 	fl.StringSliceVar(&f.dtypes, "dtype", []string{"bf16"}, "element types, comma-separated: bf16, f16, f32")
 	fl.StringSliceVar(&f.ops, "op", []string{"sum"}, "reductions, comma-separated: sum, avg, max, min")
-	fl.StringSliceVar(&f.algos, "algo", []string{"one-shot", "two-shot"}, "algorithms, comma-separated: one-shot, two-shot, auto")
+	fl.StringSliceVar(&f.algos, "algo", []string{"ll", "one-shot", "two-shot"}, "algorithms, comma-separated: ll (up to 256 KiB), one-shot, two-shot, auto")
 	fl.IntVar(&f.warmup, "warmup", 0, "untimed calls before timing each case (default 20 on cuda, 1 on sim)")
 	fl.IntVar(&f.iters, "iters", 0, "calls per timed loop (default 100 on cuda, 2 on sim)")
 	fl.IntVar(&f.loops, "loops", 0, "timed loops per case; the median is reported (default 5 on cuda, 3 on sim)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the inputs and of the simulator's schedule")
+	fl.IntVar(&f.maxBlocks, "max-blocks", 0, "replace the kernels' limit on blocks per launch (0: their defaults)")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (go tool pprof reads it)")
+	fl.BoolVar(&f.sync, "sync", false, "wait for every timed call (a blocking caller's time) instead of queueing the loop's calls back to back")
 	fl.BoolVar(&f.check, "check", true, "after timing, run each case once on fresh inputs and count wrong elements")
 	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait (virtual time on sim)")
 	fl.StringVar(&f.jsonPath, "json", "", "write the report as JSON to this file")
@@ -107,7 +114,7 @@ func (f *benchFlags) plan() (bench.Plan, error) {
 		return bench.Plan{}, fmt.Errorf("--device %q: want sim or cuda", f.dev)
 	}
 	var errs []error
-	p := bench.Plan{Seed: f.seed, Check: f.check, Warmup: f.warmup, Iters: f.iters, Loops: f.loops}
+	p := bench.Plan{Seed: f.seed, Check: f.check, Sync: f.sync, MaxBlocks: f.maxBlocks, Warmup: f.warmup, Iters: f.iters, Loops: f.loops}
 	for _, d := range []struct {
 		flag string
 		v    *int
@@ -168,10 +175,24 @@ func (f *benchFlags) plan() (bench.Plan, error) {
 	return p, nil
 }
 
-func runBench(a *app, f *benchFlags, out io.Writer) error {
+func runBench(a *app, f *benchFlags, out io.Writer) (err error) {
 	p, err := f.plan()
 	if err != nil {
 		return err
+	}
+	if f.cpuProfile != "" {
+		prof, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(prof); err != nil {
+			prof.Close()
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			err = errors.Join(err, prof.Close())
+		}()
 	}
 	refs, err := readReports(f.refs)
 	if err != nil {

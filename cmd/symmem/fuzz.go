@@ -34,6 +34,7 @@ type fuzzFlags struct {
 	algos      []string
 	timeout    time.Duration
 	maxSteps   int64
+	race       bool
 	shrink     bool
 	shrinkRuns int
 	saveDir    string
@@ -57,6 +58,10 @@ schedule strategy and its faults, and judge every run:
   --faults all     safety plus duplicated signal writes, which the pad
                    protocol cannot tell from real ones (expect wrong results).
 
+With --race the happens-before race detector watches every memory access
+and a data race fails the case (in a run with faults, only when every rank
+succeeded: after a failure the protocol orders nothing).
+
 Prints schedules per second and each distinct failure once, with the replay
 command that reproduces it exactly and, by default, its shrunk form. Exits
 non-zero when any case fails.`,
@@ -78,6 +83,7 @@ non-zero when any case fails.`,
 	fl.StringSliceVar(&f.algos, "algos", []string{"one-shot", "two-shot", "auto"}, "algorithms")
 	fl.DurationVar(&f.timeout, "timeout", fuzz.DefaultTimeout, "timeout of every rank wait (virtual time)")
 	fl.Int64Var(&f.maxSteps, "max-steps", fuzz.DefaultMaxSteps, "scheduling steps after which a run counts as livelocked")
+	fl.BoolVar(&f.race, "race", false, "run every schedule with the happens-before race detector; a data race is a failure")
 	fl.BoolVar(&f.shrink, "shrink", true, "shrink the first case of each distinct failure")
 	fl.IntVar(&f.shrinkRuns, "shrink-runs", fuzz.DefaultShrinkRuns, "runs one shrink may take")
 	fl.StringVar(&f.saveDir, "save-dir", "", "write each failure's (shrunk) case to this directory")
@@ -96,7 +102,7 @@ func (f *fuzzFlags) config() (fuzz.Config, error) {
 	}
 	cfg := fuzz.Config{
 		Seeds: f.seeds, First: f.first, Time: f.time, Strategy: f.strategy, Depth: f.depth,
-		Faults: set, Workers: f.jobs, Worlds: worlds, Timeout: f.timeout, MaxSteps: f.maxSteps,
+		Faults: set, Workers: f.jobs, Worlds: worlds, Timeout: f.timeout, MaxSteps: f.maxSteps, Race: f.race,
 		Shrink: f.shrink, Budget: f.shrinkRuns,
 	}
 	for _, s := range f.sizes {
@@ -218,7 +224,11 @@ func printReport(w io.Writer, cfg fuzz.Config, f *fuzzFlags, rep fuzz.Report) er
 		total += n
 	}
 	slices.Sort(kinds)
-	fmt.Fprintf(&b, "strategy %s, faults %s: %d faults fired", cfg.Strategy, cfg.Faults, total)
+	fmt.Fprintf(&b, "strategy %s, faults %s", cfg.Strategy, cfg.Faults)
+	if cfg.Race {
+		b.WriteString(", race detector on")
+	}
+	fmt.Fprintf(&b, ": %d faults fired", total)
 	if len(kinds) > 0 {
 		fmt.Fprintf(&b, " (%s)", strings.Join(kinds, ", "))
 	}

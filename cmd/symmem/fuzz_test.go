@@ -83,6 +83,41 @@ func TestFuzzFailureReplays(t *testing.T) {
 	}
 }
 
+// TestFuzzRaceFailureReplays: with --race the race detector turns the
+// spurious-signal case of TestFuzzFailureReplays into a data race (the
+// duplicated put orders nothing), and the printed replay command, which
+// carries --race, reproduces it; without --race the replay reports the
+// wrong result instead.
+func TestFuzzRaceFailureReplays(t *testing.T) {
+	out, err := runCmd(t, "fuzz", "--seeds", "6", "--first-seed", "1886", "-j", "2", "--worlds", "2-4",
+		"--sizes", "64,260,1KiB", "--faults", "all", "--race", "--shrink=false")
+	if err == nil || !strings.Contains(err.Error(), "1 of 6 cases failed") {
+		t.Fatalf("fuzz --race: %v, want 1 of 6 cases failed\n%s", err, out)
+	}
+	if !strings.Contains(out, "race detector on") || !strings.Contains(out, "(1 cases, first seed 1889): race: ") {
+		t.Fatalf("fuzz --race did not report the race of seed 1889:\n%s", out)
+	}
+	m := replayLine.FindStringSubmatch(out)
+	if m == nil || !strings.Contains(m[1], " --race") {
+		t.Fatalf("no replay command with --race in\n%s", out)
+	}
+	args := shellWords(m[1])[1:]
+	rout, rerr := runCmd(t, args...)
+	if rerr == nil || !strings.Contains(rerr.Error(), "the case failed: race: ") || !strings.Contains(rout, "trace matches") {
+		t.Fatalf("replay --race: %v, want the race again with the same trace\n%s", rerr, rout)
+	}
+	var plain []string
+	for _, a := range args {
+		if a != "--race" {
+			plain = append(plain, a)
+		}
+	}
+	pout, perr := runCmd(t, plain...)
+	if perr == nil || !strings.Contains(perr.Error(), "the case failed: wrong-result") || !strings.Contains(pout, "trace matches") {
+		t.Fatalf("replay without --race: %v, want the wrong result with the same trace\n%s", perr, pout)
+	}
+}
+
 func TestReplaySaveAndScheduleFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "case.json")
 	args := []string{"replay", "--seed", "5", "--strategy", "pct", "--world", "3", "--bytes", "64", "--faults", "safety",

@@ -37,14 +37,15 @@ func newLaunchCmd(a *app) *cobra.Command {
 		Long: `Serve a Store on loopback, start N copies of COMMAND with RANK, WORLD_SIZE,
 LOCAL_RANK, MASTER_ADDR, MASTER_PORT, a per-job Store token and IPC job id in
 their environment, and wait. When a rank fails or dies, the others are
-stopped and launch exits non-zero naming the rank and its status.`,
+stopped and launch exits non-zero naming the rank and its status. SIGINT
+and SIGTERM sent to launch are forwarded to every rank.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLaunch(a, f, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().IntVar(&f.nproc, "nproc", 2, "number of rank processes")
-	cmd.Flags().DurationVar(&f.grace, "grace", 5*time.Second, "time the other ranks get to exit after SIGTERM before SIGKILL")
+	cmd.Flags().DurationVar(&f.grace, "grace", 5*time.Second, "time the other ranks get to exit after SIGTERM (or a forwarded SIGINT) before SIGKILL")
 	return cmd
 }
 
@@ -78,6 +79,12 @@ func runLaunch(a *app, f *launchFlags, args []string, stdout, stderr io.Writer) 
 	job := "launch-" + hex.EncodeToString(id[:])
 	a.log.Info("store served", zap.String("addr", srv.Addr()), zap.String("job", job))
 
+	// Catch SIGINT and SIGTERM before the first rank starts, so that one
+	// arriving at any point is forwarded instead of ending launch alone.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
 	stdout, stderr = &lockedWriter{w: stdout}, &lockedWriter{w: stderr}
 	procs := make([]*exec.Cmd, f.nproc)
 	exits := make(chan exit, f.nproc)
@@ -89,15 +96,12 @@ func runLaunch(a *app, f *launchFlags, args []string, stdout, stderr io.Writer) 
 			rank.EnvLocalRank+"="+strconv.Itoa(i), rank.EnvMasterAddr+"="+host, rank.EnvMasterPort+"="+port,
 			rank.EnvStoreActor+"="+actorName, rank.EnvToken+"="+token, ipc.JobEnv+"="+job)
 		if err := c.Start(); err != nil {
-			stopAll(procs[:i], f.grace)
+			stopAll(procs[:i], syscall.SIGTERM, f.grace)
 			return fmt.Errorf("launch: start rank %d (%s): %w", i, args[0], err)
 		}
 		procs[i] = c
 		go func() { exits <- exit{i, c.Wait()} }()
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 
 	var first *exit
 	for done := 0; done < f.nproc; {
@@ -107,11 +111,11 @@ func runLaunch(a *app, f *launchFlags, args []string, stdout, stderr io.Writer) 
 			if e.err != nil && first == nil {
 				first = &e
 				fmt.Fprintf(stderr, "symmem launch: rank %d %s; stopping the other ranks\n", e.rank, describe(e.err))
-				stopAll(procs, f.grace)
+				stopAll(procs, syscall.SIGTERM, f.grace)
 			}
 		case s := <-sigs:
-			fmt.Fprintf(stderr, "symmem launch: %v; stopping every rank\n", s)
-			stopAll(procs, f.grace)
+			fmt.Fprintf(stderr, "symmem launch: %v; forwarding it to every rank\n", s)
+			stopAll(procs, s, f.grace)
 			if first == nil {
 				first = &exit{-1, fmt.Errorf("interrupted by %v", s)}
 			}
@@ -151,11 +155,11 @@ func describe(err error) string {
 	return err.Error()
 }
 
-// stopAll sends SIGTERM to every live process, then SIGKILL after grace.
-func stopAll(procs []*exec.Cmd, grace time.Duration) {
+// stopAll sends sig to every live process, then SIGKILL after grace.
+func stopAll(procs []*exec.Cmd, sig os.Signal, grace time.Duration) {
 	for _, p := range procs {
 		if p != nil {
-			_ = p.Process.Signal(syscall.SIGTERM) // fails harmlessly once it has exited
+			_ = p.Process.Signal(sig) // fails harmlessly once it has exited
 		}
 	}
 	time.AfterFunc(grace, func() {

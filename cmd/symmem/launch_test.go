@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,8 +32,15 @@ func TestMain(m *testing.M) {
 
 // helperRank is a rank process: it reads the launcher's environment, dials
 // the Store and all-gathers its rank; mode "fail1" makes rank 1 exit 3,
-// "kill1" makes rank 1 SIGKILL itself while the others wait.
+// "kill1" makes rank 1 SIGKILL itself while the others wait, and
+// "interrupt" makes rank 0 send SIGINT to the launcher once every rank is
+// up, after which every rank reports the signal it got.
 func helperRank(mode string) int {
+	var sigs chan os.Signal
+	if mode == "interrupt" {
+		sigs = make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	}
 	env, ok, err := rank.ProcessEnvFromOS()
 	if err != nil || !ok {
 		fmt.Fprintln(os.Stderr, "helper: environment:", err, ok)
@@ -71,7 +79,20 @@ func helperRank(mode string) int {
 		}
 	}
 	fmt.Printf("rank %d of %d ok\n", env.Rank, env.World)
-	return 0
+	if sigs == nil {
+		return 0
+	}
+	if env.Rank == 0 {
+		_ = syscall.Kill(os.Getppid(), syscall.SIGINT)
+	}
+	select {
+	case s := <-sigs:
+		fmt.Printf("rank %d got %v\n", env.Rank, s)
+		return 0
+	case <-time.After(20 * time.Second):
+		fmt.Fprintf(os.Stderr, "helper: rank %d got no signal\n", env.Rank)
+		return 4
+	}
 }
 
 func launchSelf(t *testing.T, mode string, nproc int) (string, error) {
@@ -110,6 +131,20 @@ func TestLaunchTearsDownWhenARankIsKilled(t *testing.T) {
 	// must not wait for it.
 	if time.Since(start) > 15*time.Second {
 		t.Fatalf("launch took %v: the surviving ranks were not stopped", time.Since(start))
+	}
+}
+
+// TestLaunchForwardsSignals: SIGINT sent to launch reaches every rank as
+// SIGINT, and launch reports the interruption.
+func TestLaunchForwardsSignals(t *testing.T) {
+	out, err := launchSelf(t, "interrupt", 3)
+	if err == nil || !strings.Contains(err.Error(), "interrupted by interrupt") {
+		t.Fatalf("launch = %v, want an interruption\n%s", err, out)
+	}
+	for i := range 3 {
+		if !strings.Contains(out, fmt.Sprintf("rank %d got interrupt", i)) {
+			t.Errorf("rank %d did not get SIGINT:\n%s", i, out)
+		}
 	}
 }
 

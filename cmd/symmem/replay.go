@@ -25,6 +25,7 @@ type replayFlags struct {
 	decisions   string
 	timeout     time.Duration
 	maxSteps    int64
+	race        bool
 	expectTrace string
 	save        string
 	shrink      bool
@@ -55,7 +56,7 @@ fails or the trace differs from the one expected.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.schedule, "schedule", "", "a schedule file written by --save or fuzz --save-dir (other case flags are ignored)")
+	fl.StringVar(&f.schedule, "schedule", "", "a schedule file written by --save or fuzz --save-dir (other case flags but --race are ignored)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of the schedule (and of the inputs unless --input-seed)")
 	fl.Uint64Var(&f.inputSeed, "input-seed", 0, "seed of the inputs (default: --seed)")
 	fl.StringVar(&f.strategy, "strategy", fuzz.StrategyRandom, "random, pct, portfolio, or replay (follows --decisions)")
@@ -72,6 +73,7 @@ fails or the trace differs from the one expected.`,
 	fl.StringVar(&f.decisions, "decisions", "", "scheduling decisions for --strategy replay ('step:task.run ...')")
 	fl.DurationVar(&f.timeout, "timeout", fuzz.DefaultTimeout, "timeout of every rank wait (virtual time)")
 	fl.Int64Var(&f.maxSteps, "max-steps", fuzz.DefaultMaxSteps, "step bound")
+	fl.BoolVar(&f.race, "race", false, "run the happens-before race detector; a data race fails the case")
 	fl.StringVar(&f.expectTrace, "expect-trace", "", "fail unless the trace hash starts with this")
 	fl.StringVar(&f.save, "save", "", "write the (shrunk) case to this schedule file")
 	fl.BoolVar(&f.shrink, "shrink", false, "shrink a failing case and show the minimal one")
@@ -84,7 +86,9 @@ fails or the trace differs from the one expected.`,
 // schedule file recorded ("" when none).
 func (f *replayFlags) buildCase() (c fuzz.Case, expected string, err error) {
 	if f.schedule != "" {
-		return fuzz.Load(f.schedule)
+		c, expected, err := fuzz.Load(f.schedule)
+		c.Race = c.Race || f.race // the detector leaves the trace as it is
+		return c, expected, err
 	}
 	var errs []error
 	set, err := fuzz.ParseFaultSet(f.faults)
@@ -109,7 +113,7 @@ func (f *replayFlags) buildCase() (c fuzz.Case, expected string, err error) {
 	}
 	c = fuzz.Case{
 		Spec: spec, Seed: f.seed, Strategy: f.strategy, Depth: f.depth, Steps: f.steps, Faults: set, Plan: plan,
-		Schedule: sched, Timeout: f.timeout, MaxSteps: f.maxSteps,
+		Schedule: sched, Timeout: f.timeout, MaxSteps: f.maxSteps, Race: f.race,
 	}
 	needSteps := f.strategy == fuzz.StrategyPCT || f.strategy == fuzz.StrategyPortfolio || (!f.planSet && set != fuzz.FaultsNone)
 	if c.Steps == 0 && needSteps {

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -84,53 +82,6 @@ func TestMulticastDisabled(t *testing.T) {
 	}
 }
 
-func TestWorkerRunsOnOneThread(t *testing.T) {
-	w, err := startWorker(func() error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	tids := map[int]bool{}
-	var wg sync.WaitGroup
-	for i := 0; i < 8; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := 0; j < 20; j++ {
-				if err := w.do(func() error {
-					mu.Lock()
-					tids[syscall.Gettid()] = true
-					mu.Unlock()
-					return nil
-				}); err != nil {
-					t.Error(err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if len(tids) != 1 {
-		t.Fatalf("calls ran on %d threads, want 1", len(tids))
-	}
-	want := errors.New("boom")
-	if err := w.do(func() error { return want }); err != want {
-		t.Fatalf("do returned %v, want the closure's error", err)
-	}
-	if !w.stop() || w.stop() {
-		t.Fatal("stop: want true once, then false")
-	}
-	if err := w.do(func() error { return nil }); !errors.Is(err, errClosed) {
-		t.Fatalf("do after stop: %v, want errClosed", err)
-	}
-}
-
-func TestWorkerSetupFailure(t *testing.T) {
-	want := errors.New("no context")
-	if _, err := startWorker(func() error { return want }); err != want {
-		t.Fatalf("startWorker: %v, want the setup error", err)
-	}
-}
-
 // fakeErrorNames gives a driver whose error-name entry points answer like
 // the real driver for one code.
 func fakeErrorNames() *driver {
@@ -199,13 +150,9 @@ func TestTakeError(t *testing.T) {
 }
 
 func TestLaunchChecksArgumentsFirst(t *testing.T) {
-	// A device whose worker would fail the test if reached.
-	w, err := startWorker(func() error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.stop()
-	g := &gpu{w: w}
+	// A device without a driver: a call that reached the driver would
+	// panic.
+	g := &gpu{}
 	args := kernels.AllReduceArgs{World: 2, BufferPtrs: 8, PadPtrs: 8, PadBytes: 64, Numel: 4, Output: 0x100}
 	for _, c := range []struct {
 		l    device.Launch

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,12 +30,13 @@ const recordBytes = 4096
 // name for error reports.
 const launchRing = 1024
 
-// gpu is one CUDA device seen through its primary context. Every driver
-// call runs on w, whose thread has the context current; the maps below are
-// touched only from that thread.
+// gpu is one CUDA device seen through its primary context. Driver calls run
+// on the calling goroutine, locked to its OS thread for the call, after
+// making the context current there: no hand-off to another thread, so a
+// launch costs what the driver charges for it. mu serialises the calls of
+// one device and guards everything below it.
 type gpu struct {
 	drv   *driver
-	w     *worker
 	dev   int32   // CUdevice
 	ctx   uintptr // primary context
 	attrs device.Attributes
@@ -54,10 +56,7 @@ type gpu struct {
 	nextEvent  device.Event
 	closed     bool
 
-	// mu guards what callers check before queueing a launch.
-	mu     sync.Mutex
-	live   map[device.Stream]bool // streams not destroyed
-	loaded map[string]bool        // kernels whose function was looked up
+	mu sync.Mutex
 }
 
 // stream is a CUstream with the error record its kernels write to.
@@ -67,9 +66,6 @@ type stream struct {
 	recDev   uint64         // its device address
 	launches uint32         // launches so far
 	names    [launchRing]string
-	// launchErr is the first launch the driver refused since the last
-	// Synchronize.
-	launchErr error
 }
 
 // DeviceCount returns the number of CUDA devices the driver sees.
@@ -112,13 +108,15 @@ func Open(index int, opts Options) (device.Device, error) {
 		nextStream: 1,
 		events:     map[device.Event]uintptr{},
 		nextEvent:  1,
-		live:       map[device.Stream]bool{},
-		loaded:     map[string]bool{},
 	}
 	if g.module == nil {
 		g.module = kernels.Fatbin
 	}
-	g.w, err = startWorker(func() error {
+	err = func() error {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		g.mu.Lock()
+		defer g.mu.Unlock()
 		if err := drv.check("cuDeviceGet", drv.cuDeviceGet(&g.dev, int32(index))); err != nil {
 			return err
 		}
@@ -138,7 +136,7 @@ func Open(index int, opts Options) (device.Device, error) {
 			return err
 		}
 		return nil
-	})
+	}()
 	if err != nil {
 		return nil, fmt.Errorf("cuda: open device %d: %w", index, err)
 	}
@@ -146,7 +144,7 @@ func Open(index int, opts Options) (device.Device, error) {
 }
 
 // describe reads the attributes of the device and checks that it has what
-// symmetric memory needs. It runs on the worker thread.
+// symmetric memory needs. It runs with the context current.
 func (g *gpu) describe(index int) error {
 	attr := func(a int32) (int, error) {
 		var v int32
@@ -227,12 +225,29 @@ func opf(format string, args ...any) desc { return desc{format, args} }
 
 func (o desc) String() string { return fmt.Sprintf(o.format, o.args...) }
 
-// do runs f on the device's thread, naming o in its error.
+// do runs f with the device's lock held and its context current on the
+// calling thread, naming o in its error.
 func (g *gpu) do(o desc, f func() error) error {
-	if err := g.w.do(f); err != nil {
+	if err := g.call(f); err != nil {
 		return fmt.Errorf("cuda device %d: %v: %w", g.attrs.Index, o, err)
 	}
 	return nil
+}
+
+// call runs f with the device's lock held and its context current on the
+// calling goroutine's thread, which stays locked to it for the call.
+func (g *gpu) call(f func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return errClosed
+	}
+	if err := g.drv.check("cuCtxSetCurrent", g.drv.ctxSetCurrent(g.ctx)); err != nil {
+		return err
+	}
+	return f()
 }
 
 func (g *gpu) Attributes() device.Attributes { return g.attrs }
@@ -499,7 +514,7 @@ func (g *gpu) NewStream() (device.Stream, error) {
 }
 
 // createStream creates the driver stream and error record of stream id.
-// It runs on the worker thread.
+// It runs with the context current.
 func (g *gpu) createStream(id device.Stream) error {
 	st := &stream{}
 	if err := g.drv.check("cuStreamCreate", g.drv.cuStreamCreate(&st.cu, streamNonBlocking)); err != nil {
@@ -518,9 +533,6 @@ func (g *gpu) createStream(id device.Stream) error {
 		return err
 	}
 	g.streams[id] = st
-	g.mu.Lock()
-	g.live[id] = true
-	g.mu.Unlock()
 	return nil
 }
 
@@ -540,9 +552,6 @@ func (g *gpu) DestroyStream(s device.Stream) error {
 			return err
 		}
 		delete(g.streams, s)
-		g.mu.Lock()
-		delete(g.live, s)
-		g.mu.Unlock()
 		return errors.Join(
 			g.drv.check("cuStreamDestroy_v2", g.drv.cuStreamDestroy(st.cu)),
 			g.drv.check("cuMemFreeHost", g.drv.cuMemFreeHost(st.rec)))
@@ -571,13 +580,6 @@ func (g *gpu) wait(s device.Stream, op desc, report bool) error {
 			done = true
 			if report {
 				kerr = st.takeError()
-				if lerr := st.launchErr; lerr != nil {
-					st.launchErr = nil
-					if kerr != nil {
-						return errors.Join(lerr, kerr)
-					}
-					return lerr
-				}
 			}
 			return nil
 		})
@@ -709,11 +711,10 @@ func (g *gpu) DestroyEvent(e device.Event) error {
 	})
 }
 
-// Launch checks and packs the arguments on the caller's goroutine and
-// queues the launch on the device's thread without waiting for it, so that
-// launches on several devices overlap. A launch the driver refuses is
-// reported by the stream's next Synchronize. The first launch of each
-// kernel waits, so that a missing kernel image is reported here.
+// Launch checks and packs the arguments, then launches on the calling
+// thread; it returns once the driver has queued the kernel. The kernel's own
+// failures (timeouts, bad pointers) are reported by the stream's next
+// Synchronize.
 func (g *gpu) Launch(s device.Stream, l device.Launch) error {
 	fail := func(err error) error {
 		return fmt.Errorf("cuda device %d: launch %s on stream %d: %w", g.attrs.Index, l.Kernel, s, err)
@@ -725,38 +726,28 @@ func (g *gpu) Launch(s device.Stream, l device.Launch) error {
 	if err != nil {
 		return fail(err)
 	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	g.mu.Lock()
-	live, known := g.live[s], g.loaded[l.Kernel]
-	g.mu.Unlock()
-	if !live {
+	defer g.mu.Unlock()
+	if g.closed {
+		return fail(errClosed)
+	}
+	st, ok := g.streams[s]
+	if !ok {
 		return fail(fmt.Errorf("unknown stream %d", s))
 	}
-	if !known {
-		if err := g.w.do(func() error { _, err := g.function(l.Kernel); return err }); err != nil {
-			return fail(err)
-		}
-		g.mu.Lock()
-		g.loaded[l.Kernel] = true
-		g.mu.Unlock()
+	if err := g.drv.check("cuCtxSetCurrent", g.drv.ctxSetCurrent(g.ctx)); err != nil {
+		return fail(err)
 	}
-	blocks, threads := uint32(l.Blocks), uint32(l.Threads)
-	err = g.w.post(func() {
-		st, ok := g.streams[s]
-		if !ok {
-			return // destroyed meanwhile: nobody can synchronize it
-		}
-		if err := g.launch(st, l.Kernel, blocks, threads, packed); err != nil && st.launchErr == nil {
-			st.launchErr = fmt.Errorf("launch %s: %w", l.Kernel, err)
-		}
-	})
-	if err != nil {
+	if err := g.launch(st, l.Kernel, uint32(l.Blocks), uint32(l.Threads), packed); err != nil {
 		return fail(err)
 	}
 	return nil
 }
 
 // launch launches kernel on st with the packed arguments, after filling in
-// the header. It runs on the worker thread.
+// the header. It runs with the context current.
 func (g *gpu) launch(st *stream, kernel string, blocks, threads uint32, packed []byte) error {
 	fn, err := g.function(kernel)
 	if err != nil {
@@ -771,8 +762,7 @@ func (g *gpu) launch(st *stream, kernel string, blocks, threads uint32, packed [
 	words := make([]uint64, (len(packed)+7)/8)
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*8), packed)
 	params := []unsafe.Pointer{unsafe.Pointer(&words[0])}
-	if err := g.drv.check("cuLaunchKernel", g.drv.cuLaunchKernel(fn,
-		blocks, 1, 1, threads, 1, 1, 0, st.cu, &params[0], nil)); err != nil {
+	if err := g.drv.check("cuLaunchKernel", g.drv.launchKernel(fn, blocks, threads, st.cu, &params[0])); err != nil {
 		return err
 	}
 	st.names[seq%launchRing] = kernel
@@ -781,7 +771,7 @@ func (g *gpu) launch(st *stream, kernel string, blocks, threads uint32, packed [
 }
 
 // function returns the kernel called name, loading the module first if
-// needed. It runs on the worker thread.
+// needed. It runs with the context current.
 func (g *gpu) function(name string) (uintptr, error) {
 	if fn, ok := g.functions[name]; ok {
 		return fn, nil
@@ -839,10 +829,7 @@ func (g *gpu) NVLinkMatrix() ([][]int, error) {
 // streams, events, the module) and its primary context.
 func (g *gpu) Close() error {
 	var errs []error
-	err := g.w.do(func() error {
-		if g.closed {
-			return errClosed
-		}
+	err := g.call(func() error {
 		g.closed = true
 		for p, n := range g.maps {
 			errs = append(errs, g.drv.check("cuMemUnmap", g.drv.cuMemUnmap(uint64(p), n)))
@@ -870,15 +857,11 @@ func (g *gpu) Close() error {
 		clear(g.handles)
 		clear(g.streams)
 		clear(g.events)
-		g.mu.Lock()
-		clear(g.live)
-		g.mu.Unlock()
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("cuda device %d: close: %w", g.attrs.Index, err)
 	}
-	g.w.stop()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cuda device %d: close: %w", g.attrs.Index, err)
 	}

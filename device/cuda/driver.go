@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -40,6 +41,10 @@ const (
 // returns a CUresult. Pointer outputs are Go pointers to plain values; the
 // driver never keeps them.
 type driver struct {
+	// Raw entry points of the calls every collective makes, called
+	// through purego.SyscallN without RegisterFunc's reflection.
+	launchKernelSym, ctxSetCurrentSym uintptr
+
 	cuInit                         func(flags uint32) cuResult
 	cuDriverGetVersion             func(version *int32) cuResult
 	cuGetErrorName                 func(res cuResult, str **byte) cuResult
@@ -182,10 +187,28 @@ func open(path string) (*driver, error) {
 		}
 		purego.RegisterFunc(s.fn, sym)
 	}
+	// Both were found above.
+	d.launchKernelSym, _ = purego.Dlsym(lib, "cuLaunchKernel")
+	d.ctxSetCurrentSym, _ = purego.Dlsym(lib, "cuCtxSetCurrent")
 	if err := d.check("cuInit", d.cuInit(0)); err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
 	return d, nil
+}
+
+// launchKernel is cuLaunchKernel for a 1-D grid with no dynamic shared
+// memory, taking the argument struct through params (one pointer).
+func (d *driver) launchKernel(f uintptr, blocks, threads uint32, stream uintptr, params *unsafe.Pointer) cuResult {
+	r, _, _ := purego.SyscallN(d.launchKernelSym, f, uintptr(blocks), 1, 1, uintptr(threads), 1, 1, 0, stream,
+		uintptr(unsafe.Pointer(params)), 0)
+	runtime.KeepAlive(params)
+	return cuResult(r)
+}
+
+// ctxSetCurrent is cuCtxSetCurrent.
+func (d *driver) ctxSetCurrent(ctx uintptr) cuResult {
+	r, _, _ := purego.SyscallN(d.ctxSetCurrentSym, ctx)
+	return cuResult(r)
 }
 
 // DriverError is a failed driver call: the entry point and the driver's

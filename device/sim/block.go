@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/symmem/symmem/actor"
@@ -42,13 +43,53 @@ func (c *blockCtx) Lane() int          { return c.lane }
 func (c *blockCtx) Now() time.Duration { return c.l.dev.w.sched.Now() }
 func (c *blockCtx) Yield(point string) { c.l.dev.w.sched.Yield(point) }
 
+// name is the block's (or lane's) task name, "dev0 one_shot#3 block 1"
+// with " lane 2" for a lane.
 func (c *blockCtx) name() string {
-	s := fmt.Sprintf("dev%d %s#%d block %d", c.l.dev.index, c.l.kernel, c.l.id, c.index)
+	b := make([]byte, 0, 64)
+	b = append(b, "dev"...)
+	b = strconv.AppendInt(b, int64(c.l.dev.index), 10)
+	b = append(b, ' ')
+	b = append(b, c.l.kernel...)
+	b = append(b, '#')
+	b = strconv.AppendUint(b, c.l.id, 10)
+	b = append(b, " block "...)
+	b = strconv.AppendInt(b, int64(c.index), 10)
 	if c.lane >= 0 {
-		s += fmt.Sprintf(" lane %d", c.lane)
+		b = append(b, " lane "...)
+		b = strconv.AppendInt(b, int64(c.lane), 10)
 	}
-	return s
+	return string(b)
 }
+
+// The prefixes of a block's and a lane's signal records: the fields of
+// their names.
+const (
+	blockPrefix = "dev%d %s#%d block %d "
+	lanePrefix  = "dev%d %s#%d block %d lane %d "
+)
+
+// record appends a signal interaction of the block to the trace: the
+// block's name, then the rest of blockFormat (a block's) or laneFormat (a
+// lane's) applied to args (see [actor.Trace.Addf] for their types), of
+// which there are at most maxRecordArgs.
+func (c *blockCtx) record(blockFormat, laneFormat string, args ...any) {
+	var all [5 + maxRecordArgs]any
+	all[0], all[1], all[2], all[3] = c.l.dev.index, c.l.kernel, c.l.id, c.index
+	n, format := 4, blockFormat
+	if c.lane >= 0 {
+		all[4] = c.lane
+		n, format = 5, laneFormat
+	}
+	for _, a := range args { // not copy, which would move args to the heap
+		all[n] = a
+		n++
+	}
+	c.l.dev.w.sched.Recordf("signal", format, all[:n]...)
+}
+
+// maxRecordArgs bounds the arguments of blockCtx.record.
+const maxRecordArgs = 10
 
 // emit fills in the launch coordinates of a and reports it.
 func (c *blockCtx) emit(a Access) {
@@ -139,8 +180,8 @@ func (c *blockCtx) CAS32(p device.Ptr, old, new uint32, order signal.Order, scop
 	if swapped {
 		binary.LittleEndian.PutUint32(sg.b, new)
 	}
-	c.l.dev.w.sched.Record("signal", fmt.Sprintf("%s cas %v phys %d+%d %d->%d prev %d %s %s",
-		c.name(), p, sg.phys.id, sg.off, old, new, prev, order, scope))
+	const cas = "cas %#x phys %d+%d %d->%d prev %d %s %s"
+	c.record(blockPrefix+cas, lanePrefix+cas, uint64(p), sg.phys.id, sg.off, old, new, prev, order.String(), scope.String())
 	c.emitAtomic(Atomic, sg, swapped, order, scope, old, new)
 	return prev, nil
 }
@@ -158,7 +199,8 @@ func (c *blockCtx) WaitU32(p device.Ptr, what string, ready func(uint32) bool, t
 		return nil
 	}
 	w := c.l.dev.w
-	w.sched.Record("signal", fmt.Sprintf("%s block on %v: %s", c.name(), p, what))
+	const blockOn = "block on %#x: %s"
+	c.record(blockPrefix+blockOn, lanePrefix+blockOn, uint64(p), what)
 	task := w.beginWait(c, p, sg, what)
 	err = w.sched.Wait(what, cond, timeout)
 	var te *actor.TimeoutError
@@ -191,7 +233,7 @@ func (c *blockCtx) Lanes(n int, fn func(kernels.Block) error) error {
 			done++
 		})
 	}
-	what := fmt.Sprintf("%s: its %d lanes to finish", c.name(), n)
+	what := c.name() + ": its " + itoa(n) + " lanes to finish"
 	if err := w.sched.Wait(what, func() bool { return done == n }, 0); err != nil {
 		return err
 	}

@@ -56,8 +56,11 @@ func (d *simDevice) live(op string) error {
 	return nil
 }
 
+// record appends an interaction of the device to the trace; format
+// starts with "dev%d " and args with the device index (see
+// [actor.Trace.Addf] for the argument types).
 func (d *simDevice) record(kind, format string, args ...any) {
-	d.w.sched.Record(kind, fmt.Sprintf("dev%d ", d.index)+fmt.Sprintf(format, args...))
+	d.w.sched.Recordf(kind, format, args...)
 }
 
 // multicastDisabled reports whether the environment forces multicast off.
@@ -100,7 +103,7 @@ func (d *simDevice) CreatePhysical(size uint64) (device.Handle, error) {
 	ph := newPhysical(d.w.physSeq, d.index, size)
 	d.memUsed += size
 	h := d.addHandle(ph)
-	d.record("phys", "create %d bytes phys %d handle %d", size, ph.id, h)
+	d.record("phys", "dev%d create %d bytes phys %d handle %d", d.index, size, ph.id, uint64(h))
 	return h, nil
 }
 
@@ -131,7 +134,7 @@ func (d *simDevice) ReleasePhysical(h device.Handle) error {
 	}
 	delete(d.handles, h)
 	ph.handles--
-	d.record("phys", "release handle %d phys %d", h, ph.id)
+	d.record("phys", "dev%d release handle %d phys %d", d.index, uint64(h), ph.id)
 	d.w.release(ph)
 	return nil
 }
@@ -143,7 +146,7 @@ func (d *simDevice) ExportHandle(h device.Handle) (int, error) {
 		return -1, err
 	}
 	fd := d.w.openFD(d.index, ph)
-	d.record("fd", "export handle %d phys %d fd %d", h, ph.id, fd)
+	d.record("fd", "dev%d export handle %d phys %d fd %d", d.index, uint64(h), ph.id, fd)
 	return fd, nil
 }
 
@@ -159,7 +162,7 @@ func (d *simDevice) ImportHandle(fd int) (device.Handle, error) {
 	}
 	ph.handles++
 	h := d.addHandle(ph)
-	d.record("fd", "import fd %d phys %d handle %d", fd, ph.id, h)
+	d.record("fd", "dev%d import fd %d phys %d handle %d", d.index, fd, ph.id, uint64(h))
 	return h, nil
 }
 
@@ -171,7 +174,7 @@ func (d *simDevice) CloseFD(fd int) error {
 	if err := d.w.closeFD(d.index, fd); err != nil {
 		return fmt.Errorf("device %d: close fd: %w", d.index, err)
 	}
-	d.record("fd", "close fd %d", fd)
+	d.record("fd", "dev%d close fd %d", d.index, fd)
 	return nil
 }
 
@@ -184,7 +187,7 @@ func (d *simDevice) Reserve(size uint64) (device.Ptr, error) {
 	if err != nil {
 		return 0, fmt.Errorf("device %d: %w", d.index, err)
 	}
-	d.record("vm", "reserve %v + %d", p, size)
+	d.record("vm", "dev%d reserve %#x + %d", d.index, uint64(p), size)
 	return p, nil
 }
 
@@ -196,7 +199,7 @@ func (d *simDevice) FreeRange(p device.Ptr, size uint64) error {
 	if err := d.space.free(p, size); err != nil {
 		return fmt.Errorf("device %d: %w", d.index, err)
 	}
-	d.record("vm", "free %v + %d", p, size)
+	d.record("vm", "dev%d free %#x + %d", d.index, uint64(p), size)
 	return nil
 }
 
@@ -209,7 +212,7 @@ func (d *simDevice) Map(p device.Ptr, size uint64, h device.Handle) error {
 	if err := d.space.mapPhys(p, size, ph); err != nil {
 		return fmt.Errorf("device %d: %w", d.index, err)
 	}
-	d.record("vm", "map %v + %d phys %d", p, size, ph.id)
+	d.record("vm", "dev%d map %#x + %d phys %d", d.index, uint64(p), size, ph.id)
 	return nil
 }
 
@@ -221,7 +224,7 @@ func (d *simDevice) SetAccess(p device.Ptr, size uint64) error {
 	if err := d.space.setAccess(p, size); err != nil {
 		return fmt.Errorf("device %d: %w", d.index, err)
 	}
-	d.record("vm", "access %v + %d", p, size)
+	d.record("vm", "dev%d access %#x + %d", d.index, uint64(p), size)
 	return nil
 }
 
@@ -234,7 +237,7 @@ func (d *simDevice) Unmap(p device.Ptr, size uint64) error {
 	if err != nil {
 		return fmt.Errorf("device %d: %w", d.index, err)
 	}
-	d.record("vm", "unmap %v + %d", p, size)
+	d.record("vm", "dev%d unmap %#x + %d", d.index, uint64(p), size)
 	for _, ph := range phys {
 		d.w.release(ph)
 	}
@@ -334,7 +337,13 @@ func (d *simDevice) Write(s device.Stream, dst device.Ptr, src []byte) error {
 	if err != nil {
 		return err
 	}
-	buf := append([]byte(nil), src...)
+	// From a task, Write returns only once the op has run (or the run is
+	// ending), so the op may read src in place; outside a task it returns
+	// at once and the op needs its own copy.
+	buf := src
+	if d.w.sched.Current() == nil {
+		buf = append([]byte(nil), src...)
+	}
 	o := d.enqueue(st, "write", "", func(o *op) error { return d.write(o, dst, buf) })
 	return d.await(st, o)
 }
@@ -399,10 +408,10 @@ func (d *simDevice) runKernel(o *op, k *kernels.Kernel, id uint64, grid, threads
 	errs := make([]error, grid)
 	done := 0
 	parent := d.w.sched.Current().ID()
-	d.record("kernel", "start %s#%d grid %d x %d", k.Name, id, grid, threads)
+	d.record("kernel", "dev%d start %s#%d grid %d x %d", d.index, k.Name, id, grid, threads)
 	for b := 0; b < grid; b++ {
 		ctx := &blockCtx{l: ln, index: b, lane: -1}
-		d.w.sched.Go(fmt.Sprintf("dev%d %s#%d block %d", d.index, k.Name, id, b), func() {
+		d.w.sched.Go(ctx.name(), func() {
 			ctx.emit(Access{Kind: BlockStart, Parent: parent})
 			var kb kernels.Block = ctx
 			if wrap := d.w.cfg.WrapBlock; wrap != nil {
@@ -413,11 +422,11 @@ func (d *simDevice) runKernel(o *op, k *kernels.Kernel, id uint64, grid, threads
 			done++
 		})
 	}
-	what := fmt.Sprintf("device %d kernel %s#%d: its %d blocks to finish", d.index, k.Name, id, grid)
+	what := "device " + itoa(d.index) + " kernel " + k.Name + "#" + utoa(id) + ": its " + itoa(grid) + " blocks to finish"
 	if err := d.w.sched.Wait(what, func() bool { return done == grid }, 0); err != nil {
 		return err
 	}
-	d.record("kernel", "end %s#%d", k.Name, id)
+	d.record("kernel", "dev%d end %s#%d", d.index, k.Name, id)
 	return firstError(errs, "blocks")
 }
 
@@ -480,7 +489,7 @@ func (d *simDevice) Close() error {
 	d.streams = map[device.Stream]*stream{}
 	d.events = map[device.Event]*event{}
 	d.closed = true
-	d.record("device", "close")
+	d.record("device", "dev%d close", d.index)
 	return nil
 }
 

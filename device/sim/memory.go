@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"sync"
@@ -25,14 +26,15 @@ type physical struct {
 	id      uint64
 	owner   int // device that created it
 	data    []byte
-	filled  []bool // per page: garbage written
+	filled  []uint64 // bit per page: garbage written
 	handles int
 	maps    int
 	fds     int
 }
 
-// pageSize is the unit in which fresh memory receives its garbage.
-const pageSize = 64 << 10
+// pageSize is the unit in which fresh memory receives its garbage: small,
+// so that a run touching a few bytes of a 2 MiB granule fills little.
+const pageSize = 4 << 10
 
 func newPhysical(id uint64, owner int, size uint64) *physical {
 	var data []byte
@@ -44,7 +46,8 @@ func newPhysical(id uint64, owner int, size uint64) *physical {
 	if data == nil {
 		data = make([]byte, size)
 	}
-	return &physical{id: id, owner: owner, data: data, filled: make([]bool, (size+pageSize-1)/pageSize), handles: 1}
+	pages := (size + pageSize - 1) / pageSize
+	return &physical{id: id, owner: owner, data: data, filled: make([]uint64, (pages+63)/64), handles: 1}
 }
 
 // granules recycles the bytes of freed one-granule allocations, the common
@@ -60,8 +63,8 @@ func (p *physical) touch(off, n uint64) {
 		return
 	}
 	for pg := off / pageSize; pg <= (off+n-1)/pageSize; pg++ {
-		if !p.filled[pg] {
-			p.filled[pg] = true
+		if bit := uint64(1) << (pg % 64); p.filled[pg/64]&bit == 0 {
+			p.filled[pg/64] |= bit
 			end := min((pg+1)*pageSize, p.size())
 			garbage(p.data[pg*pageSize:end], p.id<<32^pg)
 		}
@@ -80,20 +83,26 @@ func (p *physical) free() {
 	p.data, p.filled = nil, nil
 }
 
-// garbage fills b with a pattern derived from seed (splitmix64), standing in
-// for the stale contents of fresh GPU memory.
+// garbage fills b with a pattern derived from seed, standing in for the
+// stale contents of fresh GPU memory: garbageRun bytes of splitmix64
+// output, repeated (copying is much cheaper than drawing every word).
 func garbage(b []byte, seed uint64) {
 	x := seed
-	for i := 0; i+8 <= len(b); i += 8 {
+	run := min(len(b), garbageRun)
+	for i := 0; i+8 <= run; i += 8 {
 		x += 0x9e3779b97f4a7c15
 		z := x
 		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-		z ^= z >> 31
-		b[i], b[i+1], b[i+2], b[i+3] = byte(z), byte(z>>8), byte(z>>16), byte(z>>24)
-		b[i+4], b[i+5], b[i+6], b[i+7] = byte(z>>32), byte(z>>40), byte(z>>48), byte(z>>56)
+		binary.LittleEndian.PutUint64(b[i:], z^(z>>31))
+	}
+	for n := run; n < len(b); n *= 2 {
+		copy(b[n:], b[:n])
 	}
 }
+
+// garbageRun is the length of the pattern garbage repeats.
+const garbageRun = 256
 
 type reservation struct {
 	base device.Ptr

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/symmem/symmem/device"
@@ -53,13 +54,13 @@ func (d *simDevice) enqueue(st *stream, name, kernel string, run func(o *op) err
 	st.enqueued++
 	o := &op{stream: st, seq: st.enqueued, name: name, kernel: kernel, run: run}
 	st.queue = append(st.queue, o)
-	d.record("enqueue", "stream %d op %d %s %s", st.id, o.seq, name, kernel)
+	d.record("enqueue", "dev%d stream %d op %d %s %s", d.index, uint64(st.id), o.seq, name, kernel)
 	if d.w.observe != nil {
 		d.w.emit(Access{Kind: Enqueue, Parent: -1, Device: d.index, Stream: st.id, Seq: o.seq, Op: name, Kernel: kernel, Block: -1, Lane: -1})
 	}
 	if !st.working {
 		st.working = true
-		d.w.sched.Go(fmt.Sprintf("dev%d stream%d", d.index, st.id), st.work)
+		d.w.sched.Go("dev"+itoa(d.index)+" stream"+utoa(uint64(st.id)), st.work)
 	}
 	return o
 }
@@ -76,7 +77,7 @@ func (st *stream) work() {
 				st.err = o.err
 			}
 		}
-		d.record("complete", "stream %d op %d %s%s err=%v", st.id, o.seq, o.name, prefixed(o.kernel), err != nil)
+		d.record("complete", "dev%d stream %d op %d %s%s err=%v", d.index, uint64(st.id), o.seq, o.name, prefixed(o.kernel), err != nil)
 		d.emitOp(OpEnd, o)
 		st.queue[0] = nil
 		st.queue = st.queue[1:]
@@ -103,7 +104,7 @@ func (d *simDevice) emitOp(kind AccessKind, o *op) {
 
 // await blocks until op o has completed and returns its own error.
 func (d *simDevice) await(st *stream, o *op) error {
-	what := fmt.Sprintf("device %d stream %d to finish op %d (%s)", d.index, st.id, o.seq, o.name)
+	what := "device " + itoa(d.index) + " stream " + utoa(uint64(st.id)) + " to finish op " + utoa(o.seq) + " (" + o.name + ")"
 	if err := d.wait(what, func() bool { return st.completed >= o.seq }); err != nil {
 		return err
 	}
@@ -154,7 +155,7 @@ func (d *simDevice) Synchronize(s device.Stream) error {
 		return err
 	}
 	target := st.enqueued
-	what := fmt.Sprintf("device %d stream %d to finish op %d", d.index, s, target)
+	what := "device " + itoa(d.index) + " stream " + utoa(uint64(s)) + " to finish op " + utoa(target)
 	if err := d.wait(what, func() bool { return st.completed >= target }); err != nil {
 		return err
 	}
@@ -236,3 +237,8 @@ func (d *simDevice) DestroyEvent(e device.Event) error {
 	delete(d.events, e)
 	return nil
 }
+
+// itoa and utoa format numbers for task names and wait descriptions, which
+// are built often enough that fmt shows in profiles.
+func itoa(i int) string    { return strconv.Itoa(i) }
+func utoa(u uint64) string { return strconv.FormatUint(u, 10) }

@@ -167,7 +167,7 @@ func (w *World) Transfer(fromPid, fd, toPid int) (int, error) {
 		return -1, fmt.Errorf("transfer fd %d to process %d: %w", fd, toPid, err)
 	}
 	nfd := w.openFD(to, ph)
-	w.sched.Record("fd", fmt.Sprintf("transfer pid %d fd %d -> pid %d fd %d (phys %d)", fromPid, fd, toPid, nfd, ph.id))
+	w.sched.Recordf("fd", "transfer pid %d fd %d -> pid %d fd %d (phys %d)", fromPid, fd, toPid, nfd, ph.id)
 	return nfd, nil
 }
 
@@ -180,7 +180,7 @@ func (w *World) Close(pid, fd int) error {
 	if err := w.closeFD(i, fd); err != nil {
 		return fmt.Errorf("close: %w", err)
 	}
-	w.sched.Record("fd", fmt.Sprintf("close pid %d fd %d", pid, fd))
+	w.sched.Recordf("fd", "close pid %d fd %d", pid, fd)
 	return nil
 }
 
@@ -209,5 +209,5 @@ func (w *World) release(ph *physical) {
 	}
 	w.devs[ph.owner].memUsed -= ph.size()
 	ph.free()
-	w.sched.Record("phys", fmt.Sprintf("free %d", ph.id))
+	w.sched.Recordf("phys", "free %d", ph.id)
 }

@@ -18,6 +18,7 @@ enum ErrorReason : uint32_t {
   kNullPointer = 5,  // a pointer array held a null entry
   kMisaligned = 6,   // a rank's tensor is not aligned to the vector width
   kOutputAlias = 7,  // output overlaps this rank's buffer tensor
+  kDataTimeout = 8,  // the low-latency kernel's packets did not arrive
 };
 
 // What a kernel records when it gives up; the first writer wins. The host
@@ -72,6 +73,9 @@ struct AllReduceArgs {
   const void* input;
   void* output;
   int64_t timeout_ns;
+  uint32_t seq;        // ll_all_reduce: call number (packet flag, half parity)
+  uint32_t reserved2;
+  uint64_t slot_bytes;  // ll_all_reduce: stride between source ranks' packets
 };
 
 // The layout contract (kernels/pack.go).
@@ -103,7 +107,7 @@ static_assert(offsetof(SignalArgs, pad_ptrs) == 32, "SignalArgs.pad_ptrs");
 static_assert(offsetof(SignalArgs, pad_bytes) == 40, "SignalArgs.pad_bytes");
 static_assert(offsetof(SignalArgs, timeout_ns) == 48, "SignalArgs.timeout_ns");
 
-static_assert(sizeof(AllReduceArgs) == 96, "AllReduceArgs size");
+static_assert(sizeof(AllReduceArgs) == 112, "AllReduceArgs size");
 static_assert(offsetof(AllReduceArgs, rank) == 16, "AllReduceArgs.rank");
 static_assert(offsetof(AllReduceArgs, world) == 20, "AllReduceArgs.world");
 static_assert(offsetof(AllReduceArgs, dtype) == 24, "AllReduceArgs.dtype");
@@ -116,5 +120,7 @@ static_assert(offsetof(AllReduceArgs, numel) == 64, "AllReduceArgs.numel");
 static_assert(offsetof(AllReduceArgs, input) == 72, "AllReduceArgs.input");
 static_assert(offsetof(AllReduceArgs, output) == 80, "AllReduceArgs.output");
 static_assert(offsetof(AllReduceArgs, timeout_ns) == 88, "AllReduceArgs.timeout_ns");
+static_assert(offsetof(AllReduceArgs, seq) == 96, "AllReduceArgs.seq");
+static_assert(offsetof(AllReduceArgs, slot_bytes) == 104, "AllReduceArgs.slot_bytes");
 
 }  // namespace symmem

@@ -177,6 +177,88 @@ __device__ void two_shot(const AllReduceArgs& a) {
   col.barrier(kRelease);
 }
 
+// Packets of the low-latency kernel: one data word (low half) and the
+// call's number (high half), stored and loaded as one 64-bit access.
+__device__ __forceinline__ void store_packet(uint64_t* p, uint64_t v) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ uint64_t load_packet(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// low_latency: every thread sends its words of input, as packets, to the
+// slot of this rank in every rank's workspace (peers in rotated order),
+// then waits for the packets of every rank in its own workspace and
+// reduces them in rank order into output. The parity of seq picks the
+// workspace half. No barrier: the flag travels with the data.
+template <typename T>
+__device__ void low_latency(const AllReduceArgs& a, const SignalCtx& c) {
+  const int world = a.world;
+  const int rank = a.rank;
+  const uint64_t words = a.numel * T::kSize / 4;
+  const uint64_t half = a.offset + static_cast<uint64_t>(a.seq & 1u) * world * a.slot_bytes;
+  const uint64_t flag = static_cast<uint64_t>(a.seq) << 32;
+  const uint64_t first = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  const uint32_t* in = reinterpret_cast<const uint32_t*>(a.input);
+  for (uint64_t w = first; w < words; w += stride) {
+    const uint64_t packet = flag | in[w];
+    int dst = rank;
+    for (int s = 0; s < world; s++) {
+      store_packet(reinterpret_cast<uint64_t*>(a.buffer_ptrs[dst] + half + rank * a.slot_bytes) + w, packet);
+      if (++dst == world) dst = 0;
+    }
+  }
+  const char* own = reinterpret_cast<const char*>(a.buffer_ptrs[rank]) + half;
+  uint32_t* out = reinterpret_cast<uint32_t*>(a.output);
+  const uint64_t start = now_ns();
+  constexpr int E = 4 / T::kSize;
+  for (uint64_t w = first; w < words; w += stride) {
+    float acc[E];
+    for (int src = 0; src < world; src++) {
+      const uint64_t* p = reinterpret_cast<const uint64_t*>(own + src * a.slot_bytes) + w;
+      uint64_t v;
+      for (uint32_t spins = 1;; spins++) {
+        v = load_packet(p);
+        if ((v & 0xffffffff00000000ull) == flag) break;
+        if (a.timeout_ns > 0 && (spins & 63u) == 0) {
+          const uint64_t elapsed = now_ns() - start;
+          if (elapsed >= static_cast<uint64_t>(a.timeout_ns)) {
+            record_error(c, kDataTimeout, src, -1, -1, rank, a.seq, elapsed);
+            return;
+          }
+        }
+      }
+      const uint32_t word = static_cast<uint32_t>(v);
+#pragma unroll
+      for (int k = 0; k < E; k++) acc[k] = src == 0 ? T::get(&word, k) : combine(acc[k], T::get(&word, k), a.op);
+    }
+    out[w] = finish<T, 4>(acc, a.op, world).w[0];
+  }
+}
+
+__device__ void low_latency_all_reduce(const AllReduceArgs& a) {
+  if (a.numel == 0) return;
+  const SignalCtx c = signal_ctx(a.h, a.rank, a.world, a.pad_bytes, a.timeout_ns);
+  SignalCtx quiet = c;
+  if (threadIdx.x != 0) quiet.err = nullptr;
+  if (!check_ptrs(quiet, a.buffer_ptrs)) return;
+  switch (a.dtype) {
+    case kFloat32:
+      low_latency<F32>(a, c);
+      break;
+    case kBFloat16:
+      low_latency<BF16>(a, c);
+      break;
+    default:
+      low_latency<F16>(a, c);
+      break;
+  }
+}
+
 // vec_width is the largest of 16, 8 and 4 bytes that divides both the
 // offset and the size of the tensor (the host checked both are multiples
 // of 4).
@@ -299,4 +381,9 @@ extern "C" __global__ void __launch_bounds__(512) one_shot_all_reduce(const __gr
 
 extern "C" __global__ void __launch_bounds__(1024) two_shot_all_reduce(const __grid_constant__ AllReduceArgs a) {
   symmem::all_reduce<symmem::TwoShot>(a);
+}
+
+// ll_all_reduce: the low-latency one-shot (packets with flags, no barrier).
+extern "C" __global__ void __launch_bounds__(512) ll_all_reduce(const __grid_constant__ AllReduceArgs a) {
+  symmem::low_latency_all_reduce(a);
 }

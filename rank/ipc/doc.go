@@ -12,6 +12,10 @@
 //     kernel-attested credentials (SO_PASSCRED / SCM_CREDENTIALS); a sender
 //     whose uid differs from ours or whose pid is not in the channel's group
 //     is rejected with a [*PeerRejectedError] and any fd it sent is closed.
+//     Close removes the socket file, and the job directory when it is the
+//     last; so does SIGTERM, SIGINT or SIGHUP, which the package handles
+//     while a socket is open by removing the files and then ending the
+//     process with the same signal (see [SetSignalCleanup]).
 //   - [SimChannel], opened on a [SimNetwork] for the deterministic
 //     simulator: messages queue per receiving pid, receives block through
 //     [actor.Runtime.Wait] with virtual-time timeouts, fds move between the

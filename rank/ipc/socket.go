@@ -58,6 +58,11 @@ var epoch = time.Now()
 // sender's channel is addressed by is in group, and the sender's
 // kernel-attested pid is that pid (or our own process, which may host
 // several channels; see [Options].Pid).
+//
+// The socket file is removed by [Socket.Close] and, while cleanup on
+// signals is on (see [SetSignalCleanup]), when the process gets SIGTERM,
+// SIGINT or SIGHUP. A process killed otherwise (SIGKILL, a crash) leaves
+// it behind; the next Open for the same pid replaces it.
 func Open(group []int, opts Options) (*Socket, error) {
 	set, err := groupSet(group)
 	if err != nil {
@@ -92,9 +97,14 @@ func Open(group []int, opts Options) (*Socket, error) {
 	if limit := len(unix.RawSockaddrUnix{}.Path) - 1; len(s.path) > limit {
 		return nil, fmt.Errorf("ipc open pid %d: socket path %s is %d bytes, longer than the %d a Unix socket allows (set a shorter temp dir)", pid, s.path, len(s.path), limit)
 	}
+	// Bind and register under the registry's lock, so an exit signal
+	// either finds the socket registered or comes before its file exists.
+	openSockets.mu.Lock()
+	defer openSockets.mu.Unlock()
 	if err := s.bind(); err != nil {
 		return nil, fmt.Errorf("ipc open pid %d: %w", pid, err)
 	}
+	registerLocked(s)
 	return s, nil
 }
 
@@ -494,6 +504,8 @@ func (s *Socket) Close() error {
 		s.recvMu.Unlock()
 		// Fails while other channels of the job are still bound; that is fine.
 		_ = unix.Rmdir(s.dir)
+		// Only now: an exit signal until here still removes the file.
+		unregister(s)
 	})
 	return err
 }

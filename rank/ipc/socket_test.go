@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -673,6 +674,9 @@ const (
 	helperBase = "SYMMEM_IPC_TEST_BASE"
 	helperRank = "SYMMEM_IPC_TEST_RANK"
 	helperDst  = "SYMMEM_IPC_TEST_DST"
+	helperAs   = "SYMMEM_IPC_TEST_AS"  // the pid the helper's channel is addressed by
+	helperUID  = "SYMMEM_IPC_TEST_UID" // the uid the helper switches to
+	helperKeep = "SYMMEM_IPC_TEST_KEEP_FILES"
 )
 
 // TestHelperProcess is not a test: it is the body of the helper processes.
@@ -747,6 +751,12 @@ func helperMain(mode string) error {
 			return err
 		}
 		return s.SendFD(dst, fd, []byte("intruder"))
+	case "impostor":
+		return helperImpostor(opts)
+	case "other-uid":
+		return helperOtherUID(opts)
+	case "wait-signal":
+		return helperWaitSignal(opts)
 	}
 	return fmt.Errorf("unknown helper mode %q", mode)
 }
@@ -838,6 +848,170 @@ func TestPeerOutsideGroupIsRejectedAcrossProcesses(t *testing.T) {
 	for _, target := range after {
 		if strings.Contains(target, "ipc-intruder") {
 			t.Fatalf("the intruder's memfd is open here: %s", target)
+		}
+	}
+}
+
+// helperImpostor binds a channel addressed by the pid in helperAs (not its
+// own) and sends an fd from it to helperDst.
+func helperImpostor(opts Options) error {
+	dst, err := strconv.Atoi(os.Getenv(helperDst))
+	if err != nil {
+		return err
+	}
+	if opts.Pid, err = strconv.Atoi(os.Getenv(helperAs)); err != nil {
+		return err
+	}
+	s, err := Open([]int{dst}, opts)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	fd, err := unix.MemfdCreate("ipc-impostor", unix.MFD_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	return s.SendFD(dst, fd, []byte("impostor"))
+}
+
+// helperOtherUID waits for a line on stdin (the receiver is open by then),
+// binds a socket at its own channel's address in the job directory,
+// connects it to the channel of helperDst, switches to the uid in
+// helperUID and sends an fd: everything about the message is right except
+// the sender's uid.
+func helperOtherUID(opts Options) error {
+	dst, err := strconv.Atoi(os.Getenv(helperDst))
+	if err != nil {
+		return err
+	}
+	uid, err := strconv.Atoi(os.Getenv(helperUID))
+	if err != nil {
+		return err
+	}
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		return fmt.Errorf("wait for the receiver: %w", err)
+	}
+	dir, err := JobDir([]int{dst}, opts)
+	if err != nil {
+		return err
+	}
+	sock, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(sock)
+	self := filepath.Join(dir, strconv.Itoa(os.Getpid())+".sock")
+	if err := unix.Bind(sock, &unix.SockaddrUnix{Name: self}); err != nil {
+		return fmt.Errorf("bind %s: %w", self, err)
+	}
+	// The job directory is closed to the other uid: connect and clean up
+	// while still allowed. The bound name stays the socket's address.
+	err = unix.Connect(sock, &unix.SockaddrUnix{Name: filepath.Join(dir, strconv.Itoa(dst)+".sock")})
+	os.Remove(self)
+	if err != nil {
+		return fmt.Errorf("connect to pid %d: %w", dst, err)
+	}
+	fd, err := unix.MemfdCreate("ipc-other-uid", unix.MFD_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Setuid(uid); err != nil {
+		return fmt.Errorf("setuid %d: %w", uid, err)
+	}
+	if os.Getuid() != uid {
+		return fmt.Errorf("uid is %d after setuid %d", os.Getuid(), uid)
+	}
+	return unix.Sendmsg(sock, []byte("other uid"), unix.UnixRights(fd), nil, 0)
+}
+
+// TestImpostorPidIsRejectedAcrossProcesses: a process that binds the
+// channel of a pid in the group, but is not that process, is rejected by
+// its kernel-attested pid, and the fd it sent is closed.
+func TestImpostorPidIsRejectedAcrossProcesses(t *testing.T) {
+	opts := testOptions(t)
+	opts.JobID = "proc"
+	victim := fakePids(1)[0] // a group member the impostor pretends to be
+	recv, err := Open([]int{victim}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Close()
+	cmd := helperCmd(t, "impostor", opts.BaseDir, fmt.Sprintf("%s=%d", helperDst, recv.Pid()), fmt.Sprintf("%s=%d", helperAs, victim))
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("impostor helper: %v", err)
+	}
+	impostor := cmd.Process.Pid
+	before := len(openFDs(t))
+	_, _, _, err = recv.RecvFD(testTimeout)
+	var pe *PeerRejectedError
+	if !errors.As(err, &pe) {
+		t.Fatalf("RecvFD from an impostor = %v, want a PeerRejectedError", err)
+	}
+	if pe.Pid != impostor || pe.Endpoint != victim || pe.Uid != os.Getuid() {
+		t.Fatalf("rejection %+v, want sender pid %d on the channel of pid %d", pe, impostor, victim)
+	}
+	if want := fmt.Sprintf("the channel of pid %d is held by pid %d", victim, impostor); pe.Reason != want {
+		t.Fatalf("rejection reason %q, want %q", pe.Reason, want)
+	}
+	if after := len(openFDs(t)); after != before {
+		t.Fatalf("%d open fds before RecvFD, %d after: the impostor's fd leaked", before, after)
+	}
+}
+
+// TestOtherUIDIsRejectedAcrossProcesses: a message from a process of
+// another uid is rejected even though it comes from a group member's
+// address and pid, and the fd it carried is closed. Switching uid needs
+// root.
+func TestOtherUIDIsRejectedAcrossProcesses(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the sender process switches to another uid")
+	}
+	other := 65534 // nobody
+	if os.Getuid() == other {
+		other--
+	}
+	opts := testOptions(t)
+	opts.JobID = "proc"
+	cmd := helperCmd(t, "other-uid", opts.BaseDir, fmt.Sprintf("%s=%d", helperDst, os.Getpid()), fmt.Sprintf("%s=%d", helperUID, other))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sender := cmd.Process.Pid
+	recv, err := Open([]int{sender}, opts) // the sender is a group member
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Close()
+	if _, err := stdin.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("other-uid helper: %v", err)
+	}
+	before := openFDs(t)
+	_, _, _, err = recv.RecvFD(testTimeout)
+	after := openFDs(t)
+	var pe *PeerRejectedError
+	if !errors.As(err, &pe) {
+		t.Fatalf("RecvFD from uid %d = %v, want a PeerRejectedError", other, err)
+	}
+	if pe.Uid != other || pe.Pid != sender || pe.Endpoint != sender || pe.Receiver != recv.Pid() {
+		t.Fatalf("rejection %+v, want uid %d pid %d on its own channel", pe, other, sender)
+	}
+	if want := fmt.Sprintf("uid %d is not ours (%d)", other, os.Getuid()); pe.Reason != want {
+		t.Fatalf("rejection reason %q, want %q", pe.Reason, want)
+	}
+	if len(after) != len(before) {
+		t.Fatalf("%d open fds before RecvFD, %d after: the fd from uid %d leaked", len(before), len(after), other)
+	}
+	for _, target := range after {
+		if strings.Contains(target, "ipc-other-uid") {
+			t.Fatalf("the memfd from uid %d is open here: %s", other, target)
 		}
 	}
 }

@@ -1,0 +1,90 @@
+package actor
+
+import "sync"
+
+// worker is a goroutine that runs tasks one after another: a run does not
+// pay for a new goroutine per task, nor for growing its stack again (rank
+// programs and actor message handlers run deep, and each step of growth
+// copies the stack). Between the tasks of a run a worker waits in its
+// scheduler's idle list; when the run ends it waits in a process-wide pool
+// of at most maxPooledWorkers for the tasks of later runs
+// ([ReleaseWorkers] ends them). Which worker runs a task has no effect on
+// the run: the scheduler alone decides what runs.
+type worker struct {
+	jobs   chan job  // the next task to run; closed to end the worker
+	resume chan bool // the running task's resumptions: true aborts it
+}
+
+// job is a task for a worker, the function it runs and its scheduler.
+type job struct {
+	s  *Scheduler
+	t  *Task
+	fn func()
+}
+
+// serve runs the jobs handed to w until one is aborted (its task unwinds
+// with runtime.Goexit, or was aborted before it started) or w is closed.
+func serve(w *worker) {
+	for j := range w.jobs {
+		if !j.s.body(w, j.t, j.fn) {
+			return
+		}
+	}
+}
+
+// maxPooledWorkers bounds the idle workers kept between runs: enough for
+// a few simulations of dozens of tasks at a time.
+const maxPooledWorkers = 128
+
+// workerPool holds the idle workers of finished runs.
+type workerPool struct {
+	mu   sync.Mutex
+	idle []*worker
+}
+
+// workers is the process-wide worker pool.
+var workers workerPool
+
+// take returns an idle worker, the one pooled last (its stack is the most
+// likely to be grown already), or starts a new one.
+func (p *workerPool) take() *worker {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		w := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return w
+	}
+	p.mu.Unlock()
+	w := &worker{jobs: make(chan job, 1), resume: make(chan bool)}
+	go serve(w)
+	return w
+}
+
+// put pools the idle workers of a finished run, ending those beyond
+// maxPooledWorkers.
+func (p *workerPool) put(ws []*worker) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, w := range ws {
+		if len(p.idle) < maxPooledWorkers {
+			p.idle = append(p.idle, w)
+		} else {
+			close(w.jobs)
+		}
+	}
+}
+
+// ReleaseWorkers ends the idle goroutines that finished runs keep for the
+// tasks of later runs, for programs and tests that check that no goroutine
+// outlives their simulations. Runs started later start new ones.
+func ReleaseWorkers() {
+	workers.mu.Lock()
+	defer workers.mu.Unlock()
+	for _, w := range workers.idle {
+		close(w.jobs)
+	}
+	clear(workers.idle)
+	workers.idle = workers.idle[:0]
+}

@@ -1,0 +1,118 @@
+package sim
+
+import (
+	"encoding/binary"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/signal"
+)
+
+// words resolves n aligned uint64 words at p, copying the segments out of
+// the device's reusable slice.
+func (c *blockCtx) words(p device.Ptr, n int, write bool) ([]segment, error) {
+	if p%8 != 0 {
+		return nil, &FaultError{Device: c.l.dev.index, Addr: p, Size: uint64(8 * n), Write: write,
+			Reason: "64-bit atomic on an address that is not 8-byte aligned"}
+	}
+	segs, err := c.l.dev.resolve(p, uint64(8*n), write)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(segs), nil
+}
+
+// StoreU64s writes vals at p as atomic 64-bit stores, after a scheduling
+// point; the trace records the first word.
+func (c *blockCtx) StoreU64s(p device.Ptr, vals []uint64) error {
+	if len(vals) == 0 {
+		return nil
+	}
+	c.l.dev.w.sched.Yield("atomic")
+	segs, err := c.words(p, len(vals), true)
+	if err != nil {
+		return err
+	}
+	var buf []byte
+	for _, v := range vals {
+		buf = binary.LittleEndian.AppendUint64(buf, v)
+	}
+	at := 0
+	for _, sg := range segs {
+		at += copy(sg.b, buf[at:])
+		c.emitSeg(Atomic, sg, true, signal.Relaxed, signal.System)
+	}
+	const st = "store64 %#x x%d first %#x"
+	c.record(blockPrefix+st, lanePrefix+st, uint64(p), len(vals), vals[0])
+	return nil
+}
+
+// WaitU64s blocks until ready holds for the words at p, then reads them.
+func (c *blockCtx) WaitU64s(p device.Ptr, dst []uint64, what string, ready func([]uint64) bool, timeout time.Duration) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	segs, err := c.words(p, len(dst), false)
+	if err != nil {
+		return err
+	}
+	read := func() {
+		i, part := 0, [8]byte{}
+		k := 0
+		for _, sg := range segs {
+			for _, b := range sg.b {
+				part[k] = b
+				k++
+				if k == 8 {
+					dst[i] = binary.LittleEndian.Uint64(part[:])
+					i, k = i+1, 0
+				}
+			}
+		}
+	}
+	freed := func() bool {
+		for _, sg := range segs {
+			if sg.phys.freed() {
+				return true
+			}
+		}
+		return false
+	}
+	// A freed allocation wakes the waiter, whose next access then faults.
+	cond := func() bool {
+		if freed() {
+			return true
+		}
+		read()
+		return ready(dst)
+	}
+	if !cond() {
+		w := c.l.dev.w
+		const blockOn = "block on %#x: %s"
+		c.record(blockPrefix+blockOn, lanePrefix+blockOn, uint64(p), what)
+		task := w.beginWait(c, p, segs[0], what)
+		err := w.sched.Wait(what, cond, timeout)
+		var te *actor.TimeoutError
+		if errors.As(err, &te) {
+			w.endWait(task, true)
+			return kernels.ErrWaitTimeout
+		}
+		w.endWait(task, false)
+		if err != nil {
+			return err
+		}
+	}
+	if freed() {
+		_, err := c.words(p, len(dst), false)
+		return err
+	}
+	read()
+	for _, sg := range segs {
+		c.emitSeg(Atomic, sg, false, signal.Relaxed, signal.System)
+	}
+	return nil
+}
