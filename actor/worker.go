@@ -25,8 +25,17 @@ type job struct {
 // serve runs the jobs handed to w until one is aborted (its task unwinds
 // with runtime.Goexit, or was aborted before it started) or w is closed.
 func serve(w *worker) {
-	for j := range w.jobs {
-		if !j.s.body(w, j.t, j.fn) {
+	var j job
+	for {
+		var ok bool
+		if j, ok = <-w.jobs; !ok {
+			return
+		}
+		reusable := j.s.body(w, j.t, j.fn)
+		// An idle worker must not keep its last run (scheduler, devices,
+		// memory) reachable.
+		j = job{}
+		if !reusable {
 			return
 		}
 	}

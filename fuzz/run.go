@@ -11,6 +11,7 @@ import (
 	pa "github.com/asynkron/protoactor-go/actor"
 
 	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/device/sim/race"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/workload"
@@ -109,12 +110,24 @@ func run(c Case, keep bool) (Outcome, error) {
 	}
 	rec := newRecorder(st)
 	cfg := c.simConfig(in.crashes(rec), in, keep)
+	var world *sim.World
+	setup := cfg.Setup
+	cfg.Setup = func(job rank.SimJob) error {
+		world = job.World
+		if setup != nil {
+			return setup(job)
+		}
+		return nil
+	}
 	var res rank.Result
 	var simErr error
 	withSystem(func(sys *pa.ActorSystem) {
 		cfg.System = sys
 		res, simErr = rank.Simulate(cfg, program)
 	})
+	if world != nil {
+		world.Release() // the memory that ranks which failed never freed
+	}
 	o := Outcome{
 		Case: c, Trace: res.Trace, Steps: res.Steps, VirtualTime: res.VirtualTime,
 		Errs: res.Errs, Returned: returned, Fired: in.order, Schedule: rec.sched, Events: res.Events,

@@ -37,24 +37,57 @@ type physical struct {
 const pageSize = 4 << 10
 
 func newPhysical(id uint64, owner int, size uint64) *physical {
-	var data []byte
+	p := &physical{id: id, owner: owner, handles: 1}
 	if size == device.Granularity {
-		if b, ok := granules.Get().(*[]byte); ok {
-			data = *b
-		}
-	}
-	if data == nil {
-		data = make([]byte, size)
+		p.data = granules.get()
+	} else {
+		p.data = make([]byte, size)
 	}
 	pages := (size + pageSize - 1) / pageSize
-	return &physical{id: id, owner: owner, data: data, filled: make([]uint64, (pages+63)/64), handles: 1}
+	p.filled = make([]uint64, (pages+63)/64)
+	return p
 }
 
-// granules recycles the bytes of freed one-granule allocations, the common
+// granulePool recycles the bytes of one-granule allocations, the common
 // size: clearing 2 MiB for every new allocation dominated the cost of short
-// simulations. Stale bytes never show, because every page gets its garbage
-// on first touch.
-var granules sync.Pool
+// simulations. Bytes come back when an allocation is freed, or when
+// [World.Release] frees what a run left behind (a crashed rank never frees
+// its memory). Stale bytes never show, because every page gets its garbage
+// on first touch. Unlike a sync.Pool it is not emptied by every garbage
+// collection; it keeps at most maxPooledGranules.
+type granulePool struct {
+	mu   sync.Mutex
+	free [][]byte
+}
+
+// maxPooledGranules bounds the bytes the pool keeps (128 MiB).
+const maxPooledGranules = 64
+
+// granules is the process-wide granule pool.
+var granules granulePool
+
+// get returns a granule's bytes, pooled or new.
+func (g *granulePool) get() []byte {
+	g.mu.Lock()
+	if n := len(g.free); n > 0 {
+		b := g.free[n-1]
+		g.free[n-1] = nil
+		g.free = g.free[:n-1]
+		g.mu.Unlock()
+		return b
+	}
+	g.mu.Unlock()
+	return make([]byte, device.Granularity)
+}
+
+// put pools b, unless the pool is full.
+func (g *granulePool) put(b []byte) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.free) < maxPooledGranules {
+		g.free = append(g.free, b)
+	}
+}
 
 // touch gives every page of [off, off+n) its garbage if it has none yet.
 // The pattern of a page depends only on the allocation and the page index.
@@ -76,9 +109,8 @@ func (p *physical) size() uint64 { return uint64(len(p.data)) }
 func (p *physical) freed() bool { return p.data == nil }
 
 func (p *physical) free() {
-	if uint64(len(p.data)) == device.Granularity {
-		b := p.data
-		granules.Put(&b)
+	if p.size() == device.Granularity {
+		granules.put(p.data)
 	}
 	p.data, p.filled = nil, nil
 }

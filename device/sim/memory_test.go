@@ -326,3 +326,73 @@ func TestMemsetCopy(t *testing.T) {
 		return d.DestroyStream(s)
 	})
 }
+
+// TestGranulesAreRecycled: a freed granule's bytes go back to the pool
+// once, Release hands back what a world still holds (each allocation once,
+// however many handles, mappings and fds refer to it) and closes its
+// devices, and recycled bytes hold fresh garbage.
+func TestGranulesAreRecycled(t *testing.T) {
+	granules.mu.Lock()
+	granules.free = nil // room for what the test pools, whatever ran before
+	granules.mu.Unlock()
+	pooled := func(b []byte) int { // how many times the pool holds b
+		granules.mu.Lock()
+		defer granules.mu.Unlock()
+		n := 0
+		for _, f := range granules.free {
+			if &f[0] == &b[0] {
+				n++
+			}
+		}
+		return n
+	}
+	p := newPhysical(1, 0, device.Granularity)
+	freed := p.data
+	p.free()
+	p.free()
+	if n := pooled(freed); n != 1 {
+		t.Fatalf("a granule freed twice is pooled %d times, want once", n)
+	}
+
+	var held *physical
+	w := inTask(t, 2, Config{}, func(w *World) error {
+		d := w.Device(0)
+		h, err := d.CreatePhysical(device.Granularity)
+		if err != nil {
+			return err
+		}
+		held = w.devs[0].handles[h]
+		fd, err := d.ExportHandle(h)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Transfer(w.PID(0), fd, w.PID(1)); err != nil {
+			return err
+		}
+		p, err := d.Reserve(device.Granularity)
+		if err != nil {
+			return err
+		}
+		return d.Map(p, device.Granularity, h) // a handle, a mapping, two fds: never freed
+	})
+	left := held.data
+	w.Release()
+	if n := pooled(left); n != 1 || !held.freed() {
+		t.Fatalf("a released allocation is pooled %d times (freed %t), want once", n, held.freed())
+	}
+	if _, err := w.Device(0).CreatePhysical(device.Granularity); err == nil {
+		t.Fatal("a released world's device still allocates")
+	}
+
+	fresh := newPhysical(3, 0, device.Granularity)
+	defer fresh.free()
+	fresh.touch(0, pageSize)
+	want := make([]byte, pageSize)
+	garbage(want, 3<<32)
+	if !bytes.Equal(fresh.data[:pageSize], want) {
+		t.Fatal("a recycled granule's first page does not hold its own garbage")
+	}
+	if bytes.Equal(want, make([]byte, pageSize)) {
+		t.Fatal("garbage is all zero")
+	}
+}

@@ -202,6 +202,32 @@ func (w *World) LiveBytes(i int) uint64 {
 	return w.devs[i].memUsed
 }
 
+// Release frees the bytes of every allocation the devices still hold, as
+// the end of their processes would, and closes the devices, for a caller
+// done with the world: a simulation that ended with ranks that never freed
+// their memory (a crash, a timeout) hands its bytes back for later worlds
+// to reuse. Using a device afterwards fails; nothing of the world may run
+// any more.
+func (w *World) Release() {
+	for _, d := range w.devs {
+		d.closed = true
+		for _, h := range sortedKeys(d.handles) {
+			d.handles[h].free()
+		}
+		for _, m := range d.space.maps {
+			m.phys.free()
+		}
+		clear(d.handles)
+		d.space.maps, d.space.res = nil, nil
+	}
+	for _, fds := range w.fds {
+		for _, fd := range sortedKeys(fds) {
+			fds[fd].free()
+		}
+		clear(fds)
+	}
+}
+
 // release frees ph's bytes once nothing refers to it.
 func (w *World) release(ph *physical) {
 	if ph.freed() || ph.handles > 0 || ph.maps > 0 || ph.fds > 0 {
