@@ -142,7 +142,7 @@ func (s *Scheduler) Spawn(name string, fn func()) *Task {
 		w = s.idle[n-1]
 		s.idle = s.idle[:n-1]
 	} else {
-		w = workers.take()
+		w = takeWorker()
 	}
 	t.resume = w.resume
 	w.jobs <- job{s, t, fn}
@@ -306,7 +306,7 @@ func (s *Scheduler) Run() error {
 	}
 	err := s.result
 	s.abortAll()
-	workers.put(s.idle)
+	poolWorkers(s.idle)
 	s.idle = nil
 	return err
 }

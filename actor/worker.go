@@ -1,6 +1,6 @@
 package actor
 
-import "sync"
+import "github.com/symmem/symmem/internal/pool"
 
 // worker is a goroutine that runs tasks one after another: a run does not
 // pay for a new goroutine per task, nor for growing its stack again (rank
@@ -45,41 +45,25 @@ func serve(w *worker) {
 // a few simulations of dozens of tasks at a time.
 const maxPooledWorkers = 128
 
-// workerPool holds the idle workers of finished runs.
-type workerPool struct {
-	mu   sync.Mutex
-	idle []*worker
-}
+// workers holds the idle workers of finished runs, the one pooled last
+// first (its stack is the most likely to be grown already).
+var workers = pool.Bounded[*worker]{Max: maxPooledWorkers}
 
-// workers is the process-wide worker pool.
-var workers workerPool
-
-// take returns an idle worker, the one pooled last (its stack is the most
-// likely to be grown already), or starts a new one.
-func (p *workerPool) take() *worker {
-	p.mu.Lock()
-	if n := len(p.idle); n > 0 {
-		w := p.idle[n-1]
-		p.idle[n-1] = nil
-		p.idle = p.idle[:n-1]
-		p.mu.Unlock()
+// takeWorker returns an idle worker or starts a new one.
+func takeWorker() *worker {
+	if w, ok := workers.Get(); ok {
 		return w
 	}
-	p.mu.Unlock()
 	w := &worker{jobs: make(chan job, 1), resume: make(chan bool)}
 	go serve(w)
 	return w
 }
 
-// put pools the idle workers of a finished run, ending those beyond
-// maxPooledWorkers.
-func (p *workerPool) put(ws []*worker) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// poolWorkers pools the idle workers of a finished run, ending those
+// beyond maxPooledWorkers.
+func poolWorkers(ws []*worker) {
 	for _, w := range ws {
-		if len(p.idle) < maxPooledWorkers {
-			p.idle = append(p.idle, w)
-		} else {
+		if !workers.Put(w) {
 			close(w.jobs)
 		}
 	}
@@ -89,11 +73,7 @@ func (p *workerPool) put(ws []*worker) {
 // tasks of later runs, for programs and tests that check that no goroutine
 // outlives their simulations. Runs started later start new ones.
 func ReleaseWorkers() {
-	workers.mu.Lock()
-	defer workers.mu.Unlock()
-	for _, w := range workers.idle {
+	for _, w := range workers.Drain() {
 		close(w.jobs)
 	}
-	clear(workers.idle)
-	workers.idle = workers.idle[:0]
 }

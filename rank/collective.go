@@ -62,7 +62,13 @@ func (r *Rank) launch(kernel string, h *SymmetricMemory, args kernels.AllReduceA
 	args.Rank, args.World = int32(h.rank), int32(world)
 	args.BufferPtrs, args.PadPtrs, args.PadBytes = h.BufferPtrsDev(), h.SignalPadPtrsDev(), h.padSize
 	args.TimeoutNs = int64(r.timeout)
-	if err := r.dev.Launch(r.stream, device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: args}); err != nil {
+	return r.enqueue(device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: args})
+}
+
+// enqueue launches l on the rank's stream and, unless the rank is
+// asynchronous, waits for it and returns the kernel's error.
+func (r *Rank) enqueue(l device.Launch) error {
+	if err := r.dev.Launch(r.stream, l); err != nil {
 		return err
 	}
 	if r.async {

@@ -123,13 +123,7 @@ func (l *LowLatency) allReduce(in Tensor, op device.ReduceOp, out Tensor) error 
 		Numel: in.Numel, Input: in.Ptr, Output: out.Ptr, TimeoutNs: int64(r.timeout),
 		Seq: l.seq, SlotBytes: l.slotBytes,
 	}
-	if err := r.dev.Launch(r.stream, device.Launch{Kernel: kernels.LowLatencyAllReduce, Blocks: blocks, Threads: threads, Args: args}); err != nil {
-		return err
-	}
-	if r.async {
-		return nil
-	}
-	return r.dev.Synchronize(r.stream)
+	return r.enqueue(device.Launch{Kernel: kernels.LowLatencyAllReduce, Blocks: blocks, Threads: threads, Args: args})
 }
 
 // Close frees the workspace. Collective only in that every member should

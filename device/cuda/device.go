@@ -123,7 +123,7 @@ func Open(index int, opts Options) (device.Device, error) {
 		if err := drv.check("cuDevicePrimaryCtxRetain", drv.cuDevicePrimaryCtxRetain(&g.ctx, g.dev)); err != nil {
 			return err
 		}
-		if err := drv.check("cuCtxSetCurrent", drv.cuCtxSetCurrent(g.ctx)); err != nil {
+		if err := drv.check("cuCtxSetCurrent", drv.ctxSetCurrent(g.ctx)); err != nil {
 			drv.cuDevicePrimaryCtxRelease(g.dev)
 			return err
 		}
@@ -456,34 +456,29 @@ func (g *gpu) Copy(s device.Stream, dst, src device.Ptr, n uint64) error {
 }
 
 func (g *gpu) Write(s device.Stream, dst device.Ptr, src []byte) error {
-	op := opf("write %d bytes to %v", len(src), dst)
-	// Wait for the stream's earlier work without holding the thread, so a
-	// kernel that waits for a peer does not block this device's other calls.
-	if err := g.wait(s, op, false); err != nil {
-		return err
-	}
-	if len(src) == 0 {
-		return nil
-	}
-	if err := g.do(op, func() error {
-		st, err := g.stream(s)
-		if err != nil {
-			return err
-		}
-		return g.drv.check("cuMemcpyHtoDAsync_v2",
-			g.drv.cuMemcpyHtoDAsync(uint64(dst), unsafe.Pointer(&src[0]), uint64(len(src)), st.cu))
-	}); err != nil {
-		return err
-	}
-	return g.wait(s, op, false)
+	return g.hostCopy(s, opf("write %d bytes to %v", len(src), dst), len(src), "cuMemcpyHtoDAsync_v2",
+		func(st *stream) cuResult {
+			return g.drv.cuMemcpyHtoDAsync(uint64(dst), unsafe.Pointer(&src[0]), uint64(len(src)), st.cu)
+		})
 }
 
 func (g *gpu) Read(s device.Stream, dst []byte, src device.Ptr) error {
-	op := opf("read %d bytes from %v", len(dst), src)
+	return g.hostCopy(s, opf("read %d bytes from %v", len(dst), src), len(dst), "cuMemcpyDtoHAsync_v2",
+		func(st *stream) cuResult {
+			return g.drv.cuMemcpyDtoHAsync(unsafe.Pointer(&dst[0]), uint64(src), uint64(len(dst)), st.cu)
+		})
+}
+
+// hostCopy runs a copy of n bytes between host and device memory on stream
+// s (call names the driver entry point copy makes) and waits for it. It
+// first waits for the stream's earlier work without holding the device's
+// lock, so a kernel that waits for a peer does not block the device's other
+// calls.
+func (g *gpu) hostCopy(s device.Stream, op desc, n int, call string, copy func(st *stream) cuResult) error {
 	if err := g.wait(s, op, false); err != nil {
 		return err
 	}
-	if len(dst) == 0 {
+	if n == 0 {
 		return nil
 	}
 	if err := g.do(op, func() error {
@@ -491,8 +486,7 @@ func (g *gpu) Read(s device.Stream, dst []byte, src device.Ptr) error {
 		if err != nil {
 			return err
 		}
-		return g.drv.check("cuMemcpyDtoHAsync_v2",
-			g.drv.cuMemcpyDtoHAsync(unsafe.Pointer(&dst[0]), uint64(src), uint64(len(dst)), st.cu))
+		return g.drv.check(call, copy(st))
 	}); err != nil {
 		return err
 	}

@@ -56,7 +56,6 @@ type driver struct {
 	cuDeviceGetPCIBusId            func(id *byte, n int32, dev int32) cuResult
 	cuDevicePrimaryCtxRetain       func(ctx *uintptr, dev int32) cuResult
 	cuDevicePrimaryCtxRelease      func(dev int32) cuResult
-	cuCtxSetCurrent                func(ctx uintptr) cuResult
 	cuMemGetInfo                   func(free, total *uint64) cuResult
 	cuMemGetAllocationGranularity  func(gran *uint64, prop *[4]uint64, option int32) cuResult
 	cuMemCreate                    func(h *uint64, size uint64, prop *[4]uint64, flags uint64) cuResult
@@ -88,13 +87,13 @@ type driver struct {
 	cuModuleLoadData               func(m *uintptr, image unsafe.Pointer) cuResult
 	cuModuleUnload                 func(m uintptr) cuResult
 	cuModuleGetFunction            func(f *uintptr, m uintptr, name string) cuResult
-	cuLaunchKernel                 func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params *unsafe.Pointer, extra unsafe.Pointer) cuResult
 }
 
 // symbol is an entry point and the exported symbols it may bind to, the
 // preferred first.
 type symbol struct {
-	fn    any
+	fn    any      // *func bound with purego.RegisterFunc, or
+	raw   *uintptr // the bare address, for calls made with purego.SyscallN
 	names []string
 }
 
@@ -103,50 +102,50 @@ type symbol struct {
 // bound directly.
 func (d *driver) symbols() []symbol {
 	return []symbol{
-		{&d.cuInit, []string{"cuInit"}},
-		{&d.cuDriverGetVersion, []string{"cuDriverGetVersion"}},
-		{&d.cuGetErrorName, []string{"cuGetErrorName"}},
-		{&d.cuGetErrorString, []string{"cuGetErrorString"}},
-		{&d.cuDeviceGetCount, []string{"cuDeviceGetCount"}},
-		{&d.cuDeviceGet, []string{"cuDeviceGet"}},
-		{&d.cuDeviceGetAttribute, []string{"cuDeviceGetAttribute"}},
-		{&d.cuDeviceGetName, []string{"cuDeviceGetName"}},
-		{&d.cuDeviceGetPCIBusId, []string{"cuDeviceGetPCIBusId"}},
-		{&d.cuDevicePrimaryCtxRetain, []string{"cuDevicePrimaryCtxRetain"}},
-		{&d.cuDevicePrimaryCtxRelease, []string{"cuDevicePrimaryCtxRelease_v2"}},
-		{&d.cuCtxSetCurrent, []string{"cuCtxSetCurrent"}},
-		{&d.cuMemGetInfo, []string{"cuMemGetInfo_v2"}},
-		{&d.cuMemGetAllocationGranularity, []string{"cuMemGetAllocationGranularity"}},
-		{&d.cuMemCreate, []string{"cuMemCreate"}},
-		{&d.cuMemRelease, []string{"cuMemRelease"}},
-		{&d.cuMemExportToShareableHandle, []string{"cuMemExportToShareableHandle"}},
-		{&d.cuMemImportFromShareableHandle, []string{"cuMemImportFromShareableHandle"}},
-		{&d.cuMemAddressReserve, []string{"cuMemAddressReserve"}},
-		{&d.cuMemAddressFree, []string{"cuMemAddressFree"}},
-		{&d.cuMemMap, []string{"cuMemMap"}},
-		{&d.cuMemUnmap, []string{"cuMemUnmap"}},
-		{&d.cuMemSetAccess, []string{"cuMemSetAccess"}},
-		{&d.cuMemsetD8Async, []string{"cuMemsetD8Async"}},
-		{&d.cuMemcpyAsync, []string{"cuMemcpyAsync"}},
-		{&d.cuMemcpyHtoDAsync, []string{"cuMemcpyHtoDAsync_v2"}},
-		{&d.cuMemcpyDtoHAsync, []string{"cuMemcpyDtoHAsync_v2"}},
-		{&d.cuMemHostAlloc, []string{"cuMemHostAlloc"}},
-		{&d.cuMemHostGetDevicePointer, []string{"cuMemHostGetDevicePointer_v2"}},
-		{&d.cuMemFreeHost, []string{"cuMemFreeHost"}},
-		{&d.cuStreamCreate, []string{"cuStreamCreate"}},
-		{&d.cuStreamDestroy, []string{"cuStreamDestroy_v2"}},
-		{&d.cuStreamSynchronize, []string{"cuStreamSynchronize"}},
-		{&d.cuStreamQuery, []string{"cuStreamQuery"}},
-		{&d.cuEventCreate, []string{"cuEventCreate"}},
-		{&d.cuEventRecord, []string{"cuEventRecord"}},
-		{&d.cuEventSynchronize, []string{"cuEventSynchronize"}},
-		{&d.cuEventQuery, []string{"cuEventQuery"}},
-		{&d.cuEventElapsedTime, []string{"cuEventElapsedTime_v2", "cuEventElapsedTime"}},
-		{&d.cuEventDestroy, []string{"cuEventDestroy_v2"}},
-		{&d.cuModuleLoadData, []string{"cuModuleLoadData"}},
-		{&d.cuModuleUnload, []string{"cuModuleUnload"}},
-		{&d.cuModuleGetFunction, []string{"cuModuleGetFunction"}},
-		{&d.cuLaunchKernel, []string{"cuLaunchKernel"}},
+		{fn: &d.cuInit, names: []string{"cuInit"}},
+		{fn: &d.cuDriverGetVersion, names: []string{"cuDriverGetVersion"}},
+		{fn: &d.cuGetErrorName, names: []string{"cuGetErrorName"}},
+		{fn: &d.cuGetErrorString, names: []string{"cuGetErrorString"}},
+		{fn: &d.cuDeviceGetCount, names: []string{"cuDeviceGetCount"}},
+		{fn: &d.cuDeviceGet, names: []string{"cuDeviceGet"}},
+		{fn: &d.cuDeviceGetAttribute, names: []string{"cuDeviceGetAttribute"}},
+		{fn: &d.cuDeviceGetName, names: []string{"cuDeviceGetName"}},
+		{fn: &d.cuDeviceGetPCIBusId, names: []string{"cuDeviceGetPCIBusId"}},
+		{fn: &d.cuDevicePrimaryCtxRetain, names: []string{"cuDevicePrimaryCtxRetain"}},
+		{fn: &d.cuDevicePrimaryCtxRelease, names: []string{"cuDevicePrimaryCtxRelease_v2"}},
+		{raw: &d.ctxSetCurrentSym, names: []string{"cuCtxSetCurrent"}},
+		{fn: &d.cuMemGetInfo, names: []string{"cuMemGetInfo_v2"}},
+		{fn: &d.cuMemGetAllocationGranularity, names: []string{"cuMemGetAllocationGranularity"}},
+		{fn: &d.cuMemCreate, names: []string{"cuMemCreate"}},
+		{fn: &d.cuMemRelease, names: []string{"cuMemRelease"}},
+		{fn: &d.cuMemExportToShareableHandle, names: []string{"cuMemExportToShareableHandle"}},
+		{fn: &d.cuMemImportFromShareableHandle, names: []string{"cuMemImportFromShareableHandle"}},
+		{fn: &d.cuMemAddressReserve, names: []string{"cuMemAddressReserve"}},
+		{fn: &d.cuMemAddressFree, names: []string{"cuMemAddressFree"}},
+		{fn: &d.cuMemMap, names: []string{"cuMemMap"}},
+		{fn: &d.cuMemUnmap, names: []string{"cuMemUnmap"}},
+		{fn: &d.cuMemSetAccess, names: []string{"cuMemSetAccess"}},
+		{fn: &d.cuMemsetD8Async, names: []string{"cuMemsetD8Async"}},
+		{fn: &d.cuMemcpyAsync, names: []string{"cuMemcpyAsync"}},
+		{fn: &d.cuMemcpyHtoDAsync, names: []string{"cuMemcpyHtoDAsync_v2"}},
+		{fn: &d.cuMemcpyDtoHAsync, names: []string{"cuMemcpyDtoHAsync_v2"}},
+		{fn: &d.cuMemHostAlloc, names: []string{"cuMemHostAlloc"}},
+		{fn: &d.cuMemHostGetDevicePointer, names: []string{"cuMemHostGetDevicePointer_v2"}},
+		{fn: &d.cuMemFreeHost, names: []string{"cuMemFreeHost"}},
+		{fn: &d.cuStreamCreate, names: []string{"cuStreamCreate"}},
+		{fn: &d.cuStreamDestroy, names: []string{"cuStreamDestroy_v2"}},
+		{fn: &d.cuStreamSynchronize, names: []string{"cuStreamSynchronize"}},
+		{fn: &d.cuStreamQuery, names: []string{"cuStreamQuery"}},
+		{fn: &d.cuEventCreate, names: []string{"cuEventCreate"}},
+		{fn: &d.cuEventRecord, names: []string{"cuEventRecord"}},
+		{fn: &d.cuEventSynchronize, names: []string{"cuEventSynchronize"}},
+		{fn: &d.cuEventQuery, names: []string{"cuEventQuery"}},
+		{fn: &d.cuEventElapsedTime, names: []string{"cuEventElapsedTime_v2", "cuEventElapsedTime"}},
+		{fn: &d.cuEventDestroy, names: []string{"cuEventDestroy_v2"}},
+		{fn: &d.cuModuleLoadData, names: []string{"cuModuleLoadData"}},
+		{fn: &d.cuModuleUnload, names: []string{"cuModuleUnload"}},
+		{fn: &d.cuModuleGetFunction, names: []string{"cuModuleGetFunction"}},
+		{raw: &d.launchKernelSym, names: []string{"cuLaunchKernel"}},
 	}
 }
 
@@ -185,11 +184,12 @@ func open(path string) (*driver, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cuda: driver library %s lacks %s (driver too old?): %v", path, s.names[0], err)
 		}
-		purego.RegisterFunc(s.fn, sym)
+		if s.raw != nil {
+			*s.raw = sym
+		} else {
+			purego.RegisterFunc(s.fn, sym)
+		}
 	}
-	// Both were found above.
-	d.launchKernelSym, _ = purego.Dlsym(lib, "cuLaunchKernel")
-	d.ctxSetCurrentSym, _ = purego.Dlsym(lib, "cuCtxSetCurrent")
 	if err := d.check("cuInit", d.cuInit(0)); err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}

@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
-	"sync"
 
 	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/internal/pool"
 	"github.com/symmem/symmem/signal"
 )
 
@@ -39,7 +39,7 @@ const pageSize = 4 << 10
 func newPhysical(id uint64, owner int, size uint64) *physical {
 	p := &physical{id: id, owner: owner, handles: 1}
 	if size == device.Granularity {
-		p.data = granules.get()
+		p.data = newGranule()
 	} else {
 		p.data = make([]byte, size)
 	}
@@ -48,45 +48,23 @@ func newPhysical(id uint64, owner int, size uint64) *physical {
 	return p
 }
 
-// granulePool recycles the bytes of one-granule allocations, the common
+// granules recycles the bytes of one-granule allocations, the common
 // size: clearing 2 MiB for every new allocation dominated the cost of short
 // simulations. Bytes come back when an allocation is freed, or when
 // [World.Release] frees what a run left behind (a crashed rank never frees
 // its memory). Stale bytes never show, because every page gets its garbage
-// on first touch. Unlike a sync.Pool it is not emptied by every garbage
-// collection; it keeps at most maxPooledGranules.
-type granulePool struct {
-	mu   sync.Mutex
-	free [][]byte
-}
+// on first touch. It keeps at most maxPooledGranules.
+var granules = pool.Bounded[[]byte]{Max: maxPooledGranules}
 
 // maxPooledGranules bounds the bytes the pool keeps (128 MiB).
 const maxPooledGranules = 64
 
-// granules is the process-wide granule pool.
-var granules granulePool
-
-// get returns a granule's bytes, pooled or new.
-func (g *granulePool) get() []byte {
-	g.mu.Lock()
-	if n := len(g.free); n > 0 {
-		b := g.free[n-1]
-		g.free[n-1] = nil
-		g.free = g.free[:n-1]
-		g.mu.Unlock()
+// newGranule returns a granule's bytes, pooled or new.
+func newGranule() []byte {
+	if b, ok := granules.Get(); ok {
 		return b
 	}
-	g.mu.Unlock()
 	return make([]byte, device.Granularity)
-}
-
-// put pools b, unless the pool is full.
-func (g *granulePool) put(b []byte) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if len(g.free) < maxPooledGranules {
-		g.free = append(g.free, b)
-	}
 }
 
 // touch gives every page of [off, off+n) its garbage if it has none yet.
@@ -110,7 +88,7 @@ func (p *physical) freed() bool { return p.data == nil }
 
 func (p *physical) free() {
 	if p.size() == device.Granularity {
-		granules.put(p.data)
+		granules.Put(p.data)
 	}
 	p.data, p.filled = nil, nil
 }

@@ -332,17 +332,14 @@ func TestMemsetCopy(t *testing.T) {
 // however many handles, mappings and fds refer to it) and closes its
 // devices, and recycled bytes hold fresh garbage.
 func TestGranulesAreRecycled(t *testing.T) {
-	granules.mu.Lock()
-	granules.free = nil // room for what the test pools, whatever ran before
-	granules.mu.Unlock()
+	granules.Drain()               // room for what the test pools, whatever ran before
 	pooled := func(b []byte) int { // how many times the pool holds b
-		granules.mu.Lock()
-		defer granules.mu.Unlock()
 		n := 0
-		for _, f := range granules.free {
+		for _, f := range granules.Drain() {
 			if &f[0] == &b[0] {
 				n++
 			}
+			granules.Put(f)
 		}
 		return n
 	}

@@ -60,18 +60,14 @@ func (c *blockCtx) WaitU64s(p device.Ptr, dst []uint64, what string, ready func(
 	if err != nil {
 		return err
 	}
+	raw := make([]byte, 8*len(dst))
 	read := func() {
-		i, part := 0, [8]byte{}
-		k := 0
+		at := 0
 		for _, sg := range segs {
-			for _, b := range sg.b {
-				part[k] = b
-				k++
-				if k == 8 {
-					dst[i] = binary.LittleEndian.Uint64(part[:])
-					i, k = i+1, 0
-				}
-			}
+			at += copy(raw[at:], sg.b)
+		}
+		for i := range dst {
+			dst[i] = binary.LittleEndian.Uint64(raw[8*i:])
 		}
 	}
 	freed := func() bool {
