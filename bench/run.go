@@ -82,7 +82,11 @@ func Run(r *rank.Rank, p Plan, emit func(Row)) error {
 				return fmt.Errorf("rank 0: bench: figures of rank %d: %w", i, err)
 			}
 		}
-		emit(makeRow(c, r.World(), m.timer, stats))
+		row := makeRow(c, r.World(), m.timer, stats)
+		if p.Graph {
+			row.Algo += "+graph"
+		}
+		emit(row)
 	}
 	return nil
 }
@@ -214,6 +218,28 @@ func (m *meter) measure(c Case) (stat, error) {
 	if err := m.h.Barrier(barrierChannel, r.Timeout()); err != nil {
 		return stat{}, fmt.Errorf("barrier before timing: %w", err)
 	}
+	loop := func() error {
+		for range p.Iters {
+			if err := call(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if p.Graph {
+		g, err := r.Capture(loop)
+		if err != nil {
+			return stat{}, err
+		}
+		defer g.Close()
+		loop = g.Replay
+		if err := loop(); err != nil { // the graph's own warm-up
+			return stat{}, fmt.Errorf("graph warm-up: %w", err)
+		}
+		if err := r.Synchronize(); err != nil {
+			return stat{}, fmt.Errorf("graph warm-up: %w", err)
+		}
+	}
 	devs, hosts := make([]float64, p.Loops), make([]float64, p.Loops)
 	stream := r.Stream()
 	for l := range p.Loops {
@@ -221,10 +247,8 @@ func (m *meter) measure(c Case) (stat, error) {
 			return stat{}, fmt.Errorf("record start event: %w", err)
 		}
 		t0 := time.Now()
-		for range p.Iters {
-			if err := call(); err != nil {
-				return stat{}, err
-			}
+		if err := loop(); err != nil {
+			return stat{}, err
 		}
 		if err := m.dev.RecordEvent(m.end, stream); err != nil {
 			return stat{}, fmt.Errorf("record end event: %w", err)
@@ -251,7 +275,16 @@ func (m *meter) measure(c Case) (stat, error) {
 	if err := fill(r, in, p.Seed); err != nil {
 		return stat{}, err
 	}
-	if err := call(); err != nil {
+	checked := call
+	if p.Graph {
+		g, err := r.Capture(call)
+		if err != nil {
+			return stat{}, fmt.Errorf("checked run: %w", err)
+		}
+		defer g.Close()
+		checked = g.Replay
+	}
+	if err := checked(); err != nil {
 		return stat{}, fmt.Errorf("checked run: %w", err)
 	}
 	result := out

@@ -59,6 +59,11 @@ type Plan struct {
 	// on the rank's stream and the loop is timed by device events, as
 	// PyTorch and nccl-tests time theirs.
 	Sync bool
+	// Graph captures each timed loop's calls once into a graph (a CUDA
+	// graph on GPUs; see rank.Rank.Capture) and times its replays: one
+	// launch per loop instead of one per call. Rows name the algorithm
+	// with a "+graph" suffix. The check replays a captured single call.
+	Graph bool
 	// MaxBlocks replaces the kernels' limit on blocks per launch when
 	// positive (see rank.Rank.SetMaxBlocks).
 	MaxBlocks int
@@ -113,6 +118,9 @@ func (p Plan) Validate() error {
 	}
 	if p.Loops < 1 {
 		errs = append(errs, fmt.Errorf("loops %d, want at least 1", p.Loops))
+	}
+	if p.Graph && p.Sync {
+		errs = append(errs, errors.New("graph and sync together: a graph's calls cannot be waited for one by one"))
 	}
 	for _, dt := range p.DTypes {
 		if !dt.Valid() {

@@ -1,6 +1,7 @@
 // Package conformance holds self-checking rank programs: the reference
 // test table of symmetric memory and all-reduce, signals, bounds, groups,
-// IntraNodeComm, bad inputs, simulator conformance and leak checks. Every
+// IntraNodeComm, bad inputs, simulator conformance, captured graphs and
+// leak checks. Every
 // rank checks what it can see by itself (inputs are seeded, so each rank
 // knows the expected result), so the same cases run on the simulator, on
 // GPUs in one process and on GPUs with one process per rank.
@@ -50,6 +51,7 @@ func Cases(o Options) []Case {
 		{Name: "bad-inputs", MinWorld: 1, Program: badInputs},
 		{Name: "alloc-id", MinWorld: 1, Program: persistentAllocID},
 		{Name: "sim-conformance", MinWorld: 1, Program: simConformance(o.Seed)},
+		{Name: "graphs", MinWorld: 1, Program: graphs(o.Seed)},
 		{Name: "leaks", MinWorld: 1, Program: leaks(o.Cycles)},
 	}
 }

@@ -34,6 +34,10 @@ type Stream uint64
 // Event marks a point in a stream.
 type Event uint64
 
+// Graph is a recorded sequence of stream work (see Device.BeginCapture),
+// replayed as one launch.
+type Graph uint64
+
 // Attributes describe a device.
 type Attributes struct {
 	Name        string
@@ -115,6 +119,21 @@ type Device interface {
 
 	// Launch enqueues a kernel launch on s.
 	Launch(s Stream, l Launch) error
+
+	// BeginCapture starts recording s: until EndCapture, the kernel
+	// launches, memsets and copies enqueued on s are recorded instead of
+	// run, and operations that wait for s (Synchronize, Write, Read,
+	// RecordEvent) fail.
+	BeginCapture(s Stream) error
+	// EndCapture stops recording s and returns what was recorded as a
+	// graph. A stream that recorded nothing yields an empty graph.
+	EndCapture(s Stream) (Graph, error)
+	// LaunchGraph enqueues every operation of g on s, in recorded order,
+	// as one launch. A graph can be launched any number of times, on the
+	// stream it was captured on (where its kernels report errors).
+	LaunchGraph(g Graph, s Stream) error
+	// DestroyGraph releases g once its launches have completed.
+	DestroyGraph(g Graph) error
 
 	// NVLinkMatrix returns the N x N matrix of NVLink connection counts
 	// between the host's devices (index by device ordinal).

@@ -67,14 +67,11 @@ type AllReduceArgs struct {
 	// the buffers.
 	Output    device.Ptr
 	TimeoutNs int64 // per put or wait; 0 waits forever
-	// Seq is the low-latency kernel's call number on its workspace (never
-	// 0; every rank passes the same): packets carry it as their flag and
-	// its parity picks the workspace half. Other kernels ignore it.
-	Seq uint32
 	// SlotBytes is the low-latency kernel's stride between the packets of
 	// two source ranks inside one workspace half (at least twice the
 	// tensor's bytes, a multiple of 8). The workspace of every rank starts
-	// at Offset inside its buffer and holds 2 halves of World slots.
+	// at Offset inside its buffer and holds 2 halves of World slots, then
+	// the call counter (see [LowLatencyWorkspace]). Other kernels ignore it.
 	SlotBytes uint64
 }
 
@@ -311,9 +308,9 @@ func (a AllReduceArgs) check(kernel string) (vecBytes int, err error) {
 }
 
 // checkLowLatency validates what the low-latency kernel adds: a local
-// input and an output (4-byte aligned, possibly the same), a nonzero call
-// number and a slot stride that holds the packets of the tensor. Its data
-// moves in 4-byte words.
+// input and an output (4-byte aligned, possibly the same) and a slot
+// stride that holds the packets of the tensor. Its data moves in 4-byte
+// words.
 func (a AllReduceArgs) checkLowLatency() (vecBytes int, err error) {
 	const kernel = LowLatencyAllReduce
 	bytes := a.Numel * uint64(a.DType.Size())
@@ -322,22 +319,33 @@ func (a AllReduceArgs) checkLowLatency() (vecBytes int, err error) {
 		return 0, fmt.Errorf("kernel %s: Input and Output are required (Input %v, Output %v)", kernel, a.Input, a.Output)
 	case a.Input%4 != 0 || a.Output%4 != 0:
 		return 0, fmt.Errorf("kernel %s: Input %v or Output %v is not 4-byte aligned", kernel, a.Input, a.Output)
-	case a.Seq == 0:
-		return 0, fmt.Errorf("kernel %s: Seq is 0 (call numbers start at 1)", kernel)
 	case a.Offset%8 != 0 || a.SlotBytes%8 != 0:
 		return 0, fmt.Errorf("kernel %s: workspace offset %d or slot stride %d is not a multiple of 8", kernel, a.Offset, a.SlotBytes)
 	case bytes > math.MaxUint64/2 || a.SlotBytes < 2*bytes:
 		return 0, fmt.Errorf("kernel %s: slot stride %d bytes cannot hold the packets of %d bytes (%d needed)", kernel, a.SlotBytes, bytes, 2*bytes)
-	case a.SlotBytes > (math.MaxUint64-a.Offset)/(2*uint64(max(a.World, 1))):
+	case a.SlotBytes > (math.MaxUint64-a.Offset-LowLatencyControlBytes)/(2*uint64(max(a.World, 1))):
 		return 0, fmt.Errorf("kernel %s: workspace of 2 x %d slots of %d bytes overflows the address space", kernel, a.World, a.SlotBytes)
 	}
 	return 4, nil
 }
 
+// LowLatencyControlBytes is the size of the low-latency workspace's
+// control words, after its two halves: the number of the last call
+// (uint32) and the count of the current call's finished blocks (uint32),
+// padded.
+const LowLatencyControlBytes = 16
+
 // LowLatencyWorkspace is the bytes of workspace the low-latency kernel
 // needs on every rank for tensors of up to maxBytes bytes on world ranks:
-// two halves of world slots of 2*maxBytes (rounded up to 8) bytes.
+// two halves of world slots of 2*maxBytes (rounded up to 8) bytes, then
+// LowLatencyControlBytes of control words. The workspace must start
+// zeroed on every rank.
+//
+// The call number lives on the device, not in the launch's arguments, so
+// that a graph of captured calls can be replayed: every block reads it
+// when it starts and uses the next number; the last block to finish
+// stores that number back.
 func LowLatencyWorkspace(maxBytes uint64, world int) (slotBytes, total uint64) {
 	slotBytes = roundUp(2*maxBytes, 8)
-	return slotBytes, 2 * uint64(world) * slotBytes
+	return slotBytes, 2*uint64(world)*slotBytes + LowLatencyControlBytes
 }

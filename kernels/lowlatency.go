@@ -7,18 +7,25 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/signal"
 )
 
 // lowLatencyKernel: every block sends its share of Input, one packet per
 // 4-byte word, to the slot of this rank in every rank's workspace (peers
 // in rotated order starting with this rank), then waits for the packets of
 // every rank in its own workspace and reduces them in rank order into
-// Output. A packet is the data word (low half) and Seq (high half), written
-// and read as one atomic 64-bit access, so no barrier orders data and flag.
-// Calls alternate between the two workspace halves: a rank starts call
-// k+2, which reuses the half of call k, only after every peer sent its
-// packets of call k+1, which each peer does after it finished reading
-// call k.
+// Output. A packet is the data word (low half) and the call's number (high
+// half), written and read as one atomic 64-bit access, so no barrier
+// orders data and flag. Calls alternate between the two workspace halves:
+// a rank starts call k+2, which reuses the half of call k, only after every
+// peer sent its packets of call k+1, which each peer does after it
+// finished reading call k.
+//
+// The call number is kept on the device, in the workspace's control words
+// (see [LowLatencyWorkspace]): every block starts from the number the last
+// call stored, and the last block to finish stores its own. Every rank
+// makes the same calls, so the numbers agree without the host passing
+// them, and a captured graph of calls replays correctly.
 func lowLatencyKernel(b Block, args any) error {
 	const kernel = LowLatencyAllReduce
 	a, err := asAllReduceArgs(kernel, args)
@@ -31,19 +38,73 @@ func lowLatencyKernel(b Block, args any) error {
 	if a.Numel == 0 {
 		return nil
 	}
-	rank, world := int(a.Rank), int(a.World)
-	bufs, err := loadPtrs(b, a.BufferPtrs, world, "buffer")
+	bufs, err := loadPtrs(b, a.BufferPtrs, int(a.World), "buffer")
 	if err != nil {
 		return err
 	}
-	half := a.Offset + uint64(a.Seq&1)*uint64(world)*a.SlotBytes
+	ctl := bufs[a.Rank].Add(a.Offset + 2*uint64(a.World)*a.SlotBytes)
+	seq, err := startCall(b, ctl)
+	if err != nil {
+		return fmt.Errorf("kernel %s rank %d block %d: reading the call number: %w", kernel, a.Rank, b.Index(), err)
+	}
+	err = lowLatencyCall(b, a, bufs, seq)
+	if ferr := finishCall(b, ctl, seq); ferr != nil {
+		err = errors.Join(err, fmt.Errorf("kernel %s rank %d block %d: storing the call number: %w", kernel, a.Rank, b.Index(), ferr))
+	}
+	return err
+}
+
+// startCall returns the number of the call starting now: one more than the
+// last call's, stored in the control word at ctl, skipping 0 (the zeroed
+// workspace's flag).
+func startCall(b Block, ctl device.Ptr) (uint32, error) {
+	var raw [4]byte
+	if err := b.Load(ctl, raw[:]); err != nil {
+		return 0, err
+	}
+	seq := binary.LittleEndian.Uint32(raw[:]) + 1
+	if seq == 0 {
+		seq = 1
+	}
+	return seq, nil
+}
+
+// finishCall counts this block as finished in the control word after ctl;
+// the last block of the grid resets the count and stores seq as the last
+// call's number, for the next call (stream order makes it visible there).
+func finishCall(b Block, ctl device.Ptr, seq uint32) error {
+	done := ctl.Add(4)
+	old := uint32(0)
+	for {
+		prev, err := b.CAS32(done, old, old+1, signal.AcqRel, signal.GPU)
+		if err != nil {
+			return err
+		}
+		if prev == old {
+			break
+		}
+		old = prev
+	}
+	if old+1 != uint32(b.Grid()) {
+		return nil
+	}
+	var raw [8]byte
+	binary.LittleEndian.PutUint32(raw[:4], seq)
+	return b.Store(ctl, raw[:])
+}
+
+// lowLatencyCall is one block's part of call seq.
+func lowLatencyCall(b Block, a AllReduceArgs, bufs []device.Ptr, seq32 uint32) error {
+	const kernel = LowLatencyAllReduce
+	rank, world := int(a.Rank), int(a.World)
+	half := a.Offset + uint64(seq32&1)*uint64(world)*a.SlotBytes
 	slot := func(dst, src int) device.Ptr { return bufs[dst].Add(half + uint64(src)*a.SlotBytes) }
 	words := a.Numel * uint64(a.DType.Size()) / 4
 	threads, grid := uint64(b.Threads()), uint64(b.Grid())
 	n := min(threads, words)
 	raw := make([]byte, 4*n)
 	packets := make([]uint64, n)
-	seq := uint64(a.Seq) << 32
+	seq := uint64(seq32) << 32
 
 	// Send.
 	for first := uint64(b.Index()) * threads; first < words; first += grid * threads {
@@ -85,13 +146,13 @@ func lowLatencyKernel(b Block, args any) error {
 			var left time.Duration
 			if timeout > 0 {
 				if left = timeout - (b.Now() - start); left <= 0 {
-					return dataTimeout(b, rank, src, a.Seq, timeout)
+					return dataTimeout(b, rank, src, seq32, timeout)
 				}
 			}
-			what := fmt.Sprintf("kernel %s rank %d block %d: packets of call %d from rank %d", kernel, rank, b.Index(), a.Seq, src)
+			what := fmt.Sprintf("kernel %s rank %d block %d: packets of call %d from rank %d", kernel, rank, b.Index(), seq32, src)
 			err := b.WaitU64s(slot(rank, src).Add(8*first), packets[:m], what, arrived, left)
 			if errors.Is(err, ErrWaitTimeout) {
-				return dataTimeout(b, rank, src, a.Seq, timeout)
+				return dataTimeout(b, rank, src, seq32, timeout)
 			}
 			if err != nil {
 				return fmt.Errorf("kernel %s rank %d block %d: receiving from rank %d: %w", kernel, rank, b.Index(), src, err)

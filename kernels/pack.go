@@ -64,7 +64,6 @@ var (
 		field{"input", "Input", 72, 8},
 		field{"output", "Output", 80, 8},
 		field{"timeout_ns", "TimeoutNs", 88, 8},
-		field{"seq", "Seq", 96, 4},
 		field{"slot_bytes", "SlotBytes", 104, 8},
 	)
 )
@@ -141,8 +140,6 @@ func Pack(h LaunchHeader, kernel string, args any) ([]byte, error) {
 				return uint64(a.Output)
 			case "TimeoutNs":
 				return uint64(a.TimeoutNs)
-			case "Seq":
-				return uint64(a.Seq)
 			case "SlotBytes":
 				return a.SlotBytes
 			}

@@ -29,7 +29,6 @@ type LowLatency struct {
 	h         *SymmetricMemory
 	maxBytes  uint64
 	slotBytes uint64
-	seq       uint32 // number of the last call
 }
 
 // NewLowLatency creates an instance for tensors of up to maxBytes bytes (0:
@@ -112,16 +111,13 @@ func (l *LowLatency) allReduce(in Tensor, op device.ReduceOp, out Tensor) error 
 	if in.Ptr == 0 || out.Ptr == 0 || in.Ptr%4 != 0 || out.Ptr%4 != 0 {
 		return fmt.Errorf("input %v and output %v must be non-null and 4-byte aligned", in, out)
 	}
-	if l.seq++; l.seq == 0 {
-		l.seq = 1 // 0 is the zeroed workspace's flag
-	}
 	world := len(l.h.members)
 	blocks, threads := kernels.ShapeMax(kernels.LowLatencyAllReduce, in.Numel, in.DType, world, r.dev.Attributes().SMCount, r.maxBlocks)
 	args := kernels.AllReduceArgs{
 		Rank: int32(l.h.rank), World: int32(world), DType: in.DType, Op: op,
 		BufferPtrs: l.h.BufferPtrsDev(), PadPtrs: l.h.SignalPadPtrsDev(), PadBytes: l.h.padSize,
 		Numel: in.Numel, Input: in.Ptr, Output: out.Ptr, TimeoutNs: int64(r.timeout),
-		Seq: l.seq, SlotBytes: l.slotBytes,
+		SlotBytes: l.slotBytes,
 	}
 	return r.enqueue(device.Launch{Kernel: kernels.LowLatencyAllReduce, Blocks: blocks, Threads: threads, Args: args})
 }

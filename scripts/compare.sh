@@ -10,10 +10,12 @@
 # Steps, each time-limited; a failing step is reported and the rest still run:
 #   1. symmem bench --device cuda (ranks in one process; if that fails fast,
 #      one process per rank under symmem launch)          -> symmem.json
+#      and, unless --no-graph, symmem bench --graph         -> symmem-graph.json
 #   2. scripts/ref_bench.py: torch symmetric memory one-shot/two-shot and
 #      NCCL all_reduce, per call of a host loop, same sizes -> torch.json nccl.json
-#   3. .gpu/ref/torch_graph.py: CUDA-graph replay times and the peer-copy
-#      (NVLink) ceiling, as printed by the reference script (log only)
+#   3. unless --no-graph, .gpu/ref/torch_graph.py: CUDA-graph replay times
+#      and the peer-copy (NVLink) ceiling, converted by scripts/graph_ref.py
+#                                                          -> torch-graph.json
 #   4. symmem bench plot: time and busbw against size     -> compare.png
 #   5. scripts/sidebyside.py: the side-by-side table, printed last (also in
 #      summary.txt), then the list of failed steps.
@@ -22,7 +24,8 @@
 #          [--dtype bf16] [--iters N] [--warmup N] [--loops N] [--no-graph] [--quick]
 #          [--bin .gpu/symmem] [--ref-dir .gpu/ref] [--out DIR]
 # Output files go to --out (default: $OUT when set, else out/bench/):
-# symmem.json torch.json nccl.json compare.png bench.log summary.txt.
+# symmem.json torch.json nccl.json symmem-graph.json torch-graph.json
+# torch_graph.out compare.png bench.log summary.txt.
 # The whole run stays under about 9 minutes with the default limits.
 set -u
 cd "$(dirname "$0")/.."
@@ -128,6 +131,14 @@ else
       "$bin" launch --nproc "$world" -- "$bin" bench --device cuda --algo ll,one-shot,two-shot "${sweep[@]}" \
       --progress=false --json "$out/symmem.json"
   fi
+  # The same calls captured into CUDA graphs, to set beside the reference's
+  # graph replays (step 3).
+  if [ "$graph" = 1 ]; then
+    rm -f "$out/symmem-graph.json"
+    step "symmem bench --graph (in-process, world $world)" "$t_ours" \
+      "$bin" bench --device cuda --world "$world" --algo ll,one-shot,two-shot --graph "${sweep[@]}" \
+      --progress=false --json "$out/symmem-graph.json"
+  fi
 fi
 
 # 2. PyTorch symmetric memory and NCCL, in our schema.
@@ -139,8 +150,11 @@ step "reference: torch symm-mem and NCCL per call (scripts/ref_bench.py)" "$t_re
 # 3. The reference graph-replay script, as is (its table goes to the log).
 if [ "$graph" = 1 ]; then
   if [ -f "$refdir/torch_graph.py" ]; then
+    rm -f "$out/torch-graph.json"
     step "reference: CUDA-graph replay and peer copy ($refdir/torch_graph.py)" "$t_graph" \
-      python3 "$refdir/torch_graph.py" "$world"
+      bash -c 'python3 "$1" "$2" | tee "$3"' _ "$refdir/torch_graph.py" "$world" "$out/torch_graph.out" &&
+      step "reference graph replays in our schema (scripts/graph_ref.py)" "$t_small" \
+        python3 scripts/graph_ref.py --world "$world" --in "$out/torch_graph.out" --out "$out/torch-graph.json"
   else
     failures+=("torch_graph.py: not found in $refdir (copy the reference scripts there and carry it)")
   fi
@@ -148,7 +162,7 @@ fi
 
 # 4. The plot, from whatever reports exist.
 reports=()
-for f in symmem torch nccl; do
+for f in symmem torch nccl symmem-graph torch-graph; do
   [ -s "$out/$f.json" ] && reports+=("$out/$f.json")
 done
 if [ ${#reports[@]} -gt 0 ] && [ -x "$bin" ]; then

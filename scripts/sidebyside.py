@@ -57,8 +57,13 @@ def load(paths, dtype):
     return reports, problems, dtype
 
 
-def best(cells, impl, sync):
-    ts = [t for (name, t, _) in cells if name.split(" ")[0].split("+")[0] == impl and name.endswith("+sync") == sync and t > 0]
+def mode(name):
+    """How a curve was timed: '' (host loop), 'sync' (a wait per call) or 'graph' (CUDA-graph replay)."""
+    return name.partition("+")[2]
+
+
+def best(cells, impl, how):
+    ts = [t for (name, t, _) in cells if name.split(" ")[0].split("+")[0] == impl and mode(name) == how and t > 0]
     return min(ts) if ts else None
 
 
@@ -95,15 +100,19 @@ def main():
     if not table:
         print("side by side: nothing to compare")
     else:
-        ratios = [("sym/torch", "torch", False), ("sym/torch+sync", "torch", True), ("sym/nccl", "nccl", False)]
-        ratios = [r for r in ratios if best([(c, 1, 0) for c in order], r[1], r[2])]
+        # (label, symmem's timing, the other implementation, its timing)
+        ratios = [("sym/torch", "", "torch", ""), ("sym/torch+sync", "", "torch", "sync"), ("sym/nccl", "", "nccl", ""),
+                  ("graph sym/torch", "graph", "torch", "graph"), ("graph sym/nccl", "graph", "nccl", "graph")]
+        have = [(c, 1, 0) for c in order]
+        ratios = [r for r in ratios if best(have, "sym", r[1]) and best(have, r[2], r[3])]
         width = max([len(c) for c in order] + [8]) + 2
-        print(f"side by side: world {world}, {dtype}, sum; per-call time (us) of a host loop; "
+        print(f"side by side: world {world}, {dtype}, sum; per-call time (us) of a host loop (+graph: of a graph replay); "
               f"device {', '.join(names) or '?'}")
         if simulated:
             print("SIMULATOR FIGURES in these reports: CPU time spent simulating, not GPU performance")
-        print("ratios: symmem's best time over the other's best (below 1: symmem faster); '!' = wrong elements")
-        head = f"{'size':>6}" + "".join(f"{c:>{width}}" for c in order) + "".join(f"{r[0]:>15}" for r in ratios)
+        print("ratios: symmem's best time over the other's best, host loops with host loops and CUDA-graph replays")
+        print("(+graph) with graph replays (below 1: symmem faster); '!' = wrong elements")
+        head = f"{'size':>6}" + "".join(f"{c:>{width}}" for c in order) + "".join(f"{r[0]:>16}" for r in ratios)
         print(head)
         for n in sorted(table):
             row = table[n]
@@ -112,10 +121,9 @@ def main():
             for c in order:
                 r = row.get(c)
                 line += f"{fmt_time(r['time_us'] if r else None, r.get('wrong') if r else None):>{width}}"
-            ours = best(cells, "sym", False)
-            for _, impl, sync in ratios:
-                other = best(cells, impl, sync)
-                line += f"{(f'{ours / other:.2f}' if ours and other else '-'):>15}"
+            for _, ours_how, impl, how in ratios:
+                ours, other = best(cells, "sym", ours_how), best(cells, impl, how)
+                line += f"{(f'{ours / other:.2f}' if ours and other else '-'):>16}"
             print(line)
         print()
         print("bus bandwidth (GB/s), busbw = algbw x 2(W-1)/W")

@@ -39,6 +39,7 @@ type benchFlags struct {
 	seed                 uint64
 	check                bool
 	sync                 bool
+	graph                bool
 	cpuProfile           string
 	maxBlocks            int
 	timeout              time.Duration
@@ -64,10 +65,13 @@ reference when checked) and the host's wall-clock time per call.
 
 Each case: --warmup untimed calls, a barrier, then --loops timed loops of
 --iters calls; the median loop is reported, averaged over ranks. Times come
-from device events on the rank's stream around a host loop of calls (each
-call synchronises, so this is the per-call time a host loop sees). On the
-simulator the device clock is virtual, so times are the host's CPU time
-spent simulating: simulator figures, not GPU performance.
+from device events on the rank's stream around a host loop of calls queued
+back to back, as PyTorch's and nccl-tests' loops are timed; --sync waits
+for every call instead (a blocking caller's time). --graph captures each
+loop's calls once into a graph (a CUDA graph on GPUs) and times its
+replays, one launch per loop; its rows name the algorithm with "+graph".
+On the simulator the device clock is virtual, so times are the host's CPU
+time spent simulating: simulator figures, not GPU performance.
 
 On cuda it runs one rank per GPU in this process, or one rank per process
 under 'symmem launch --nproc W -- symmem bench --device cuda ...' (rank 0
@@ -94,6 +98,7 @@ prints and writes the files).`,
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the inputs and of the simulator's schedule")
 	fl.IntVar(&f.maxBlocks, "max-blocks", 0, "replace the kernels' limit on blocks per launch (0: their defaults)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (go tool pprof reads it)")
+	fl.BoolVar(&f.graph, "graph", false, "capture each timed loop's calls into a graph (a CUDA graph on GPUs) and time its replays: one launch per loop")
 	fl.BoolVar(&f.sync, "sync", false, "wait for every timed call (a blocking caller's time) instead of queueing the loop's calls back to back")
 	fl.BoolVar(&f.check, "check", true, "after timing, run each case once on fresh inputs and count wrong elements")
 	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait (virtual time on sim)")
@@ -114,7 +119,7 @@ func (f *benchFlags) plan() (bench.Plan, error) {
 		return bench.Plan{}, fmt.Errorf("--device %q: want sim or cuda", f.dev)
 	}
 	var errs []error
-	p := bench.Plan{Seed: f.seed, Check: f.check, Sync: f.sync, MaxBlocks: f.maxBlocks, Warmup: f.warmup, Iters: f.iters, Loops: f.loops}
+	p := bench.Plan{Seed: f.seed, Check: f.check, Sync: f.sync, Graph: f.graph, MaxBlocks: f.maxBlocks, Warmup: f.warmup, Iters: f.iters, Loops: f.loops}
 	for _, d := range []struct {
 		flag string
 		v    *int

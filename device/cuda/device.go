@@ -54,6 +54,8 @@ type gpu struct {
 	nextStream device.Stream
 	events     map[device.Event]uintptr
 	nextEvent  device.Event
+	graphs     map[device.Graph]*graph
+	nextGraph  device.Graph
 	closed     bool
 
 	mu sync.Mutex
@@ -66,6 +68,12 @@ type stream struct {
 	recDev   uint64         // its device address
 	launches uint32         // launches so far
 	names    [launchRing]string
+	// captured maps the launch numbers recorded since BeginCapture to
+	// their kernels; nil when not capturing. graphNames holds those of
+	// the stream's live graphs, whose launches report under the numbers
+	// they had when captured.
+	captured   map[uint32]string
+	graphNames map[uint32]string
 }
 
 // DeviceCount returns the number of CUDA devices the driver sees.
@@ -108,6 +116,8 @@ func Open(index int, opts Options) (device.Device, error) {
 		nextStream: 1,
 		events:     map[device.Event]uintptr{},
 		nextEvent:  1,
+		graphs:     map[device.Graph]*graph{},
+		nextGraph:  1,
 	}
 	if g.module == nil {
 		g.module = kernels.Fatbin
@@ -510,7 +520,7 @@ func (g *gpu) NewStream() (device.Stream, error) {
 // createStream creates the driver stream and error record of stream id.
 // It runs with the context current.
 func (g *gpu) createStream(id device.Stream) error {
-	st := &stream{}
+	st := &stream{graphNames: map[uint32]string{}}
 	if err := g.drv.check("cuStreamCreate", g.drv.cuStreamCreate(&st.cu, streamNonBlocking)); err != nil {
 		return err
 	}
@@ -564,6 +574,9 @@ func (g *gpu) wait(s device.Stream, op desc, report bool) error {
 			if err != nil {
 				return err
 			}
+			if err := st.capturing("wait for the stream"); err != nil {
+				return err
+			}
 			r := g.drv.cuStreamQuery(st.cu)
 			if r == errorNotReady {
 				return nil
@@ -611,9 +624,12 @@ func (st *stream) takeError() *device.KernelError {
 		return nil
 	}
 	clear(b)
-	name := "unknown kernel"
-	if d := st.launches - rec.Launch; d >= 1 && d <= launchRing {
-		name = st.names[rec.Launch%launchRing]
+	name, ok := st.graphNames[rec.Launch]
+	if d := st.launches - rec.Launch; !ok && d >= 1 && d <= launchRing {
+		name, ok = st.names[rec.Launch%launchRing], true
+	}
+	if !ok {
+		name = "unknown kernel"
 	}
 	return rec.KernelError(name)
 }
@@ -654,6 +670,9 @@ func (g *gpu) RecordEvent(e device.Event, s device.Stream) error {
 		}
 		st, err := g.stream(s)
 		if err != nil {
+			return err
+		}
+		if err := st.capturing("record event"); err != nil {
 			return err
 		}
 		return g.drv.check("cuEventRecord", g.drv.cuEventRecord(ev, st.cu))
@@ -760,6 +779,9 @@ func (g *gpu) launch(st *stream, kernel string, blocks, threads uint32, packed [
 		return err
 	}
 	st.names[seq%launchRing] = kernel
+	if st.captured != nil {
+		st.captured[seq] = kernel
+	}
 	st.launches++
 	return nil
 }
@@ -834,6 +856,9 @@ func (g *gpu) Close() error {
 		for _, h := range g.handles {
 			errs = append(errs, g.drv.check("cuMemRelease", g.drv.cuMemRelease(h)))
 		}
+		for _, gr := range g.graphs {
+			errs = append(errs, g.destroyGraph(gr))
+		}
 		for _, st := range g.streams {
 			errs = append(errs, g.drv.check("cuStreamSynchronize", g.drv.cuStreamSynchronize(st.cu)))
 			errs = append(errs, g.drv.check("cuStreamDestroy_v2", g.drv.cuStreamDestroy(st.cu)))
@@ -851,6 +876,7 @@ func (g *gpu) Close() error {
 		clear(g.handles)
 		clear(g.streams)
 		clear(g.events)
+		clear(g.graphs)
 		return nil
 	})
 	if err != nil {

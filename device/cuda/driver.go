@@ -78,6 +78,12 @@ type driver struct {
 	cuStreamDestroy                func(s uintptr) cuResult
 	cuStreamSynchronize            func(s uintptr) cuResult
 	cuStreamQuery                  func(s uintptr) cuResult
+	cuStreamBeginCapture           func(s uintptr, mode int32) cuResult
+	cuStreamEndCapture             func(s uintptr, g *uintptr) cuResult
+	cuGraphInstantiateWithFlags    func(exec *uintptr, g uintptr, flags uint64) cuResult
+	cuGraphLaunch                  func(exec uintptr, s uintptr) cuResult
+	cuGraphExecDestroy             func(exec uintptr) cuResult
+	cuGraphDestroy                 func(g uintptr) cuResult
 	cuEventCreate                  func(e *uintptr, flags uint32) cuResult
 	cuEventRecord                  func(e uintptr, s uintptr) cuResult
 	cuEventSynchronize             func(e uintptr) cuResult
@@ -136,6 +142,12 @@ func (d *driver) symbols() []symbol {
 		{fn: &d.cuStreamDestroy, names: []string{"cuStreamDestroy_v2"}},
 		{fn: &d.cuStreamSynchronize, names: []string{"cuStreamSynchronize"}},
 		{fn: &d.cuStreamQuery, names: []string{"cuStreamQuery"}},
+		{fn: &d.cuStreamBeginCapture, names: []string{"cuStreamBeginCapture_v2"}},
+		{fn: &d.cuStreamEndCapture, names: []string{"cuStreamEndCapture"}},
+		{fn: &d.cuGraphInstantiateWithFlags, names: []string{"cuGraphInstantiateWithFlags"}},
+		{fn: &d.cuGraphLaunch, names: []string{"cuGraphLaunch"}},
+		{fn: &d.cuGraphExecDestroy, names: []string{"cuGraphExecDestroy"}},
+		{fn: &d.cuGraphDestroy, names: []string{"cuGraphDestroy"}},
 		{fn: &d.cuEventCreate, names: []string{"cuEventCreate"}},
 		{fn: &d.cuEventRecord, names: []string{"cuEventRecord"}},
 		{fn: &d.cuEventSynchronize, names: []string{"cuEventSynchronize"}},

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -604,4 +605,57 @@ func TestGPUAllReduceTiming(t *testing.T) {
 			c.kernel, c.bytes, blocks, threads, float64(el)/1e3, float64(c.bytes)/el.Seconds()/1e9)
 	}
 	w.padsZero()
+}
+
+// TestGPUGraph: a memset and a copy captured on a stream do not run while
+// capturing and run in order on every replay, reading memory as it is at
+// replay time; misuse is refused with a clear error.
+func TestGPUGraph(t *testing.T) {
+	d := gpus(t, 1)[0]
+	size := d.Attributes().Granularity
+	h, err := d.CreatePhysical(size)
+	must(t, err)
+	p, err := d.Reserve(size)
+	must(t, err)
+	must(t, d.Map(p, size, h))
+	must(t, d.SetAccess(p, size))
+	s, err := d.NewStream()
+	must(t, err)
+	src, dst := p, p.Add(4096)
+	must(t, d.Memset(s, p, 0, 8192))
+	must(t, d.BeginCapture(s))
+	if err := d.BeginCapture(s); err == nil || !strings.Contains(err.Error(), "already capturing") {
+		t.Errorf("second BeginCapture: %v", err)
+	}
+	if err := d.Synchronize(s); err == nil || !strings.Contains(err.Error(), "capturing a graph") {
+		t.Errorf("Synchronize while capturing: %v", err)
+	}
+	must(t, d.Memset(s, dst, 'x', 8))
+	must(t, d.Copy(s, dst, src, 6))
+	g, err := d.EndCapture(s)
+	must(t, err)
+	got := make([]byte, 8)
+	must(t, d.Read(s, got, dst))
+	if !bytes.Equal(got, make([]byte, 8)) {
+		t.Errorf("captured work ran during capture: %q", got)
+	}
+	for _, word := range []string{"first!", "second"} {
+		must(t, d.Write(s, src, []byte(word)))
+		must(t, d.LaunchGraph(g, s))
+		must(t, d.Read(s, got, dst))
+		if want := word + "xx"; string(got) != want {
+			t.Errorf("replay: %q, want %q", got, want)
+		}
+	}
+	if err := d.LaunchGraph(g, 0); err == nil || !strings.Contains(err.Error(), "captured on stream") {
+		t.Errorf("replay on another stream: %v", err)
+	}
+	must(t, d.DestroyGraph(g))
+	if err := d.LaunchGraph(g, s); err == nil || !strings.Contains(err.Error(), "unknown graph") {
+		t.Errorf("replay of a destroyed graph: %v", err)
+	}
+	must(t, d.DestroyStream(s))
+	must(t, d.Unmap(p, size))
+	must(t, d.FreeRange(p, size))
+	must(t, d.ReleasePhysical(h))
 }

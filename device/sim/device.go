@@ -27,6 +27,8 @@ type simDevice struct {
 	nextStream device.Stream
 	events     map[device.Event]*event
 	nextEvent  device.Event
+	graphs     map[device.Graph]*graph
+	nextGraph  device.Graph
 	memUsed    uint64
 	segs       []segment // scratch for resolve; no access yields midway
 }
@@ -44,6 +46,8 @@ func newDevice(w *World, i int) *simDevice {
 		nextStream: 1,
 		events:     map[device.Event]*event{},
 		nextEvent:  1,
+		graphs:     map[device.Graph]*graph{},
+		nextGraph:  1,
 	}
 	d.streams[0] = &stream{dev: d, id: 0}
 	return d
@@ -259,18 +263,20 @@ func (d *simDevice) Memset(s device.Stream, dst device.Ptr, value byte, n uint64
 	if err != nil {
 		return err
 	}
-	d.enqueue(st, "memset", "", func(o *op) error {
-		segs, err := d.resolve(dst, n, true)
-		if err != nil {
-			return err
-		}
-		for _, sg := range segs {
-			for i := range sg.b {
-				sg.b[i] = value
+	d.submit(st, func(st *stream) {
+		d.enqueue(st, "memset", "", func(o *op) error {
+			segs, err := d.resolve(dst, n, true)
+			if err != nil {
+				return err
 			}
-			d.emitSeg(Store, o, sg, true)
-		}
-		return nil
+			for _, sg := range segs {
+				for i := range sg.b {
+					sg.b[i] = value
+				}
+				d.emitSeg(Store, o, sg, true)
+			}
+			return nil
+		})
 	})
 	return nil
 }
@@ -283,12 +289,14 @@ func (d *simDevice) Copy(s device.Stream, dst, src device.Ptr, n uint64) error {
 	if err != nil {
 		return err
 	}
-	d.enqueue(st, "copy", "", func(o *op) error {
-		tmp := make([]byte, n)
-		if err := d.read(o, src, tmp); err != nil {
-			return err
-		}
-		return d.write(o, dst, tmp)
+	d.submit(st, func(st *stream) {
+		d.enqueue(st, "copy", "", func(o *op) error {
+			tmp := make([]byte, n)
+			if err := d.read(o, src, tmp); err != nil {
+				return err
+			}
+			return d.write(o, dst, tmp)
+		})
 	})
 	return nil
 }
@@ -337,6 +345,9 @@ func (d *simDevice) Write(s device.Stream, dst device.Ptr, src []byte) error {
 	if err != nil {
 		return err
 	}
+	if err := d.waitable("write", st); err != nil {
+		return err
+	}
 	// From a task, Write returns only once the op has run (or the run is
 	// ending), so the op may read src in place; outside a task it returns
 	// at once and the op needs its own copy.
@@ -353,6 +364,9 @@ func (d *simDevice) Write(s device.Stream, dst device.Ptr, src []byte) error {
 func (d *simDevice) Read(s device.Stream, dst []byte, src device.Ptr) error {
 	st, err := d.stream("read", s)
 	if err != nil {
+		return err
+	}
+	if err := d.waitable("read", st); err != nil {
 		return err
 	}
 	o := d.enqueue(st, "read", "", func(o *op) error { return d.read(o, src, dst) })
@@ -394,10 +408,12 @@ func (d *simDevice) Launch(s device.Stream, l device.Launch) error {
 	if err := kernels.CheckLaunch(l.Kernel, l.Blocks, l.Threads, args); err != nil {
 		return fmt.Errorf("device %d: launch: %w", d.index, err)
 	}
-	d.w.launches++
-	id := d.w.launches
-	d.enqueue(st, "kernel", k.Name, func(o *op) error {
-		return d.runKernel(o, k, id, l.Blocks, l.Threads, args)
+	d.submit(st, func(st *stream) {
+		d.w.launches++
+		id := d.w.launches
+		d.enqueue(st, "kernel", k.Name, func(o *op) error {
+			return d.runKernel(o, k, id, l.Blocks, l.Threads, args)
+		})
 	})
 	return nil
 }
@@ -488,6 +504,7 @@ func (d *simDevice) Close() error {
 	}
 	d.streams = map[device.Stream]*stream{}
 	d.events = map[device.Event]*event{}
+	d.graphs = map[device.Graph]*graph{}
 	d.closed = true
 	d.record("device", "dev%d close", d.index)
 	return nil

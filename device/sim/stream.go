@@ -29,7 +29,8 @@ type stream struct {
 	completed uint64 // sequence number of the last op completed
 	working   bool
 	destroyed bool
-	err       error // first op error since the last Synchronize
+	err       error         // first op error since the last Synchronize
+	capture   *[]submission // operations recorded since BeginCapture; nil when not capturing
 }
 
 type event struct {
@@ -139,6 +140,9 @@ func (d *simDevice) DestroyStream(s device.Stream) error {
 	if s == 0 {
 		return fmt.Errorf("device %d: destroy stream: stream 0 is the default stream", d.index)
 	}
+	if err := d.waitable("destroy stream", st); err != nil {
+		return err
+	}
 	st.destroyed = true
 	if !st.working {
 		delete(d.streams, s)
@@ -152,6 +156,9 @@ func (d *simDevice) DestroyStream(s device.Stream) error {
 func (d *simDevice) Synchronize(s device.Stream) error {
 	st, err := d.stream("synchronize", s)
 	if err != nil {
+		return err
+	}
+	if err := d.waitable("synchronize", st); err != nil {
 		return err
 	}
 	target := st.enqueued
@@ -195,6 +202,9 @@ func (d *simDevice) RecordEvent(e device.Event, s device.Stream) error {
 	}
 	st, err := d.stream("record event", s)
 	if err != nil {
+		return err
+	}
+	if err := d.waitable("record event", st); err != nil {
 		return err
 	}
 	ev.recorded, ev.done = true, false

@@ -73,7 +73,7 @@ struct AllReduceArgs {
   const void* input;
   void* output;
   int64_t timeout_ns;
-  uint32_t seq;        // ll_all_reduce: call number (packet flag, half parity)
+  uint32_t reserved1;
   uint32_t reserved2;
   uint64_t slot_bytes;  // ll_all_reduce: stride between source ranks' packets
 };
@@ -120,7 +120,6 @@ static_assert(offsetof(AllReduceArgs, numel) == 64, "AllReduceArgs.numel");
 static_assert(offsetof(AllReduceArgs, input) == 72, "AllReduceArgs.input");
 static_assert(offsetof(AllReduceArgs, output) == 80, "AllReduceArgs.output");
 static_assert(offsetof(AllReduceArgs, timeout_ns) == 88, "AllReduceArgs.timeout_ns");
-static_assert(offsetof(AllReduceArgs, seq) == 96, "AllReduceArgs.seq");
 static_assert(offsetof(AllReduceArgs, slot_bytes) == 104, "AllReduceArgs.slot_bytes");
 
 }  // namespace symmem

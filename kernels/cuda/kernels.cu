@@ -195,12 +195,12 @@ __device__ __forceinline__ uint64_t load_packet(const uint64_t* p) {
 // reduces them in rank order into output. The parity of seq picks the
 // workspace half. No barrier: the flag travels with the data.
 template <typename T>
-__device__ void low_latency(const AllReduceArgs& a, const SignalCtx& c) {
+__device__ void low_latency(const AllReduceArgs& a, const SignalCtx& c, uint32_t seq) {
   const int world = a.world;
   const int rank = a.rank;
   const uint64_t words = a.numel * T::kSize / 4;
-  const uint64_t half = a.offset + static_cast<uint64_t>(a.seq & 1u) * world * a.slot_bytes;
-  const uint64_t flag = static_cast<uint64_t>(a.seq) << 32;
+  const uint64_t half = a.offset + static_cast<uint64_t>(seq & 1u) * world * a.slot_bytes;
+  const uint64_t flag = static_cast<uint64_t>(seq) << 32;
   const uint64_t first = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   const uint32_t* in = reinterpret_cast<const uint32_t*>(a.input);
@@ -227,7 +227,7 @@ __device__ void low_latency(const AllReduceArgs& a, const SignalCtx& c) {
         if (a.timeout_ns > 0 && (spins & 63u) == 0) {
           const uint64_t elapsed = now_ns() - start;
           if (elapsed >= static_cast<uint64_t>(a.timeout_ns)) {
-            record_error(c, kDataTimeout, src, -1, -1, rank, a.seq, elapsed);
+            record_error(c, kDataTimeout, src, -1, -1, rank, seq, elapsed);
             return;
           }
         }
@@ -246,16 +246,37 @@ __device__ void low_latency_all_reduce(const AllReduceArgs& a) {
   SignalCtx quiet = c;
   if (threadIdx.x != 0) quiet.err = nullptr;
   if (!check_ptrs(quiet, a.buffer_ptrs)) return;
+  // The call number lives in the workspace's control words, after its two
+  // halves: [0] the last call's number, [1] the current call's finished
+  // blocks. Every block starts from [0]; the last block to finish stores
+  // its number there for the next call, so replayed graphs stay in step.
+  uint32_t* ctl = reinterpret_cast<uint32_t*>(a.buffer_ptrs[a.rank] + a.offset +
+                                              2ull * static_cast<uint64_t>(a.world) * a.slot_bytes);
+  __shared__ uint32_t call;
+  if (threadIdx.x == 0) {
+    const uint32_t next = *reinterpret_cast<volatile uint32_t*>(ctl) + 1u;
+    call = next == 0u ? 1u : next;
+  }
+  __syncthreads();
+  const uint32_t seq = call;
   switch (a.dtype) {
     case kFloat32:
-      low_latency<F32>(a, c);
+      low_latency<F32>(a, c, seq);
       break;
     case kBFloat16:
-      low_latency<BF16>(a, c);
+      low_latency<BF16>(a, c, seq);
       break;
     default:
-      low_latency<F16>(a, c);
+      low_latency<F16>(a, c, seq);
       break;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(ctl + 1, 1u) == gridDim.x - 1u) {
+      ctl[1] = 0u;
+      ctl[0] = seq;
+    }
   }
 }
 
