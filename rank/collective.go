@@ -74,7 +74,7 @@ func (r *Rank) enqueue(l device.Launch) error {
 	if r.async {
 		return nil
 	}
-	return r.dev.Synchronize(r.stream)
+	return r.waitStream()
 }
 
 // OneShotAllReduce reduces in (a view of a symmetric buffer, at the same

@@ -203,7 +203,7 @@ func (r *Rank) Async() bool { return r.async }
 // Synchronize waits for the work queued on the rank's stream and returns
 // the first failure a kernel reported since the last Synchronize.
 func (r *Rank) Synchronize() error {
-	if err := r.dev.Synchronize(r.stream); err != nil {
+	if err := r.waitStream(); err != nil {
 		return fmt.Errorf("rank %d: synchronize: %w", r.id, err)
 	}
 	return nil

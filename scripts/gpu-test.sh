@@ -5,8 +5,10 @@
 # conformance case (the SPEC test table, signals, IntraNodeComm, simulator
 # conformance, 500-cycle leak check) on 2 and 4 GPUs, with ranks as
 # goroutines of one process and with one process per rank under
-# `symmem launch`. Prints a table of what ran last; exits non-zero on any
-# failure.
+# `symmem launch`, and checks that when one rank process is SIGKILLed
+# (SYMMEM_FAULT_KILL) before its rendezvous or its all-reduce, launch and
+# every other rank report it. Prints a table of what ran last; exits
+# non-zero on any failure.
 set -u
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -32,6 +34,32 @@ step() { # name, command...
   echo "== $name: $status"; tail -n 40 "$log"
 }
 
+# expect_peer_failure WORLD POINT: rank 1 of a launched all-reduce SIGKILLs
+# itself at POINT (rendezvous or allreduce). Succeeds only when launch exits
+# non-zero reporting rank 1 as killed and every other rank exits with an
+# error that names rank 1 as killed (rank.PeerFailedError).
+expect_peer_failure() {
+  local w=$1 point=$2 log rc bad=0 r
+  log=$(mktemp)
+  SYMMEM_FAULT_KILL=1:$point "$BIN/symmem" launch --nproc "$w" -- \
+    "$BIN/symmem" allreduce --device cuda --timeout 5s >"$log" 2>&1
+  rc=$?
+  cat "$log"
+  echo "-- launch exited with status $rc"
+  if [ "$rc" -eq 0 ]; then echo "EXPECTED: launch to exit non-zero"; bad=1; fi
+  grep -q '^symmem: rank 1 was killed by signal killed$' "$log" ||
+    { echo "EXPECTED: launch's error 'rank 1 was killed by signal killed'"; bad=1; }
+  for ((r = 0; r < w; r++)); do
+    [ "$r" -eq 1 ] && continue
+    grep -Eq "^symmem: rank $r: .*peer rank 1 was killed by signal killed" "$log" ||
+      { echo "EXPECTED: rank $r to exit with an error naming rank 1 as killed"; bad=1; }
+  done
+  rm -f "$log"
+  [ "$bad" -eq 0 ]
+}
+export -f expect_peer_failure
+export BIN
+
 step "nvlink topology" "$BIN/symmem" topo --device cuda
 step "cuda device tests" env SYMMEM_GPU_TESTS=1 "$BIN/cuda.test" -test.v -test.count=1
 for w in $worlds; do
@@ -40,6 +68,9 @@ for w in $worlds; do
   step "selftest launch --nproc $w" "$BIN/symmem" launch --nproc "$w" -- "$BIN/symmem" selftest --device cuda --cycles "$cycles"
   step "allreduce in-process world $w bf16 1MiB" "$BIN/symmem" allreduce --device cuda --world "$w" --bytes 1MiB
   step "allreduce launch --nproc $w f16 max 3MiB" "$BIN/symmem" launch --nproc "$w" -- "$BIN/symmem" allreduce --device cuda --bytes 3MiB --dtype f16 --op max --algo two-shot
+  for point in rendezvous allreduce; do
+    step "launch --nproc $w rank 1 killed at $point" bash -c 'expect_peer_failure "$@"' _ "$w" "$point"
+  done
 done
 
 echo

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -66,7 +67,14 @@ func newAllReduceCmd(a *app) *cobra.Command {
 		Short: "Run one checked all-reduce (simulator by default)",
 		Long: `Fill each rank's input with seeded random values, all-reduce them, check every
 rank's result against a float64 reference and that all ranks agree bitwise,
-and print a summary and the trace hash. Exits non-zero on any mismatch.`,
+and print a summary and the trace hash. Exits non-zero on any mismatch.
+
+Testing aid: under symmem launch with --device cuda, SYMMEM_FAULT_KILL=R:POINT
+makes rank R SIGKILL itself at POINT: "rendezvous" (before its rendezvous, so
+the others wait for it in the Store) or "allreduce" (after the rendezvous,
+right before its all-reduce kernel's launch, so the others' kernels wait for
+it). The other ranks should then fail with an error naming rank R, and
+launch should exit non-zero with rank R's status.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.worldSet = cmd.Flags().Changed("world")
@@ -98,6 +106,13 @@ func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	fault, faulty, err := parseFaultKill(os.Getenv)
+	if err != nil {
+		return err
+	}
+	if _, launched, _ := rank.ProcessEnvFromOS(); faulty && (f.dev != "cuda" || !launched) {
+		return fmt.Errorf("%s works only under symmem launch with --device cuda", faultKillEnv)
+	}
 	inputs := s.Inputs()
 	results := make([]workload.RankResult, s.World)
 	var trace string
@@ -117,7 +132,7 @@ func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
 			return err
 		}
 		if launched {
-			return runAllReduceProcess(a, f, s, env, inputs, out)
+			return runAllReduceProcess(a, f, s, env, inputs, fault, out)
 		}
 		if err := checkCUDA(s.World); err != nil {
 			return err
@@ -144,7 +159,7 @@ func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
 
 // runAllReduceProcess runs this process's rank of a job started by
 // `symmem launch` and checks its own result.
-func runAllReduceProcess(a *app, f *allReduceFlags, s workload.Spec, env rank.ProcessEnv, inputs [][]byte, out io.Writer) error {
+func runAllReduceProcess(a *app, f *allReduceFlags, s workload.Spec, env rank.ProcessEnv, inputs [][]byte, fault faultKill, out io.Writer) error {
 	if env.World != s.World {
 		if f.worldSet {
 			return fmt.Errorf("--world %d but the launcher started %d ranks", s.World, env.World)
@@ -158,7 +173,14 @@ func runAllReduceProcess(a *app, f *allReduceFlags, s workload.Spec, env rank.Pr
 	}
 	defer dev.Close()
 	results := make([]workload.RankResult, s.World)
-	if err := rank.RunProcess(env, dev, a.log, f.timeout, s.Program(inputs, results)); err != nil {
+	program, rdev := s.Program(inputs, results), dev
+	if fault.point != "" {
+		if fault.rank >= env.World {
+			return fmt.Errorf("%s: rank %d out of range [0, %d)", faultKillEnv, fault.rank, env.World)
+		}
+		program, rdev = fault.apply(env.Rank, program, dev)
+	}
+	if err := rank.RunProcess(env, rdev, a.log, f.timeout, program); err != nil {
 		return err
 	}
 	v := s.CheckRank(inputs, env.Rank, results[env.Rank])

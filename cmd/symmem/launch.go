@@ -26,6 +26,7 @@ import (
 
 type launchFlags struct {
 	nproc int
+	drain time.Duration
 	grace time.Duration
 }
 
@@ -36,15 +37,23 @@ func newLaunchCmd(a *app) *cobra.Command {
 		Short: "Start one process per GPU with a shared Store, as torchrun does",
 		Long: `Serve a Store on loopback, start N copies of COMMAND with RANK, WORLD_SIZE,
 LOCAL_RANK, MASTER_ADDR, MASTER_PORT, a per-job Store token and IPC job id in
-their environment, and wait. When a rank fails or dies, the others are
-stopped and launch exits non-zero naming the rank and its status. SIGINT
-and SIGTERM sent to launch are forwarded to every rank.`,
+their environment, and wait.
+
+When a rank fails or dies, launch publishes which rank and how ("rank 1 was
+killed by signal killed") in the job's Store under the key
+symmem/launch/failure. Rank processes run by rank.RunProcess (the symmem
+commands) watch that key: their Store waits and waits for their stream stop
+and return an error naming the failed rank (rank.PeerFailedError). The other ranks get --drain to exit by themselves,
+then get SIGTERM, then SIGKILL after --grace; --drain 0 stops them at once.
+launch exits non-zero naming the first rank that failed and its status.
+SIGINT and SIGTERM sent to launch are forwarded to every rank at once.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLaunch(a, f, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().IntVar(&f.nproc, "nproc", 2, "number of rank processes")
+	cmd.Flags().DurationVar(&f.drain, "drain", 10*time.Second, "time the other ranks get to report a rank's failure and exit by themselves before SIGTERM (0: stop them at once)")
 	cmd.Flags().DurationVar(&f.grace, "grace", 5*time.Second, "time the other ranks get to exit after SIGTERM (or a forwarded SIGINT) before SIGKILL")
 	return cmd
 }
@@ -57,6 +66,9 @@ type exit struct {
 func runLaunch(a *app, f *launchFlags, args []string, stdout, stderr io.Writer) error {
 	if f.nproc < 1 || f.nproc > 72 {
 		return fmt.Errorf("--nproc %d: want 1..72", f.nproc)
+	}
+	if f.drain < 0 || f.grace < 0 {
+		return fmt.Errorf("--drain %v, --grace %v: want durations >= 0", f.drain, f.grace)
 	}
 	token, err := store.NewToken()
 	if err != nil {
@@ -78,6 +90,8 @@ func runLaunch(a *app, f *launchFlags, args []string, stdout, stderr io.Writer) 
 	}
 	job := "launch-" + hex.EncodeToString(id[:])
 	a.log.Info("store served", zap.String("addr", srv.Addr()), zap.String("job", job))
+	// launch's own client, to publish a rank's failure to the others.
+	reporter := srv.Connect("launch", publishTimeout)
 
 	// Catch SIGINT and SIGTERM before the first rank starts, so that one
 	// arriving at any point is forwarded instead of ending launch alone.
@@ -104,16 +118,41 @@ func runLaunch(a *app, f *launchFlags, args []string, stdout, stderr io.Writer) 
 	}
 
 	var first *exit
+	var drain <-chan time.Time // fires when the other ranks' time to exit is up
+	var drainTimer *time.Timer
+	defer func() {
+		if drainTimer != nil {
+			drainTimer.Stop()
+		}
+	}()
 	for done := 0; done < f.nproc; {
 		select {
 		case e := <-exits:
 			done++
-			if e.err != nil && first == nil {
-				first = &e
-				fmt.Fprintf(stderr, "symmem launch: rank %d %s; stopping the other ranks\n", e.rank, describe(e.err))
-				stopAll(procs, syscall.SIGTERM, f.grace)
+			if e.err == nil || first != nil {
+				continue
 			}
+			first = &e
+			status := describe(e.err)
+			if err := rank.PublishFailure(reporter, &rank.PeerFailedError{Rank: e.rank, Status: status}); err != nil {
+				fmt.Fprintf(stderr, "symmem launch: rank %d %s; stopping the other ranks at once (%v)\n", e.rank, status, err)
+				stopAll(procs, syscall.SIGTERM, f.grace)
+				continue
+			}
+			if f.drain <= 0 || done == f.nproc {
+				fmt.Fprintf(stderr, "symmem launch: rank %d %s; stopping the other ranks\n", e.rank, status)
+				stopAll(procs, syscall.SIGTERM, f.grace)
+				continue
+			}
+			fmt.Fprintf(stderr, "symmem launch: rank %d %s; stopping the other ranks (told through the Store; SIGTERM in %v unless they exit first)\n", e.rank, status, f.drain)
+			drainTimer = time.NewTimer(f.drain)
+			drain = drainTimer.C
+		case <-drain:
+			drain = nil
+			fmt.Fprintf(stderr, "symmem launch: %d ranks still running after --drain %v; sending SIGTERM\n", f.nproc-done, f.drain)
+			stopAll(procs, syscall.SIGTERM, f.grace)
 		case s := <-sigs:
+			drain = nil
 			fmt.Fprintf(stderr, "symmem launch: %v; forwarding it to every rank\n", s)
 			stopAll(procs, s, f.grace)
 			if first == nil {
@@ -129,6 +168,10 @@ func runLaunch(a *app, f *launchFlags, args []string, stdout, stderr io.Writer) 
 	}
 	return nil
 }
+
+// publishTimeout bounds launch's request that publishes a rank's failure
+// in the Store.
+const publishTimeout = 5 * time.Second
 
 // lockedWriter serialises the writes of several child processes' output
 // copiers.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/symmem/symmem/actor/store"
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
 )
 
@@ -25,9 +28,76 @@ const helperEnv = "SYMMEM_LAUNCH_TEST_HELPER"
 // TestMain lets the test binary act as a rank process started by launch.
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
+		if strings.HasPrefix(mode, "peer-") {
+			os.Exit(helperProcessRank(mode))
+		}
 		os.Exit(helperRank(mode))
 	}
 	os.Exit(m.Run())
+}
+
+// spinningDevice stands in for a GPU whose kernels spin until their own
+// timeout: Synchronize blocks for spin, then reports a timeout that does
+// not name the cause. Only what a rank without allocations uses is
+// implemented.
+type spinningDevice struct {
+	device.Device
+	spin time.Duration
+}
+
+func (d *spinningDevice) Attributes() device.Attributes                 { return device.Attributes{Name: "spinning"} }
+func (d *spinningDevice) NewStream() (device.Stream, error)             { return 1, nil }
+func (d *spinningDevice) DestroyStream(s device.Stream) error           { return nil }
+func (d *spinningDevice) Launch(s device.Stream, l device.Launch) error { return nil }
+func (d *spinningDevice) Synchronize(s device.Stream) error {
+	time.Sleep(d.spin)
+	return fmt.Errorf("spinning device: kernel timed out after %v", d.spin)
+}
+
+// helperProcessRank is a rank process run through rank.RunProcess, with a
+// device whose kernels never finish. Mode "peer-store" makes rank 1
+// SIGKILL itself before RunProcess, while the others wait for it in
+// RunProcess's Store all-gather of pids; "peer-stream" makes rank 1 SIGKILL
+// itself in its program, while the others wait for their stream;
+// "peer-fault" launches an all-reduce kernel and waits for it, with the
+// SYMMEM_FAULT_KILL hook of the allreduce command armed. Every survivor
+// prints its error on a line "helper rank N: ERROR".
+func helperProcessRank(mode string) int {
+	env, ok, err := rank.ProcessEnvFromOS()
+	if err != nil || !ok {
+		fmt.Fprintln(os.Stderr, "helper: environment:", err, ok)
+		return 2
+	}
+	if mode == "peer-store" && env.Rank == 1 {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
+	var dev device.Device = &spinningDevice{spin: 30 * time.Second}
+	program := func(r *rank.Rank) error {
+		if mode == "peer-stream" && r.ID() == 1 {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		if mode == "peer-fault" {
+			if err := r.Device().Launch(r.Stream(), device.Launch{Kernel: kernels.OneShotAllReduce}); err != nil {
+				return err
+			}
+		}
+		return r.Synchronize()
+	}
+	if mode == "peer-fault" {
+		fault, ok, err := parseFaultKill(os.Getenv)
+		if err != nil || !ok {
+			fmt.Fprintln(os.Stderr, "helper: fault:", err, ok)
+			return 2
+		}
+		program, dev = fault.apply(env.Rank, program, dev)
+	}
+	err = rank.RunProcess(env, dev, zap.NewNop(), 20*time.Second, program)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "helper rank %d: %s\n", env.Rank, strings.ReplaceAll(err.Error(), "\n", "; "))
+		return 1
+	}
+	fmt.Printf("rank %d of %d ok\n", env.Rank, env.World)
+	return 0
 }
 
 // helperRank is a rank process: it reads the launcher's environment, dials
@@ -96,9 +166,15 @@ func helperRank(mode string) int {
 }
 
 func launchSelf(t *testing.T, mode string, nproc int) (string, error) {
+	return launchSelfDrain(t, mode, nproc, 0)
+}
+
+// launchSelfDrain runs nproc helper ranks in mode under launch with --drain
+// drain and --grace 2s.
+func launchSelfDrain(t *testing.T, mode string, nproc int, drain time.Duration) (string, error) {
 	t.Setenv(helperEnv, mode)
 	var out, errOut bytes.Buffer
-	err := runLaunch(testApp, &launchFlags{nproc: nproc, grace: 2 * time.Second}, []string{os.Args[0], "-test.run=^$"}, &out, &errOut)
+	err := runLaunch(testApp, &launchFlags{nproc: nproc, drain: drain, grace: 2 * time.Second}, []string{os.Args[0], "-test.run=^$"}, &out, &errOut)
 	return out.String() + errOut.String(), err
 }
 
@@ -121,16 +197,64 @@ func TestLaunchReportsAFailedRank(t *testing.T) {
 	}
 }
 
+// TestLaunchTearsDownWhenARankIsKilled: survivors that do not watch the
+// Store for failures (the helper dials it directly) are stopped once
+// --drain has passed.
 func TestLaunchTearsDownWhenARankIsKilled(t *testing.T) {
 	start := time.Now()
-	_, err := launchSelf(t, "kill1", 3)
+	out, err := launchSelfDrain(t, "kill1", 3, time.Second)
 	if err == nil || !strings.Contains(err.Error(), "rank 1 was killed by signal killed") {
-		t.Fatalf("launch = %v, want rank 1 killed", err)
+		t.Fatalf("launch = %v, want rank 1 killed\n%s", err, out)
 	}
 	// The survivors block in the all-gather with a 20 s timeout; teardown
 	// must not wait for it.
 	if time.Since(start) > 15*time.Second {
 		t.Fatalf("launch took %v: the surviving ranks were not stopped", time.Since(start))
+	}
+	if !strings.Contains(out, "2 ranks still running after --drain 1s; sending SIGTERM") {
+		t.Errorf("launch did not report the end of the drain:\n%s", out)
+	}
+}
+
+// TestLaunchSurvivorsNameTheKilledRank: rank 1 SIGKILLs itself; launch
+// publishes its death in the Store, and every survivor, blocked in a Store
+// all-gather or in a wait for its stream whose kernel would spin for 30 s,
+// returns an error naming rank 1 well within its 20 s timeout and exits by
+// itself before --drain (15 s) ends.
+func TestLaunchSurvivorsNameTheKilledRank(t *testing.T) {
+	for _, mode := range []string{"peer-store", "peer-stream", "peer-fault=1:rendezvous", "peer-fault=1:allreduce"} {
+		t.Run(mode, func(t *testing.T) {
+			mode, fault, _ := strings.Cut(mode, "=")
+			t.Setenv(faultKillEnv, fault)
+			start := time.Now()
+			out, err := launchSelfDrain(t, mode, 3, 15*time.Second)
+			took := time.Since(start)
+			if err == nil || err.Error() != "rank 1 was killed by signal killed" {
+				t.Fatalf("launch = %v, want rank 1 killed\n%s", err, out)
+			}
+			for _, r := range []int{0, 2} {
+				want := regexp.MustCompile(fmt.Sprintf(`(?m)^helper rank %d: .*peer rank 1 was killed by signal killed`, r))
+				if !want.MatchString(out) {
+					t.Errorf("rank %d's error does not name rank 1 as killed:\n%s", r, out)
+				}
+			}
+			if strings.Contains(out, "SIGTERM;") || strings.Contains(out, "still running") {
+				t.Errorf("the survivors had to be stopped:\n%s", out)
+			}
+			if fault != "" && !strings.Contains(out, "symmem: "+faultKillEnv+"="+fault+": rank process ") {
+				t.Errorf("rank 1 did not report the fault hook:\n%s", out)
+			}
+			if took > 10*time.Second {
+				t.Errorf("launch took %v, want the survivors to exit within a few seconds\n%s", took, out)
+			}
+		})
+	}
+}
+
+func TestLaunchRejectsNegativeDurations(t *testing.T) {
+	err := runLaunch(testApp, &launchFlags{nproc: 1, drain: -time.Second}, []string{"true"}, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "--drain -1s") {
+		t.Fatalf("drain -1s: %v", err)
 	}
 }
 
@@ -152,5 +276,42 @@ func TestLaunchRejectsBadNproc(t *testing.T) {
 	err := runLaunch(testApp, &launchFlags{nproc: 0}, []string{"true"}, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "--nproc 0") {
 		t.Fatalf("nproc 0: %v", err)
+	}
+}
+
+func TestParseFaultKill(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == faultKillEnv {
+				return v
+			}
+			return ""
+		}
+	}
+	if _, ok, err := parseFaultKill(env("")); ok || err != nil {
+		t.Errorf("unset: ok %v, err %v", ok, err)
+	}
+	for v, want := range map[string]faultKill{"1:rendezvous": {1, faultAtRendezvous}, "0:allreduce": {0, faultAtAllReduce}} {
+		if got, ok, err := parseFaultKill(env(v)); !ok || err != nil || got != want {
+			t.Errorf("%q = %+v, %v, %v; want %+v", v, got, ok, err, want)
+		}
+	}
+	for _, v := range []string{"1", "x:allreduce", "-1:allreduce", "1:launch", "1:"} {
+		if _, _, err := parseFaultKill(env(v)); err == nil || !strings.Contains(err.Error(), faultKillEnv) {
+			t.Errorf("%q: err %v, want a complaint naming %s", v, err, faultKillEnv)
+		}
+	}
+	// Other ranks run unchanged.
+	dev := &spinningDevice{}
+	if _, d := (faultKill{1, faultAtAllReduce}).apply(0, nil, dev); d != device.Device(dev) {
+		t.Errorf("rank 0's device was wrapped")
+	}
+}
+
+func TestFaultKillNeedsLaunchAndCUDA(t *testing.T) {
+	t.Setenv(faultKillEnv, "1:allreduce")
+	f := &allReduceFlags{specFlags: specFlags{world: 2, bytes: "4KiB", dtype: "f32", op: "sum", algo: "auto"}, seed: 1, dev: "sim", timeout: time.Second}
+	if err := runAllReduce(testApp, f, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "works only under symmem launch") {
+		t.Fatalf("allreduce on sim with %s set: %v", faultKillEnv, err)
 	}
 }
