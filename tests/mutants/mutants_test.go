@@ -13,6 +13,7 @@ import (
 	"github.com/symmem/symmem/actor/store"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/internal/barriermut"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/signal"
@@ -31,13 +32,13 @@ type mutant struct {
 func mutants() []mutant {
 	return []mutant{
 		{name: "end barrier removed", world: 2, program: reduceLoop(oneShot),
-			apply: wrapBlocks(lanesMut{kernel: kernels.OneShotAllReduce, barrier: 2, skip: true})},
+			apply: wrapBlocks(barriermut.Mutation{Kernel: kernels.OneShotAllReduce, Barrier: 2, Skip: true})},
 		{name: "middle barrier put relaxed", world: 2, program: reduceLoop(twoShotOut),
-			apply: wrapBlocks(lanesMut{kernel: kernels.TwoShotAllReduce, barrier: 2, put: order(signal.Relaxed)})},
+			apply: wrapBlocks(barriermut.Mutation{Kernel: kernels.TwoShotAllReduce, Barrier: 2, Put: barriermut.Order(signal.Relaxed)})},
 		{name: "start barrier wait relaxed", world: 2, program: reduceLoop(oneShot),
-			apply: wrapBlocks(lanesMut{kernel: kernels.OneShotAllReduce, barrier: 1, wait: order(signal.Relaxed)})},
+			apply: wrapBlocks(barriermut.Mutation{Kernel: kernels.OneShotAllReduce, Barrier: 1, Wait: barriermut.Order(signal.Relaxed)})},
 		{name: "a wait skipped", world: 2, program: reduceLoop(oneShot),
-			apply: wrapBlocks(lanesMut{kernel: kernels.OneShotAllReduce, barrier: 1, skipWait: true})},
+			apply: wrapBlocks(barriermut.Mutation{Kernel: kernels.OneShotAllReduce, Barrier: 1, SkipWait: true})},
 		{name: "channel bound off by world size", world: 2, program: channelProbe,
 			apply: wrapDevices(func(d device.Device) device.Device { return &wideBound{Device: d} })},
 		{name: "one pad slot shared by two groups", world: 3, program: twoGroups(true), control: twoGroups(false),
@@ -51,62 +52,9 @@ func mutants() []mutant {
 	}
 }
 
-// Kernel mutants: a block wrapper counts the block's barriers (its calls of
-// Lanes) and breaks one of them.
-
-type lanesMut struct {
-	kernel    string
-	barrier   int  // which Lanes call of a block, from 1
-	skip      bool // the barrier does nothing
-	skipWait  bool // waits report success without consuming the signal
-	put, wait *signal.Order
-}
-
-func order(o signal.Order) *signal.Order { return &o }
-
-func wrapBlocks(m lanesMut) func(*rank.SimConfig) {
-	return func(cfg *rank.SimConfig) {
-		cfg.Device.WrapBlock = func(b kernels.Block) kernels.Block {
-			if b.Kernel() != m.kernel {
-				return b
-			}
-			return &mutBlock{Block: b, m: m}
-		}
-	}
-}
-
-type mutBlock struct {
-	kernels.Block
-	m     lanesMut
-	calls int
-}
-
-func (b *mutBlock) Lanes(n int, fn func(kernels.Block) error) error {
-	b.calls++
-	if b.calls != b.m.barrier {
-		return b.Block.Lanes(n, fn)
-	}
-	if b.m.skip {
-		return nil
-	}
-	return b.Block.Lanes(n, func(l kernels.Block) error { return fn(&mutLane{Block: l, m: b.m}) })
-}
-
-type mutLane struct {
-	kernels.Block
-	m lanesMut
-}
-
-func (l *mutLane) CAS32(p device.Ptr, old, new uint32, o signal.Order, s signal.Scope) (uint32, error) {
-	switch {
-	case old == signal.Raised && l.m.skipWait:
-		return signal.Raised, nil
-	case old == signal.Idle && l.m.put != nil:
-		o = *l.m.put
-	case old == signal.Raised && l.m.wait != nil:
-		o = *l.m.wait
-	}
-	return l.Block.CAS32(p, old, new, o, s)
+// wrapBlocks installs a kernel mutation in every simulated device.
+func wrapBlocks(m barriermut.Mutation) func(*rank.SimConfig) {
+	return func(cfg *rank.SimConfig) { cfg.Device.WrapBlock = m.Wrap }
 }
 
 // Device mutants.

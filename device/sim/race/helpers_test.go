@@ -9,63 +9,7 @@ import (
 	"github.com/symmem/symmem/device/sim/race"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
-	"github.com/symmem/symmem/signal"
 )
-
-// barrierMut rewrites one barrier of a kernel: the n-th call of Lanes by a
-// block (counted from 1) is skipped, or its puts, waits or scopes change.
-type barrierMut struct {
-	kernel    string
-	barrier   int
-	skip      bool
-	put, wait *signal.Order
-	scope     *signal.Scope
-}
-
-func order(o signal.Order) *signal.Order { return &o }
-func scope(s signal.Scope) *signal.Scope { return &s }
-
-func (m barrierMut) wrap(b kernels.Block) kernels.Block {
-	if b.Kernel() != m.kernel {
-		return b
-	}
-	return &mutBlock{Block: b, m: m}
-}
-
-type mutBlock struct {
-	kernels.Block
-	m     barrierMut
-	calls int
-}
-
-func (b *mutBlock) Lanes(n int, fn func(kernels.Block) error) error {
-	b.calls++
-	if b.calls != b.m.barrier {
-		return b.Block.Lanes(n, fn)
-	}
-	if b.m.skip {
-		return nil
-	}
-	return b.Block.Lanes(n, func(l kernels.Block) error { return fn(&mutLane{Block: l, m: b.m}) })
-}
-
-type mutLane struct {
-	kernels.Block
-	m barrierMut
-}
-
-func (l *mutLane) CAS32(p device.Ptr, old, new uint32, o signal.Order, s signal.Scope) (uint32, error) {
-	if old == signal.Idle && l.m.put != nil {
-		o = *l.m.put
-	}
-	if old == signal.Raised && l.m.wait != nil {
-		o = *l.m.wait
-	}
-	if l.m.scope != nil {
-		s = *l.m.scope
-	}
-	return l.Block.CAS32(p, old, new, o, s)
-}
 
 // form is one way of running an all-reduce.
 type form int

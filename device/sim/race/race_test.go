@@ -9,6 +9,7 @@ import (
 	"github.com/symmem/symmem/conformance"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/internal/barriermut"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/signal"
@@ -62,8 +63,8 @@ func TestConformanceIsRaceFree(t *testing.T) {
 // a peer's host write of its input is not ordered before this rank's read
 // of it, and the report names the relaxed wait as the missing acquire.
 func TestRelaxedStartBarrierRaces(t *testing.T) {
-	m := barrierMut{kernel: kernels.OneShotAllReduce, barrier: 1, wait: order(signal.Relaxed)}
-	cfg := rank.SimConfig{World: 2, Seed: 1, Device: sim.Config{WrapBlock: m.wrap}}
+	m := barriermut.Mutation{Kernel: kernels.OneShotAllReduce, Barrier: 1, Wait: barriermut.Order(signal.Relaxed)}
+	cfg := rank.SimConfig{World: 2, Seed: 1, Device: sim.Config{WrapBlock: m.Wrap}}
 	rs := races(t, "relaxed/relaxed start barrier", simulate(t, cfg, reduceLoop(oneShot, 1, 256)))
 	r := rs[0]
 	if r.First.Op != "write" || r.First.Kind != sim.Store || r.Second.Kernel != kernels.OneShotAllReduce ||
@@ -149,7 +150,7 @@ func TestPeerKernelWriteNeedsAcquire(t *testing.T) {
 	}
 	relax := func(b kernels.Block) kernels.Block {
 		if b.Grid() == 1 && b.Kernel() == kernels.OneShotAllReduce {
-			return barrierMut{kernel: kernels.OneShotAllReduce, barrier: 1, wait: order(signal.Relaxed)}.wrap(b)
+			return barriermut.Mutation{Kernel: kernels.OneShotAllReduce, Barrier: 1, Wait: barriermut.Order(signal.Relaxed)}.Wrap(b)
 		}
 		return b
 	}
@@ -171,8 +172,8 @@ func TestPeerKernelWriteNeedsAcquire(t *testing.T) {
 // buffer for the next iteration while a peer may still read it; the report
 // says no signal passed between them.
 func TestMissingEndBarrierRaces(t *testing.T) {
-	m := barrierMut{kernel: kernels.OneShotAllReduce, barrier: 2, skip: true}
-	cfg := rank.SimConfig{World: 2, Seed: 1, Device: sim.Config{WrapBlock: m.wrap}}
+	m := barriermut.Mutation{Kernel: kernels.OneShotAllReduce, Barrier: 2, Skip: true}
+	cfg := rank.SimConfig{World: 2, Seed: 1, Device: sim.Config{WrapBlock: m.Wrap}}
 	rs := races(t, "no end barrier", simulate(t, cfg, reduceLoop(oneShot, 2, 256)))
 	found := false
 	for _, r := range rs {
@@ -190,8 +191,8 @@ func TestMissingEndBarrierRaces(t *testing.T) {
 // not order accesses of two devices.
 func TestNarrowScopeDoesNotSynchronise(t *testing.T) {
 	for _, s := range []signal.Scope{signal.GPU, signal.Block} {
-		m := barrierMut{kernel: kernels.OneShotAllReduce, barrier: 1, put: order(signal.Release), scope: scope(s)}
-		cfg := rank.SimConfig{World: 2, Seed: 1, Device: sim.Config{WrapBlock: m.wrap}}
+		m := barriermut.Mutation{Kernel: kernels.OneShotAllReduce, Barrier: 1, Put: barriermut.Order(signal.Release), Scope: barriermut.Scope(s)}
+		cfg := rank.SimConfig{World: 2, Seed: 1, Device: sim.Config{WrapBlock: m.Wrap}}
 		rs := races(t, s.String()+" scope", simulate(t, cfg, reduceLoop(oneShot, 1, 256)))
 		want := fmt.Sprintf("scopes %s and %s do not both reach system", s, s)
 		found := false
@@ -266,9 +267,9 @@ func TestHostReadNeedsBarrier(t *testing.T) {
 
 // TestReportIsDeterministic: the same seed gives the same report.
 func TestReportIsDeterministic(t *testing.T) {
-	m := barrierMut{kernel: kernels.TwoShotAllReduce, barrier: 2, put: order(signal.Relaxed)}
+	m := barriermut.Mutation{Kernel: kernels.TwoShotAllReduce, Barrier: 2, Put: barriermut.Order(signal.Relaxed)}
 	run := func() string {
-		cfg := rank.SimConfig{World: 3, Seed: 5, Device: sim.Config{WrapBlock: m.wrap}}
+		cfg := rank.SimConfig{World: 3, Seed: 5, Device: sim.Config{WrapBlock: m.Wrap}}
 		res := simulate(t, cfg, reduceLoop(twoShotOut, 2, 256))
 		if res.Races == nil {
 			t.Fatal("no race with a relaxed middle barrier")
