@@ -115,14 +115,7 @@ func TestReplayReproducesTrace(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: replay: %v", name, err)
 		}
-		path := filepath.Join(t.TempDir(), "case.json")
-		if err := Save(path, o); err != nil {
-			t.Fatal(err)
-		}
-		loaded, want, err := Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		loaded, want := saveAndLoad(t, o)
 		fromFile, _ := Run(loaded)
 		for how, got := range map[string]string{"again": again.Trace, "replay": replayed.Trace, "file": fromFile.Trace, "file's record": want} {
 			if got != o.Trace {
@@ -190,14 +183,7 @@ func TestRaceDetectorFindsSpuriousSignal(t *testing.T) {
 	if !strings.Contains(c.Command(), " --race") {
 		t.Fatalf("command %q lacks --race", c.Command())
 	}
-	path := filepath.Join(t.TempDir(), "case.json")
-	if err := Save(path, o); err != nil {
-		t.Fatal(err)
-	}
-	loaded, want, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loaded, want := saveAndLoad(t, o)
 	again, _ := Run(loaded)
 	if !loaded.Race || again.Trace != want || !again.Failed() || again.Failure.Kind != DataRace {
 		t.Fatalf("loaded case (race %t) gave %v, trace %s, want the race and %s", loaded.Race, again.Failure, again.Trace, want)
@@ -391,4 +377,19 @@ func TestFuzzStopsOnContext(t *testing.T) {
 	if rep.Cases > 10 {
 		t.Fatalf("ran %d cases after the context ended", rep.Cases)
 	}
+}
+
+// saveAndLoad writes o's case to a file and reads it back: the loaded
+// case and the trace the file records.
+func saveAndLoad(t *testing.T, o Outcome) (Case, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "case.json")
+	if err := Save(path, o); err != nil {
+		t.Fatal(err)
+	}
+	loaded, want, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loaded, want
 }

@@ -18,13 +18,14 @@ type Graph struct {
 
 // Capture runs record with the rank's stream recording instead of running:
 // the collectives record enqueues (OneShotAllReduceOut, TwoShotAllReduce,
-// TwoShotAllReduceOut, LowLatency.AllReduce, Barrier ...) become a graph
+// TwoShotAllReduceOut, LowLatency.AllReduce) become a graph
 // that [Graph.Replay] launches as one unit, on the tensors they were given,
 // reading whatever those tensors hold at replay time.
 //
 // While recording, calls return once their work is recorded, as with
 // SetAsync(true), and nothing may wait for the stream: Synchronize, tensor
-// reads and writes, and the first use of a buffer on a group (its
+// reads and writes, the signal operations of SymmetricMemory (which wait
+// for their kernel) and the first use of a buffer on a group (its
 // rendezvous) fail. Rendezvous buffers and create LowLatency instances
 // before capturing. A graph of collectives is collective: every member of
 // their groups must capture the same calls and replay them the same number

@@ -248,7 +248,7 @@ func (c *IntraNodeComm) AllReduce(t Tensor, algo Algo) error {
 			err = r.dev.Copy(r.stream, t.Ptr, view.Ptr, t.Bytes())
 		}
 		if err == nil && !r.async {
-			err = r.dev.Synchronize(r.stream)
+			err = r.waitStream()
 		}
 	}
 	if err != nil {

@@ -148,7 +148,7 @@ func (h *SymmetricMemory) signal(kernel string, peer, channel int, timeout time.
 	if err := r.dev.Launch(r.stream, l); err != nil {
 		return fmt.Errorf("%s: %w", kernel, err)
 	}
-	if err := r.dev.Synchronize(r.stream); err != nil {
+	if err := r.waitStream(); err != nil {
 		return fmt.Errorf("%s: %w", kernel, err)
 	}
 	return nil

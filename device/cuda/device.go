@@ -272,12 +272,19 @@ func (g *gpu) CreatePhysical(size uint64) (device.Handle, error) {
 		if err := g.drv.check("cuMemCreate", g.drv.cuMemCreate(&h, size, allocationProp(int(g.dev)), 0)); err != nil {
 			return err
 		}
-		id = g.nextHandle
-		g.nextHandle++
-		g.handles[id] = h
+		id = g.addHandle(h)
 		return nil
 	})
 	return id, err
+}
+
+// addHandle registers a driver allocation handle under a new id. It runs
+// with the device's lock held.
+func (g *gpu) addHandle(h uint64) device.Handle {
+	id := g.nextHandle
+	g.nextHandle++
+	g.handles[id] = h
+	return id
 }
 
 // checkSize rejects sizes that are zero or not a multiple of the granularity.
@@ -335,9 +342,7 @@ func (g *gpu) ImportHandle(fd int) (device.Handle, error) {
 			g.drv.cuMemImportFromShareableHandle(&h, uintptr(fd), memHandleTypePosixFD)); err != nil {
 			return err
 		}
-		id = g.nextHandle
-		g.nextHandle++
-		g.handles[id] = h
+		id = g.addHandle(h)
 		return nil
 	})
 	return id, err

@@ -215,18 +215,13 @@ func TestHostReadNeedsBarrier(t *testing.T) {
 		storeKey
 	)
 	program := func(sync int) rank.Program {
-		return func(r *rank.Rank) error {
-			buf, err := r.Alloc(64)
-			if err != nil {
-				return err
-			}
-			defer r.Free(buf)
-			h, err := r.Rendezvous(buf, rank.WorldGroup)
-			if err != nil {
-				return err
-			}
+		return signalProgram(func(r *rank.Rank, h *rank.SymmetricMemory) error {
 			if r.ID() == 1 {
-				if err := r.Write(rank.Tensor{Ptr: buf, DType: device.Float32, Numel: 16}, input(1, 0, 16)); err != nil {
+				own, err := h.GetBuffer(1, 16, device.Float32, 0)
+				if err != nil {
+					return err
+				}
+				if err := r.Write(own, input(1, 0, 16)); err != nil {
 					return err
 				}
 			}
@@ -254,7 +249,7 @@ func TestHostReadNeedsBarrier(t *testing.T) {
 				}
 			}
 			return h.Barrier(1, r.Timeout())
-		}
+		})
 	}
 	clean(t, "with a barrier", simulate(t, rank.SimConfig{World: 2, Seed: 1}, program(barrier)))
 	clean(t, "with a Store key", simulate(t, rank.SimConfig{World: 2, Seed: 1}, program(storeKey)))
