@@ -242,6 +242,7 @@ const (
 	ReasonMisaligned   = 6 // a rank's tensor is not aligned to the vector width
 	ReasonOutputAlias  = 7 // Output overlaps this rank's buffer tensor
 	ReasonDataTimeout  = 8 // the low-latency kernel's packets did not arrive
+	ReasonWrongEntry   = 9 // a specialised entry point got a launch it was not built for
 	recordStateWritten = 2 // state of a complete record
 )
 
@@ -345,6 +346,8 @@ func (r ErrorRecord) reason() string {
 		return "Output overlaps this rank's buffer tensor"
 	case ReasonDataTimeout:
 		return DataTimeoutReason(r.Value)
+	case ReasonWrongEntry:
+		return "the launch's dtype, world size or vector width is not the one its entry point was built for"
 	}
 	return fmt.Sprintf("unknown error reason %d", r.Reason)
 }

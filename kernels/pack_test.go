@@ -305,6 +305,7 @@ func TestErrorRecord(t *testing.T) {
 		ReasonMisaligned:  "not aligned to the 1-byte vector",
 		ReasonOutputAlias: "Output overlaps",
 		ReasonDataTimeout: "data of call 1 did not arrive",
+		ReasonWrongEntry:  "not the one its entry point was built for",
 		99:                "unknown error reason 99",
 	} {
 		r.Reason = reason
@@ -322,7 +323,7 @@ func TestReasonsMatchHeader(t *testing.T) {
 	want := map[string]int{
 		"kWaitTimeout": ReasonWaitTimeout, "kPutTimeout": ReasonPutTimeout, "kPutCorrupt": ReasonPutCorrupt,
 		"kWaitCorrupt": ReasonWaitCorrupt, "kNullPointer": ReasonNullPointer, "kMisaligned": ReasonMisaligned,
-		"kOutputAlias": ReasonOutputAlias, "kDataTimeout": ReasonDataTimeout,
+		"kOutputAlias": ReasonOutputAlias, "kDataTimeout": ReasonDataTimeout, "kWrongEntry": ReasonWrongEntry,
 	}
 	re := regexp.MustCompile(`(k[A-Z]\w+) = (\d+),`)
 	found := 0

@@ -758,16 +758,17 @@ func (g *gpu) Launch(s device.Stream, l device.Launch) error {
 	if err := g.drv.check("cuCtxSetCurrent", g.drv.ctxSetCurrent(g.ctx)); err != nil {
 		return fail(err)
 	}
-	if err := g.launch(st, l.Kernel, uint32(l.Blocks), uint32(l.Threads), packed); err != nil {
+	if err := g.launch(st, l.Kernel, kernels.Entry(l.Kernel, l.Args), uint32(l.Blocks), uint32(l.Threads), packed); err != nil {
 		return fail(err)
 	}
 	return nil
 }
 
-// launch launches kernel on st with the packed arguments, after filling in
-// the header. It runs with the context current.
-func (g *gpu) launch(st *stream, kernel string, blocks, threads uint32, packed []byte) error {
-	fn, err := g.function(kernel)
+// launch launches kernel, through its entry point entry (kernels.Entry), on
+// st with the packed arguments, after filling in the header. It runs with
+// the context current.
+func (g *gpu) launch(st *stream, kernel, entry string, blocks, threads uint32, packed []byte) error {
+	fn, err := g.function(entry)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -557,13 +558,106 @@ func TestGPUAllReduce(t *testing.T) {
 		w := newWorld(t, devs, placement, 4<<20)
 		for _, dt := range dtypes {
 			for _, op := range []device.ReduceOp{device.Sum, device.Avg, device.Max} {
-				for _, size := range []uint64{8196, 3<<20 + 8} {
+				for _, size := range []uint64{8192, 8196, 3<<20 + 8} {
 					w.allReduceCase(rng, dt, op, 16, size/uint64(dt.Size()))
 				}
 			}
 		}
 		w.padsZero()
 	}
+}
+
+// TestGPUAllReduceChecks: what the host cannot see, the all-reduce kernels
+// check before their first barrier, through the specialised entries
+// (16-byte vectors) and the generic one alike: a null buffer or pad
+// pointer of a peer, a peer's tensor off the vector width and an output
+// overlapping this rank's tensor are refused with the record naming them.
+// A specialised entry given a launch it was not built for refuses it.
+func TestGPUAllReduceChecks(t *testing.T) {
+	devs := gpus(t, 2)
+	w := newWorld(t, devs, []int{0, 1}, 2<<20)
+	arr := w.local(0, devs[0].Attributes().Granularity)
+	const off = 256
+	type edit func(a *kernels.AllReduceArgs)
+	ptrs := func(at uint64, ps ...device.Ptr) device.Ptr {
+		must(t, devs[0].Write(w.stream(0), arr.Add(at), addrs(ps)))
+		return arr.Add(at)
+	}
+	for _, numel := range []uint64{4096, 4098} { // bf16: 16-byte vectors (specialised entry), 4-byte (generic)
+		vec := 16
+		if numel == 4098 {
+			vec = 4
+		}
+		for _, c := range []struct {
+			name string
+			edit edit
+			want string
+		}{
+			{"null peer buffer", func(a *kernels.AllReduceArgs) { a.BufferPtrs = ptrs(0, w.buf(0, 0), 0) },
+				"pointer array entry of rank 1 is null"},
+			{"null peer pad", func(a *kernels.AllReduceArgs) { a.PadPtrs = ptrs(64, w.pads[0][0], 0) },
+				"pointer array entry of rank 1 is null"},
+			{"misaligned peer", func(a *kernels.AllReduceArgs) { a.BufferPtrs = ptrs(128, w.buf(0, 0), w.buf(0, 1).Add(2)) },
+				fmt.Sprintf("tensor of rank 1 is not aligned to the %d-byte vector", vec)},
+			{"output overlaps", func(a *kernels.AllReduceArgs) { a.Output = w.buf(0, 0).Add(off + 64) },
+				"Output overlaps this rank's buffer tensor"},
+		} {
+			for _, kernel := range []string{kernels.OneShotAllReduce, kernels.TwoShotAllReduce} {
+				a := kernels.AllReduceArgs{Rank: 0, World: 2, DType: device.BFloat16, Op: device.Sum,
+					BufferPtrs: w.bufArr[0], PadPtrs: w.padArr[0], PadBytes: w.padBytes, Offset: off, Numel: numel,
+					TimeoutNs: int64(time.Second)}
+				if kernel == kernels.OneShotAllReduce {
+					a.Output = w.scratch[0]
+				}
+				c.edit(&a)
+				name := fmt.Sprintf("%s via %s, %s", kernel, kernels.Entry(kernel, a), c.name)
+				blocks, threads := kernels.Shape(kernel, numel, device.BFloat16, 2, 0)
+				w.launch(0, kernel, blocks, threads, a)
+				err := devs[0].Synchronize(w.stream(0))
+				var ke *device.KernelError
+				if !errors.As(err, &ke) || ke.Kernel != kernel || !strings.Contains(ke.Reason, c.want) {
+					t.Errorf("%s: %v, want a kernel error %q", name, err, c.want)
+				}
+			}
+		}
+	}
+	// The low-latency kernel checks its one pointer array the same way.
+	slot, _ := kernels.LowLatencyWorkspace(1024, 2)
+	ll := kernels.AllReduceArgs{Rank: 0, World: 2, DType: device.BFloat16, Op: device.Sum,
+		BufferPtrs: ptrs(192, w.buf(0, 0), 0), PadPtrs: w.padArr[0], PadBytes: w.padBytes, Numel: 512,
+		Input: w.scratch[0], Output: w.scratch[0].Add(4096), SlotBytes: slot, TimeoutNs: int64(time.Second)}
+	blocks, threads := kernels.Shape(kernels.LowLatencyAllReduce, ll.Numel, ll.DType, 2, 0)
+	w.launch(0, kernels.LowLatencyAllReduce, blocks, threads, ll)
+	if err := devs[0].Synchronize(w.stream(0)); err == nil || !strings.Contains(err.Error(), "pointer array entry of rank 1 is null") {
+		t.Errorf("low-latency launch with a null peer buffer: %v", err)
+	}
+	// A specialised entry for world 2 given a world-4 launch.
+	a := kernels.AllReduceArgs{Rank: 0, World: 4, DType: device.BFloat16, Op: device.Sum,
+		BufferPtrs: w.bufArr[0], PadPtrs: w.padArr[0], PadBytes: w.padBytes, Offset: off, Numel: 4096,
+		TimeoutNs: int64(time.Second)}
+	launchEntry(t, devs[0], w.stream(0), device.Launch{Kernel: kernels.TwoShotAllReduce, Blocks: 1, Threads: 256, Args: a},
+		"two_shot_all_reduce_bf16_w2")
+	err := devs[0].Synchronize(w.stream(0))
+	var ke *device.KernelError
+	if !errors.As(err, &ke) || !strings.Contains(ke.Reason, "not the one its entry point was built for") {
+		t.Errorf("world-4 launch of a world-2 entry: %v, want a wrong-entry error", err)
+	}
+	w.padsZero()
+}
+
+// launchEntry launches l through the named entry point rather than the
+// one kernels.Entry picks.
+func launchEntry(t *testing.T, dev device.Device, s device.Stream, l device.Launch, entry string) {
+	t.Helper()
+	g := dev.(*gpu)
+	packed, err := kernels.Pack(kernels.LaunchHeader{}, l.Kernel, l.Args)
+	must(t, err)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	must(t, g.drv.check("cuCtxSetCurrent", g.drv.ctxSetCurrent(g.ctx)))
+	must(t, g.launch(g.streams[s], l.Kernel, entry, uint32(l.Blocks), uint32(l.Threads), packed))
 }
 
 // TestGPUAllReduceTiming logs how long all-reduces take on two GPUs (no

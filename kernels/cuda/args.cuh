@@ -19,6 +19,7 @@ enum ErrorReason : uint32_t {
   kMisaligned = 6,   // a rank's tensor is not aligned to the vector width
   kOutputAlias = 7,  // output overlaps this rank's buffer tensor
   kDataTimeout = 8,  // the low-latency kernel's packets did not arrive
+  kWrongEntry = 9,   // a specialised entry point got a launch it was not built for
 };
 
 // What a kernel records when it gives up; the first writer wins. The host

@@ -109,6 +109,25 @@ __device__ inline bool check_collective(const AllReduceArgs& a, const SignalCtx&
   return true;
 }
 
+// collective_ok runs check_collective's checks in parallel, thread t < W
+// loading rank t's two pointers (the barrier loads them again, from cache),
+// so that a launch that passes costs one load and one block sync rather
+// than a chain of loads. When any check fails, every thread runs
+// check_collective, in which thread 0 records the same error as ever.
+__device__ inline bool collective_ok(const AllReduceArgs& a, const SignalCtx& c, int vec, uint64_t bytes) {
+  bool bad = a.buffer_ptrs == nullptr || a.pad_ptrs == nullptr;
+  const int t = threadIdx.x;
+  if (!bad && t < a.world) {
+    const uint64_t buf = a.buffer_ptrs[t];
+    bad = buf == 0 || a.pad_ptrs[t] == 0 || (buf + a.offset) % vec != 0;
+    const uint64_t out = reinterpret_cast<uint64_t>(a.output);
+    if (t == a.rank && out != 0 && out < buf + a.offset + bytes && buf + a.offset < out + bytes) bad = true;
+  }
+  if (__syncthreads_or(bad) == 0) return true;
+  check_collective(a, c, vec, bytes);
+  return false;
+}
+
 // one_shot: every rank reduces the whole tensor from every peer into
 // output; with input set (the copy form) each block first copies its share
 // of input into this rank's buffer and publishes it with a release put.
@@ -243,21 +262,29 @@ __device__ void low_latency(const AllReduceArgs& a, const SignalCtx& c, uint32_t
 __device__ void low_latency_all_reduce(const AllReduceArgs& a) {
   if (a.numel == 0) return;
   const SignalCtx c = signal_ctx(a.h, a.rank, a.world, a.pad_bytes, a.timeout_ns);
-  SignalCtx quiet = c;
-  if (threadIdx.x != 0) quiet.err = nullptr;
-  if (!check_ptrs(quiet, a.buffer_ptrs)) return;
   // The call number lives in the workspace's control words, after its two
   // halves: [0] the last call's number, [1] the current call's finished
   // blocks. Every block starts from [0]; the last block to finish stores
   // its number there for the next call, so replayed graphs stay in step.
-  uint32_t* ctl = reinterpret_cast<uint32_t*>(a.buffer_ptrs[a.rank] + a.offset +
-                                              2ull * static_cast<uint64_t>(a.world) * a.slot_bytes);
+  // Thread t < W checks rank t's pointer while thread 0 reads the number;
+  // on a bad pointer, check_ptrs records the first one as ever.
   __shared__ uint32_t call;
-  if (threadIdx.x == 0) {
+  uint32_t* ctl = nullptr;
+  const int t = threadIdx.x;
+  bool bad = a.buffer_ptrs == nullptr;
+  if (!bad && t < a.world) bad = a.buffer_ptrs[t] == 0;
+  if (!bad && t == 0 && a.buffer_ptrs[a.rank] != 0) {
+    ctl = reinterpret_cast<uint32_t*>(a.buffer_ptrs[a.rank] + a.offset +
+                                      2ull * static_cast<uint64_t>(a.world) * a.slot_bytes);
     const uint32_t next = *reinterpret_cast<volatile uint32_t*>(ctl) + 1u;
     call = next == 0u ? 1u : next;
   }
-  __syncthreads();
+  if (__syncthreads_or(bad) != 0) {
+    SignalCtx quiet = c;
+    if (t != 0) quiet.err = nullptr;
+    check_ptrs(quiet, a.buffer_ptrs);
+    return;
+  }
   const uint32_t seq = call;
   switch (a.dtype) {
     case kFloat32:
@@ -343,7 +370,7 @@ __device__ void all_reduce(const AllReduceArgs& a) {
   const uint64_t bytes = a.numel * size;
   const int vec = vec_width(a.offset, bytes);
   const SignalCtx c = signal_ctx(a.h, a.rank, a.world, a.pad_bytes, a.timeout_ns);
-  if (!check_collective(a, c, vec, bytes)) return;
+  if (!collective_ok(a, c, vec, bytes)) return;
   switch (a.dtype) {
     case kFloat32:
       by_vec<Body, F32>(a, vec);
@@ -355,6 +382,24 @@ __device__ void all_reduce(const AllReduceArgs& a) {
       by_vec<Body, F16>(a, vec);
       break;
   }
+}
+
+// all_reduce_fixed is all_reduce compiled for one dtype, 16-byte vectors
+// and world size W: the entry points below, which the host picks when a
+// launch matches them (kernels.Entry), skip the run-time dispatch and get
+// registers allotted for their one body. A launch that does not match is
+// refused with kWrongEntry.
+template <template <typename, int, int> class Body, typename T, int W>
+__device__ void all_reduce_fixed(const AllReduceArgs& a) {
+  if (a.numel == 0) return;
+  const uint64_t bytes = a.numel * T::kSize;
+  const SignalCtx c = signal_ctx(a.h, a.rank, a.world, a.pad_bytes, a.timeout_ns);
+  if (a.dtype != T::kDType || a.world != W || vec_width(a.offset, bytes) != 16) {
+    if (threadIdx.x == 0) record_error(c, kWrongEntry, -1, -1, -1, -1, 0, 0);
+    return;
+  }
+  if (!collective_ok(a, c, 16, bytes)) return;
+  Body<T, 16, W>::run(a);
 }
 
 // signal_setup: only block 0 of a signal kernel acts, after checking the
@@ -403,6 +448,31 @@ extern "C" __global__ void __launch_bounds__(512) one_shot_all_reduce(const __gr
 extern "C" __global__ void __launch_bounds__(1024) two_shot_all_reduce(const __grid_constant__ AllReduceArgs a) {
   symmem::all_reduce<symmem::TwoShot>(a);
 }
+
+// The specialised entry points: <kernel>_<dtype>_w<W>.
+#define SYMMEM_ENTRY(name, bounds, body, type, w)                                         \
+  extern "C" __global__ void __launch_bounds__(bounds) name(const __grid_constant__ AllReduceArgs a) { \
+    symmem::all_reduce_fixed<symmem::body, symmem::type, w>(a);                            \
+  }
+SYMMEM_ENTRY(one_shot_all_reduce_f32_w2, 512, OneShot, F32, 2)
+SYMMEM_ENTRY(one_shot_all_reduce_f32_w4, 512, OneShot, F32, 4)
+SYMMEM_ENTRY(one_shot_all_reduce_f32_w8, 512, OneShot, F32, 8)
+SYMMEM_ENTRY(one_shot_all_reduce_bf16_w2, 512, OneShot, BF16, 2)
+SYMMEM_ENTRY(one_shot_all_reduce_bf16_w4, 512, OneShot, BF16, 4)
+SYMMEM_ENTRY(one_shot_all_reduce_bf16_w8, 512, OneShot, BF16, 8)
+SYMMEM_ENTRY(one_shot_all_reduce_f16_w2, 512, OneShot, F16, 2)
+SYMMEM_ENTRY(one_shot_all_reduce_f16_w4, 512, OneShot, F16, 4)
+SYMMEM_ENTRY(one_shot_all_reduce_f16_w8, 512, OneShot, F16, 8)
+SYMMEM_ENTRY(two_shot_all_reduce_f32_w2, 1024, TwoShot, F32, 2)
+SYMMEM_ENTRY(two_shot_all_reduce_f32_w4, 1024, TwoShot, F32, 4)
+SYMMEM_ENTRY(two_shot_all_reduce_f32_w8, 1024, TwoShot, F32, 8)
+SYMMEM_ENTRY(two_shot_all_reduce_bf16_w2, 1024, TwoShot, BF16, 2)
+SYMMEM_ENTRY(two_shot_all_reduce_bf16_w4, 1024, TwoShot, BF16, 4)
+SYMMEM_ENTRY(two_shot_all_reduce_bf16_w8, 1024, TwoShot, BF16, 8)
+SYMMEM_ENTRY(two_shot_all_reduce_f16_w2, 1024, TwoShot, F16, 2)
+SYMMEM_ENTRY(two_shot_all_reduce_f16_w4, 1024, TwoShot, F16, 4)
+SYMMEM_ENTRY(two_shot_all_reduce_f16_w8, 1024, TwoShot, F16, 8)
+#undef SYMMEM_ENTRY
 
 // ll_all_reduce: the low-latency one-shot (packets with flags, no barrier).
 extern "C" __global__ void __launch_bounds__(512) ll_all_reduce(const __grid_constant__ AllReduceArgs a) {

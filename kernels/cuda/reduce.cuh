@@ -56,6 +56,7 @@ __device__ __forceinline__ void store_vec(void* p, const Vec<VEC>& v) {
 // rounds v to nearest even (NaN becomes the canonical NaN) and writes it.
 struct F32 {
   static constexpr int kSize = 4;
+  static constexpr DType kDType = kFloat32;
   __device__ __forceinline__ static float get(const uint32_t* w, int i) { return __uint_as_float(w[i]); }
   __device__ __forceinline__ static void put(uint32_t* w, int i, float v) {
     w[i] = (v != v) ? 0x7fffffffu : __float_as_uint(v);
@@ -72,6 +73,7 @@ __device__ __forceinline__ void set_half16(uint32_t* w, int i, uint32_t h) {
 
 struct BF16 {
   static constexpr int kSize = 2;
+  static constexpr DType kDType = kBFloat16;
   __device__ __forceinline__ static float get(const uint32_t* w, int i) { return __uint_as_float(half16(w, i) << 16); }
   __device__ __forceinline__ static void put(uint32_t* w, int i, float v) {
     const uint32_t h = (v != v) ? 0x7fffu : static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(v)));
@@ -81,6 +83,7 @@ struct BF16 {
 
 struct F16 {
   static constexpr int kSize = 2;
+  static constexpr DType kDType = kFloat16;
   __device__ __forceinline__ static float get(const uint32_t* w, int i) {
     return __half2float(__ushort_as_half(static_cast<unsigned short>(half16(w, i))));
   }

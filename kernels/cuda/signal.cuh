@@ -100,10 +100,11 @@ __device__ inline bool signal_op(const SignalCtx& c, const uint64_t* pads, bool 
   uint32_t* p = reinterpret_cast<uint32_t*>(pads[pad]) + slot;
   const uint32_t old = put ? kIdle : kRaised;
   const uint32_t val = put ? kRaised : kIdle;
-  const uint64_t start = now_ns();
+  uint64_t start = 0;  // read once the first swap fails: the fast path skips the timer
   for (;;) {
     const uint32_t prev = cas_sys(p, old, val, order);
     if (prev == old) return true;
+    if (start == 0) start = now_ns();
     if (prev != val) {
       record_error(c, put ? kPutCorrupt : kWaitCorrupt, peer, channel, slot, pad, prev, now_ns() - start);
       return false;
