@@ -471,7 +471,16 @@ func (w *world) allReduceCase(rng *rand.Rand, dt device.DType, op device.ReduceO
 			BufferPtrs: w.bufArr[d], PadPtrs: w.padArr[d], PadBytes: w.padBytes, Offset: off, Numel: numel,
 			TimeoutNs: int64(10 * time.Second)}
 	}
-	sm := w.devs[0].Attributes().SMCount
+	// Every block of every rank must be resident at once (block b waits for
+	// block b of each peer): ranks sharing a device split its
+	// multiprocessors.
+	perDev := map[int]int{}
+	most := 1
+	for _, d := range w.rankDev {
+		perDev[d]++
+		most = max(most, perDev[d])
+	}
+	sm := w.devs[0].Attributes().SMCount / most
 	oneBlocks, oneThreads := kernels.Shape(kernels.OneShotAllReduce, numel, dt, n, sm)
 	twoBlocks, twoThreads := kernels.Shape(kernels.TwoShotAllReduce, numel, dt, n, sm)
 	poison := func(r int) {

@@ -68,6 +68,16 @@ struct Collective {
     }
   }
 
+  // reduce2 is reduce for two offsets, with all their loads in flight at
+  // once (W > 0 only).
+  __device__ __forceinline__ void reduce2(uint64_t off0, uint64_t off1, Vec<VEC>& out0, Vec<VEC>& out1) const {
+    static_assert(W > 0, "reduce2 needs a fixed world size");
+    const char* base[W];
+#pragma unroll
+    for (int r = 0; r < W; r++) base[r] = t.at(r, a.buffer_ptrs, a.offset);
+    reduce_fixed2<T, VEC, W>(base, off0, off1, a.op, out0, out1);
+  }
+
   // store_all writes v at byte offset off of every rank's tensor.
   __device__ __forceinline__ void store_all(uint64_t off, const Vec<VEC>& v) const {
     if constexpr (W > 0) {
@@ -172,17 +182,31 @@ __device__ void two_shot(const AllReduceArgs& a) {
   const uint64_t first = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
 
-  if (!col.barrier(kRelaxed)) return;
-  const uint64_t mine = vectors_of(a.rank);
-  for (uint64_t v = first; v < mine; v += stride) {
-    const uint64_t off = my_start + v * VEC;
-    const Vec<VEC> r = col.reduce(off);
+  // put stores the reduced vector at off: into every rank's buffer, or
+  // into this rank's alone for the gather below.
+  auto put = [&](uint64_t off, const Vec<VEC>& r) {
     if (a.output != nullptr) {
       store_vec<VEC>(col.own + off, r);
     } else {
       col.store_all(off, r);
     }
+  };
+  if (!col.barrier(kRelaxed)) return;
+  const uint64_t mine = vectors_of(a.rank);
+  uint64_t v = first;
+  if constexpr (W > 0 && W <= 4) {
+    // Two vectors a step while both exist: twice the loads in flight,
+    // which large tensors on many blocks need to fill the links (wider
+    // worlds have no registers to spare for it).
+    for (; v + stride < mine; v += 2 * stride) {
+      const uint64_t off0 = my_start + v * VEC, off1 = off0 + stride * VEC;
+      Vec<VEC> r0, r1;
+      col.reduce2(off0, off1, r0, r1);
+      put(off0, r0);
+      put(off1, r1);
+    }
   }
+  for (; v < mine; v += stride) put(my_start + v * VEC, col.reduce(my_start + v * VEC));
   if (!col.barrier(kRelease)) return;
   if (a.output == nullptr) return;
   char* out = reinterpret_cast<char*>(a.output);

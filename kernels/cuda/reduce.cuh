@@ -124,14 +124,10 @@ __device__ __forceinline__ Vec<VEC> finish(float (&acc)[VEC / T::kSize], int op,
   return out;
 }
 
-// reduce_fixed reduces the vector at byte offset off of W tensors (bases in
-// rank order), issuing every load before the first use.
+// combine_fixed reduces W vectors, loaded from the ranks in rank order.
 template <typename T, int VEC, int W>
-__device__ __forceinline__ Vec<VEC> reduce_fixed(const char* const (&base)[W], uint64_t off, int op) {
+__device__ __forceinline__ Vec<VEC> combine_fixed(const Vec<VEC> (&x)[W], int op) {
   constexpr int E = VEC / T::kSize;
-  Vec<VEC> x[W];
-#pragma unroll
-  for (int r = 0; r < W; r++) x[r] = load_vec<VEC>(base[r] + off);
   float acc[E];
 #pragma unroll
   for (int k = 0; k < E; k++) acc[k] = T::get(x[0].w, k);
@@ -141,6 +137,31 @@ __device__ __forceinline__ Vec<VEC> reduce_fixed(const char* const (&base)[W], u
     for (int k = 0; k < E; k++) acc[k] = combine(acc[k], T::get(x[r].w, k), op);
   }
   return finish<T, VEC>(acc, op, W);
+}
+
+// reduce_fixed reduces the vector at byte offset off of W tensors (bases in
+// rank order), issuing every load before the first use.
+template <typename T, int VEC, int W>
+__device__ __forceinline__ Vec<VEC> reduce_fixed(const char* const (&base)[W], uint64_t off, int op) {
+  Vec<VEC> x[W];
+#pragma unroll
+  for (int r = 0; r < W; r++) x[r] = load_vec<VEC>(base[r] + off);
+  return combine_fixed<T, VEC, W>(x, op);
+}
+
+// reduce_fixed2 reduces the vectors at byte offsets off0 and off1, issuing
+// all 2W loads before the first use.
+template <typename T, int VEC, int W>
+__device__ __forceinline__ void reduce_fixed2(const char* const (&base)[W], uint64_t off0, uint64_t off1, int op,
+                                              Vec<VEC>& out0, Vec<VEC>& out1) {
+  Vec<VEC> x0[W], x1[W];
+#pragma unroll
+  for (int r = 0; r < W; r++) {
+    x0[r] = load_vec<VEC>(base[r] + off0);
+    x1[r] = load_vec<VEC>(base[r] + off1);
+  }
+  out0 = combine_fixed<T, VEC, W>(x0, op);
+  out1 = combine_fixed<T, VEC, W>(x1, op);
 }
 
 // reduce_any is reduce_fixed for a world size known only at run time.
