@@ -57,7 +57,7 @@ func (r *Rank) checkOutput(in, out Tensor) error {
 // rank is asynchronous, waits for it.
 func (r *Rank) launch(kernel string, h *SymmetricMemory, args kernels.AllReduceArgs) error {
 	world := len(h.members)
-	blocks, threads := kernels.ShapeMax(kernel, args.Numel, args.DType, world, r.dev.Attributes().SMCount, r.maxBlocks)
+	blocks, threads := kernels.ShapeMax(kernel, args.Numel, args.DType, world, h.smBudget(), r.maxBlocks)
 	blocks = min(blocks, signal.Channels(h.padSize, world))
 	args.Rank, args.World = int32(h.rank), int32(world)
 	args.BufferPtrs, args.PadPtrs, args.PadBytes = h.BufferPtrsDev(), h.SignalPadPtrsDev(), h.padSize

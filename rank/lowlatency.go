@@ -112,7 +112,7 @@ func (l *LowLatency) allReduce(in Tensor, op device.ReduceOp, out Tensor) error 
 		return fmt.Errorf("input %v and output %v must be non-null and 4-byte aligned", in, out)
 	}
 	world := len(l.h.members)
-	blocks, threads := kernels.ShapeMax(kernels.LowLatencyAllReduce, in.Numel, in.DType, world, r.dev.Attributes().SMCount, r.maxBlocks)
+	blocks, threads := kernels.ShapeMax(kernels.LowLatencyAllReduce, in.Numel, in.DType, world, l.h.smBudget(), r.maxBlocks)
 	args := kernels.AllReduceArgs{
 		Rank: int32(l.h.rank), World: int32(world), DType: in.DType, Op: op,
 		BufferPtrs: l.h.BufferPtrsDev(), PadPtrs: l.h.SignalPadPtrsDev(), PadBytes: l.h.padSize,

@@ -129,6 +129,18 @@ func validate(group string, members []int, reqs []request, allowOverlap bool) er
 	return nil
 }
 
+// sharingDevice counts the members whose requests name the same host and
+// device as member pos's (1 unless overlapping devices are allowed).
+func sharingDevice(reqs []request, pos int) int {
+	n := 0
+	for _, q := range reqs {
+		if q.Host == reqs[pos].Host && q.Device == reqs[pos].Device {
+			n++
+		}
+	}
+	return n
+}
+
 // Rendezvous exchanges the symmetric allocation holding p with every member
 // of group and returns the handle. It is collective over the group; the
 // result is cached per (allocation, group).
@@ -206,7 +218,7 @@ func (r *Rank) rendezvous(p device.Ptr, group string) (*SymmetricMemory, error) 
 	}
 	h := &SymmetricMemory{
 		r: r, blk: b, group: group, members: members, rank: pos,
-		bufferSize: b.bufSize, padSize: b.padSize,
+		bufferSize: b.bufSize, padSize: b.padSize, sharing: sharingDevice(reqs, pos),
 	}
 	if err := h.mapPeers(fds); err != nil {
 		_ = h.release()

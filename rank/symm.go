@@ -21,6 +21,7 @@ type SymmetricMemory struct {
 	rank       int   // this rank's position in members
 	bufferSize uint64
 	padSize    uint64
+	sharing    int // members on this rank's device, this one included
 
 	bufferPtrs []device.Ptr
 	padPtrs    []device.Ptr
@@ -32,6 +33,19 @@ type peerMap struct {
 	base   device.Ptr
 	size   uint64
 	handle device.Handle
+}
+
+// smBudget is how many multiprocessors one collective launch of this rank
+// may fill (0: no cap). Block b of a collective waits for block b of every
+// peer, so the blocks of members sharing a device
+// (SYMMEM_ALLOW_OVERLAPPING_DEVICES) must all be resident on it at once:
+// they split its multiprocessors.
+func (h *SymmetricMemory) smBudget() int {
+	sm := h.r.dev.Attributes().SMCount
+	if sm > 0 && h.sharing > 1 {
+		return max(sm/h.sharing, 1)
+	}
+	return sm
 }
 
 // Rank is this rank's position in the group.

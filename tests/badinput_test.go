@@ -3,9 +3,12 @@ package tests
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
 )
 
@@ -33,6 +36,56 @@ func (d indexOverride) Attributes() device.Attributes {
 	a := d.Device.Attributes()
 	a.Index = d.index
 	return a
+}
+
+// launchBlocks records the grid of every two-shot launch of its rank.
+type launchBlocks struct {
+	device.Device
+	mu   *sync.Mutex
+	grid *[]int
+}
+
+func (d launchBlocks) Launch(s device.Stream, l device.Launch) error {
+	if l.Kernel == kernels.TwoShotAllReduce {
+		d.mu.Lock()
+		*d.grid = append(*d.grid, l.Blocks)
+		d.mu.Unlock()
+	}
+	return d.Device.Launch(s, l)
+}
+
+// TestSharedDeviceSplitsMultiprocessors: block b of a collective waits for
+// block b of every peer, so ranks that share a device (allowed overlap)
+// launch at most their share of its multiprocessors, and ranks on their
+// own devices may fill them.
+func TestSharedDeviceSplitsMultiprocessors(t *testing.T) {
+	const sm = 8
+	for _, shared := range []bool{false, true} {
+		var mu sync.Mutex
+		var grids []int
+		cfg := rank.SimConfig{World: 2, Seed: 3, AllowOverlappingDevices: shared, Device: sim.Config{SMCount: sm},
+			WrapDevice: func(r int, d device.Device) device.Device {
+				if shared {
+					d = indexOverride{d, 0}
+				}
+				return launchBlocks{d, &mu, &grids}
+			}}
+		simulate(t, cfg, func(r *rank.Rank) error {
+			buf, err := r.Alloc(1 << 20)
+			if err != nil {
+				return err
+			}
+			// 512 KiB of bf16: 16 blocks of 1024 16-byte vectors per rank's half.
+			return r.TwoShotAllReduce(rank.Tensor{Ptr: buf, Numel: 256 << 10, DType: device.BFloat16}, device.Sum, rank.WorldGroup)
+		})
+		want := sm
+		if shared {
+			want = sm / 2
+		}
+		if len(grids) != 2 || grids[0] != want || grids[1] != want {
+			t.Errorf("shared device %v: two-shot grids %v, want %d blocks on each of 2 ranks", shared, grids, want)
+		}
+	}
 }
 
 // TestRendezvousValidation: overlapping devices are refused unless allowed,
