@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/symmem/symmem/conformance"
+	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/rank"
 )
 
@@ -31,7 +32,10 @@ func TestConformanceOnSimulator(t *testing.T) {
 			}
 			for _, seed := range tc.seeds {
 				t.Run(fmt.Sprintf("%s/world%d/seed%d", c.Name, tc.world, seed), func(t *testing.T) {
-					simulate(t, rank.SimConfig{World: tc.world, Seed: seed, RaceDetector: true}, c.Program)
+					// 24 multiprocessors keep the grids small: the race
+					// detector's cost grows with the number of blocks.
+					simulate(t, rank.SimConfig{World: tc.world, Seed: seed, RaceDetector: true,
+						Device: sim.Config{SMCount: 24}}, c.Program)
 				})
 			}
 		}
