@@ -84,8 +84,9 @@ func intraNodeUsage(seed uint64) rank.Program {
 	}
 }
 
-// expectErr checks that err is non-nil and mentions every fragment.
-func expectErr(what string, err error, fragments ...string) error {
+// ExpectErr checks that err is non-nil and mentions every fragment; rank
+// programs and tests use it to check refusals.
+func ExpectErr(what string, err error, fragments ...string) error {
 	if err == nil {
 		return fmt.Errorf("%s: accepted, want an error", what)
 	}
@@ -137,14 +138,14 @@ func badInputs(r *rank.Rank) error {
 		{"rank out of range", h.PutSignal(w, 0, 0), []string{fmt.Sprintf("rank %d", w)}},
 	}
 	for _, c := range checks {
-		if err := expectErr(c.name, c.err, c.frag...); err != nil {
+		if err := ExpectErr(c.name, c.err, c.frag...); err != nil {
 			return err
 		}
 		if err := valid(c.name); err != nil {
 			return err
 		}
 	}
-	if err := expectErr("free of a plain tensor as symmetric", r.Free(plain.Ptr), "not a symmetric allocation"); err != nil {
+	if err := ExpectErr("free of a plain tensor as symmetric", r.Free(plain.Ptr), "not a symmetric allocation"); err != nil {
 		return err
 	}
 	if _, err := r.Rendezvous(plain.Ptr, rank.WorldGroup); !errors.Is(err, rank.ErrNotSymmetric) {

@@ -1,29 +1,15 @@
 package tests
 
 import (
-	"fmt"
-	"strings"
 	"sync"
 	"testing"
 
+	"github.com/symmem/symmem/conformance"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
 )
-
-// expectErr checks that err is non-nil and mentions every fragment.
-func expectErr(what string, err error, fragments ...string) error {
-	if err == nil {
-		return fmt.Errorf("%s: accepted, want an error", what)
-	}
-	for _, f := range fragments {
-		if !strings.Contains(err.Error(), f) {
-			return fmt.Errorf("%s: error %q does not mention %q", what, err, f)
-		}
-	}
-	return nil
-}
 
 // indexOverride reports a fixed device index, so two simulated ranks claim
 // the same GPU.
@@ -103,7 +89,7 @@ func TestRendezvousValidation(t *testing.T) {
 			if allow {
 				return err
 			}
-			return expectErr("overlapping devices", err, "ranks 0 and 1 both use device 0", "SYMMEM_ALLOW_OVERLAPPING_DEVICES")
+			return conformance.ExpectErr("overlapping devices", err, "ranks 0 and 1 both use device 0", "SYMMEM_ALLOW_OVERLAPPING_DEVICES")
 		})
 	}
 	simulate(t, rank.SimConfig{World: 3, Seed: 5}, func(r *rank.Rank) error {
@@ -116,7 +102,7 @@ func TestRendezvousValidation(t *testing.T) {
 			return err
 		}
 		_, err = r.Rendezvous(buf, rank.WorldGroup)
-		if err := expectErr("mismatched sizes", err, "buffer size differs", "rank 0 has 256", "rank 2 has 512"); err != nil {
+		if err := conformance.ExpectErr("mismatched sizes", err, "buffer size differs", "rank 0 has 256", "rank 2 has 512"); err != nil {
 			return err
 		}
 		good, err := r.Alloc(128)
