@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the CUDA kernels into kernels/cuda/kernels.fatbin and records the
+# Builds the CUDA kernels into kernels/cuda/kernels.fatbin (and their PTX into
+# kernels/cuda/kernels.ptx.gz) and records the
 # hash of their sources in kernels/cuda/SOURCES.sha256. Run it from anywhere
 # on a machine with nvcc (CUDA 12 or newer); it needs no Go.
 #
@@ -30,6 +31,15 @@ fi
 	-o "$src/kernels.fatbin.tmp" \
 	"$src/kernels.cu"
 mv "$src/kernels.fatbin.tmp" "$src/kernels.fatbin"
+
+# The same sources and flags as PTX (compute_80), for the simulator's PTX
+# mode (device/sim/ptx); committed gzip-compressed beside the fatbin.
+"$nvcc" -ptx -std=c++17 -O3 -arch=compute_80 \
+	-I "$src" \
+	-o "$src/kernels.ptx.tmp" \
+	"$src/kernels.cu"
+gzip -9 -n -c "$src/kernels.ptx.tmp" >"$src/kernels.ptx.gz"
+rm -f "$src/kernels.ptx.tmp"
 
 (
 	cd "$src"
