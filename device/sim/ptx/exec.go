@@ -1,0 +1,776 @@
+package ptx
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// Env is what a running thread reaches outside its block: global memory
+// (every generic address outside the parameter and shared windows), fences
+// and the clock. The simulator implements it; its methods may block the
+// thread (scheduling points).
+type Env interface {
+	// Load reads len(dst) bytes of global memory at addr with the access's
+	// semantics and scope (scope is meaningful for strong accesses only).
+	Load(addr uint64, dst []byte, sem Sem, scope Scope) error
+	// Store writes src to global memory at addr.
+	Store(addr uint64, src []byte, sem Sem, scope Scope) error
+	// Atomic performs op on the size-byte (4 or 8) word at addr: a is the
+	// operand (cas: the compare value), b the cas's new value. It returns
+	// the value the word held.
+	Atomic(addr uint64, size int, op AtomOp, sem Sem, scope Scope, a, b uint64) (old uint64, err error)
+	// Fence is a membar or fence instruction.
+	Fence(sem Sem, scope Scope)
+	// Clock is %globaltimer in nanoseconds.
+	Clock() uint64
+}
+
+// Dim is a thread's place in its launch (x dimension only: y and z are 0
+// of 1).
+type Dim struct {
+	Tid, Ntid, Ctaid, Nctaid uint32
+}
+
+// BlockMem is the memory a block's threads share: the launch's parameter
+// bytes and the block's shared memory.
+type BlockMem struct {
+	Params []byte
+	Shared []byte
+}
+
+// NewBlockMem returns the memory of one block of a launch of m with the
+// given parameter bytes (which it keeps).
+func (m *Module) NewBlockMem(params []byte) *BlockMem {
+	m.mu.Lock()
+	n := m.sharedSize
+	m.mu.Unlock()
+	return &BlockMem{Params: params, Shared: make([]byte, n)}
+}
+
+// Stop says why [Thread.Run] returned.
+type Stop int
+
+// Reasons to stop.
+const (
+	// Exited: the thread returned from its entry.
+	Exited Stop = iota
+	// AtBarrier: the thread waits at a bar.sync or bar.red; its block
+	// resumes it with [Thread.Release] once every thread arrived.
+	AtBarrier
+)
+
+// Barrier describes the barrier a stopped thread waits at.
+type Barrier struct {
+	ID   int
+	Red  bool // bar.red.or: Pred is this thread's contribution
+	Pred bool
+	Line int
+}
+
+// Thread is one CUDA thread running a function of a module.
+type Thread struct {
+	m      *Module
+	env    Env
+	mem    *BlockMem
+	dim    Dim
+	frames []frame
+	bar    Barrier
+	barDst int // bar.red's destination register
+	// Budget bounds the instructions a Run executes between two calls
+	// into Env or barriers: a loop that never touches memory would hang
+	// the simulator. 0 means DefaultBudget.
+	Budget int
+	buf    [16]byte
+}
+
+// DefaultBudget is the default [Thread.Budget].
+const DefaultBudget = 1 << 26
+
+type frame struct {
+	fn     *Func
+	pc     int
+	regs   []uint64
+	params []byte
+}
+
+// NewThread starts a thread at the entry point entry with the block's
+// memory mem.
+func (m *Module) NewThread(entry string, env Env, mem *BlockMem, dim Dim) (*Thread, error) {
+	fn, err := m.Func(entry)
+	if err != nil {
+		return nil, err
+	}
+	if !fn.Entry {
+		return nil, fmt.Errorf("ptx: %s is not an entry point", entry)
+	}
+	need := 0
+	for _, p := range fn.params {
+		need = max(need, p.offset+p.size)
+	}
+	if len(mem.Params) < need {
+		return nil, fmt.Errorf("ptx: entry %s takes %d bytes of parameters, the launch has %d", entry, need, len(mem.Params))
+	}
+	t := &Thread{m: m, env: env, mem: mem, dim: dim}
+	t.push(fn)
+	return t, nil
+}
+
+func (t *Thread) push(fn *Func) {
+	t.frames = append(t.frames, frame{fn: fn, regs: make([]uint64, fn.nregs), params: make([]byte, fn.frameSize)})
+}
+
+// Barrier is the barrier the thread waits at after Run returned AtBarrier.
+func (t *Thread) Barrier() Barrier { return t.bar }
+
+// Release resumes a thread stopped at a barrier; for bar.red.or, result
+// is the OR of the predicates of the block's threads.
+func (t *Thread) Release(result bool) {
+	if t.bar.Red {
+		t.frames[len(t.frames)-1].regs[t.barDst] = b2u(result)
+	}
+}
+
+// ExecError is an error of a running thread: where it happened.
+type ExecError struct {
+	Func string
+	Line int
+	Inst string
+	Err  error
+}
+
+func (e *ExecError) Error() string {
+	return fmt.Sprintf("ptx: %s line %d: %s: %v", e.Func, e.Line, e.Inst, e.Err)
+}
+
+func (e *ExecError) Unwrap() error { return e.Err }
+
+// errBudget is the error of a thread that ran out of its instruction budget.
+var errBudget = errors.New("instruction budget exhausted without touching memory (a loop that cannot end?)")
+
+// Run executes the thread until it exits or reaches a barrier.
+func (t *Thread) Run() (Stop, error) {
+	budget := t.Budget
+	if budget <= 0 {
+		budget = DefaultBudget
+	}
+	left := budget
+	for {
+		f := &t.frames[len(t.frames)-1]
+		in := &f.fn.code[f.pc]
+		f.pc++
+		if left--; left < 0 {
+			return 0, t.fail(f, in, errBudget)
+		}
+		if in.guard >= 0 && (f.regs[in.guard] != 0) == in.neg {
+			continue
+		}
+		r := f.regs
+		switch in.op {
+		case opMov:
+			r[in.ops[0].reg] = t.value(f, &in.ops[1], in.t)
+		case opAdd, opSub, opMul, opMad, opDiv, opRem, opMin, opMax, opAnd, opOr, opXor, opShl, opShr:
+			v, err := t.arith(f, in)
+			if err != nil {
+				return 0, t.fail(f, in, err)
+			}
+			r[in.ops[0].reg] = v
+		case opNot:
+			r[in.ops[0].reg] = trunc(^t.value(f, &in.ops[1], in.t), in.t)
+		case opNeg:
+			a := t.value(f, &in.ops[1], in.t)
+			if in.t == tF32 {
+				r[in.ops[0].reg] = uint64(uint32(a) ^ 0x80000000)
+			} else {
+				r[in.ops[0].reg] = trunc(-a, in.t)
+			}
+		case opSetp:
+			r[in.ops[0].reg] = b2u(compare(in.cmp, in.t, t.value(f, &in.ops[1], in.t), t.value(f, &in.ops[2], in.t)))
+		case opSelp:
+			if t.value(f, &in.ops[3], tPred) != 0 {
+				r[in.ops[0].reg] = t.value(f, &in.ops[1], in.t)
+			} else {
+				r[in.ops[0].reg] = t.value(f, &in.ops[2], in.t)
+			}
+		case opCvt:
+			v, err := convert(in, t.value(f, &in.ops[1], in.t2))
+			if err != nil {
+				return 0, t.fail(f, in, err)
+			}
+			r[in.ops[0].reg] = v
+		case opCvta:
+			r[in.ops[0].reg] = t.value(f, &in.ops[1], in.t)
+		case opLd, opSt, opAtom:
+			left = budget
+			if err := t.memory(f, in); err != nil {
+				return 0, t.fail(f, in, err)
+			}
+		case opMembar:
+			left = budget
+			t.env.Fence(in.sem, in.scope)
+		case opBar:
+			left = budget
+			id := int(t.value(f, &in.ops[boolInt(in.red)], tU32))
+			t.bar = Barrier{ID: id, Red: in.red, Line: in.line}
+			if in.red {
+				t.barDst = in.ops[0].reg
+				t.bar.Pred = t.value(f, &in.ops[len(in.ops)-1], tPred) != 0
+			}
+			if (in.red && len(in.ops) == 4) || (!in.red && len(in.ops) == 2) {
+				return 0, t.fail(f, in, errors.New("barriers with a thread count are not supported"))
+			}
+			return AtBarrier, nil
+		case opBra:
+			f.pc = in.target
+		case opRet:
+			t.frames = t.frames[:len(t.frames)-1]
+			if len(t.frames) == 0 {
+				return Exited, nil
+			}
+		case opCall:
+			callee, err := t.m.Func(in.callee)
+			if err != nil {
+				return 0, t.fail(f, in, err)
+			}
+			if callee.Entry || len(callee.params) != len(in.ops) {
+				return 0, t.fail(f, in, fmt.Errorf("call of %s with %d arguments: it takes %d", in.callee, len(in.ops), len(callee.params)))
+			}
+			if len(t.frames) >= maxDepth {
+				return 0, t.fail(f, in, fmt.Errorf("call depth %d exceeded", maxDepth))
+			}
+			t.push(callee)
+			nf := &t.frames[len(t.frames)-1]
+			caller := &t.frames[len(t.frames)-2]
+			for i, p := range callee.params {
+				a := in.ops[i].sym
+				copy(nf.params[p.offset:p.offset+p.size], caller.params[a.offset:a.offset+min(a.size, p.size)])
+			}
+		default:
+			return 0, t.fail(f, in, errors.New("not implemented"))
+		}
+	}
+}
+
+const maxDepth = 64
+
+func (t *Thread) fail(f *frame, in *inst, err error) error {
+	return &ExecError{Func: f.fn.Name, Line: in.line, Inst: in.text, Err: err}
+}
+
+// value reads operand o as type ty.
+func (t *Thread) value(f *frame, o *operand, ty typ) uint64 {
+	switch o.kind {
+	case oReg:
+		return f.regs[o.reg]
+	case oImm:
+		if ty == tPred {
+			return b2u(o.imm != 0)
+		}
+		return trunc(o.imm, ty)
+	case oSpecial:
+		return t.special(o.sp)
+	case oSym:
+		switch o.sym.kind {
+		case symKernelParam:
+			return ParamWindow + uint64(o.sym.offset)
+		case symShared:
+			return SharedWindow + uint64(o.sym.offset)
+		}
+	}
+	return 0
+}
+
+func (t *Thread) special(sp special) uint64 {
+	switch sp {
+	case spTidX:
+		return uint64(t.dim.Tid)
+	case spNtidX:
+		return uint64(t.dim.Ntid)
+	case spCtaidX:
+		return uint64(t.dim.Ctaid)
+	case spNctaidX:
+		return uint64(t.dim.Nctaid)
+	case spNtidY, spNtidZ, spNctaidY, spNctaidZ:
+		return 1
+	case spLaneid:
+		return uint64(t.dim.Tid % 32)
+	case spWarpid:
+		return uint64(t.dim.Tid / 32)
+	case spGlobaltimer:
+		return t.env.Clock()
+	}
+	return 0
+}
+
+// trunc keeps the bits of type ty (zero-extended).
+func trunc(v uint64, ty typ) uint64 {
+	switch ty.size() {
+	case 1:
+		return v & 0xff
+	case 2:
+		return v & 0xffff
+	case 4:
+		return v & 0xffffffff
+	}
+	return v
+}
+
+// sext sign-extends the low bits of type ty.
+func sext(v uint64, ty typ) int64 {
+	switch ty.size() {
+	case 1:
+		return int64(int8(v))
+	case 2:
+		return int64(int16(v))
+	case 4:
+		return int64(int32(v))
+	}
+	return int64(v)
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// arith evaluates the binary (and mad's ternary) integer, bitwise and f32
+// operations.
+func (t *Thread) arith(f *frame, in *inst) (uint64, error) {
+	ty := in.t
+	a := t.value(f, &in.ops[1], ty)
+	b := t.value(f, &in.ops[2], ty)
+	if ty == tPred {
+		switch in.op {
+		case opAnd:
+			return a & b, nil
+		case opOr:
+			return a | b, nil
+		case opXor:
+			return a ^ b, nil
+		}
+		return 0, errors.New("not a predicate operation")
+	}
+	if ty == tF32 {
+		x, y := f32(a), f32(b)
+		var z float32
+		switch in.op {
+		case opAdd:
+			z = x + y
+		case opSub:
+			z = x - y
+		case opMul:
+			z = x * y
+		case opDiv:
+			z = x / y
+		case opMin, opMax:
+			return 0, errors.New("f32 min/max not implemented")
+		default:
+			return 0, errors.New("not an f32 operation")
+		}
+		return uint64(math.Float32bits(z)), nil
+	}
+	switch in.op {
+	case opAdd:
+		return trunc(a+b, ty), nil
+	case opSub:
+		return trunc(a-b, ty), nil
+	case opMul:
+		return mul(in, a, b), nil
+	case opMad:
+		c := t.value(f, &in.ops[3], ty)
+		return trunc(mul(in, a, b)+c, ty), nil
+	case opDiv, opRem:
+		if b == 0 {
+			return 0, errors.New("integer division by zero")
+		}
+		if ty.signed() {
+			x, y := sext(a, ty), sext(b, ty)
+			if in.op == opDiv {
+				return trunc(uint64(x/y), ty), nil
+			}
+			return trunc(uint64(x%y), ty), nil
+		}
+		if in.op == opDiv {
+			return a / b, nil
+		}
+		return a % b, nil
+	case opMin, opMax:
+		less := a < b
+		if ty.signed() {
+			less = sext(a, ty) < sext(b, ty)
+		}
+		if less == (in.op == opMin) {
+			return a, nil
+		}
+		return b, nil
+	case opAnd:
+		return a & b, nil
+	case opOr:
+		return a | b, nil
+	case opXor:
+		return a ^ b, nil
+	case opShl, opShr:
+		n := uint32(t.value(f, &in.ops[2], tU32))
+		w := ty.bits()
+		if in.op == opShl {
+			if n >= uint32(w) {
+				return 0, nil
+			}
+			return trunc(a<<n, ty), nil
+		}
+		if ty.signed() {
+			n = min(n, uint32(w-1))
+			return trunc(uint64(sext(a, ty)>>n), ty), nil
+		}
+		if n >= uint32(w) {
+			return 0, nil
+		}
+		return a >> n, nil
+	}
+	return 0, errors.New("not an integer operation")
+}
+
+// mul is mul.lo, mul.hi or mul.wide of type in.t.
+func mul(in *inst, a, b uint64) uint64 {
+	ty := in.t
+	signed := ty.signed()
+	switch {
+	case in.wide:
+		if signed {
+			return uint64(sext(a, ty) * sext(b, ty))
+		}
+		return a * b
+	case in.hi:
+		w := ty.bits()
+		if w == 64 {
+			if signed {
+				hi, _ := bits.Mul64(a, b)
+				// Correct the unsigned high word for signed operands.
+				if int64(a) < 0 {
+					hi -= b
+				}
+				if int64(b) < 0 {
+					hi -= a
+				}
+				return hi
+			}
+			hi, _ := bits.Mul64(a, b)
+			return hi
+		}
+		if signed {
+			return trunc(uint64((sext(a, ty)*sext(b, ty))>>w), ty)
+		}
+		return trunc((a*b)>>w, ty)
+	}
+	return trunc(a*b, ty)
+}
+
+// compare is setp's comparison of a and b as type ty.
+func compare(c cmpOp, ty typ, a, b uint64) bool {
+	if ty == tF32 {
+		x, y := f32(a), f32(b)
+		nan := x != x || y != y
+		switch c {
+		case cmpEq:
+			return x == y
+		case cmpNe:
+			return !nan && x != y
+		case cmpLt:
+			return x < y
+		case cmpLe:
+			return x <= y
+		case cmpGt:
+			return x > y
+		case cmpGe:
+			return x >= y
+		case cmpEqu:
+			return nan || x == y
+		case cmpNeu:
+			return x != y
+		case cmpLtu:
+			return nan || x < y
+		case cmpLeu:
+			return nan || x <= y
+		case cmpGtu:
+			return nan || x > y
+		case cmpGeu:
+			return nan || x >= y
+		case cmpNum:
+			return !nan
+		case cmpNan:
+			return nan
+		}
+		return false
+	}
+	if ty.signed() {
+		x, y := sext(a, ty), sext(b, ty)
+		switch c {
+		case cmpEq:
+			return x == y
+		case cmpNe:
+			return x != y
+		case cmpLt:
+			return x < y
+		case cmpLe:
+			return x <= y
+		case cmpGt:
+			return x > y
+		case cmpGe:
+			return x >= y
+		}
+		return false
+	}
+	x, y := trunc(a, ty), trunc(b, ty)
+	switch c {
+	case cmpEq:
+		return x == y
+	case cmpNe:
+		return x != y
+	case cmpLt:
+		return x < y
+	case cmpLe:
+		return x <= y
+	case cmpGt:
+		return x > y
+	case cmpGe:
+		return x >= y
+	}
+	return false
+}
+
+// convert is cvt from in.t2 to in.t.
+func convert(in *inst, v uint64) (uint64, error) {
+	dst, src := in.t, in.t2
+	switch {
+	case !dst.float() && !src.float():
+		// Integer conversions: sign- or zero-extend the source, then keep
+		// the destination's bits.
+		if src.signed() {
+			return trunc(uint64(sext(v, src)), dst), nil
+		}
+		return trunc(trunc(v, src), dst), nil
+	case dst == tF32 && src == tF16:
+		return uint64(math.Float32bits(F16ToF32(uint16(v)))), nil
+	case dst == tF32 && src == tBF16:
+		return uint64(uint32(uint16(v)) << 16), nil
+	case dst == tF16 && src == tF32 && in.rnd:
+		return uint64(F32ToF16(f32(v))), nil
+	case dst == tBF16 && src == tF32 && in.rnd:
+		return uint64(F32ToBF16(f32(v))), nil
+	case dst == tF32 && (src == tS32 || src == tU32) && in.rnd:
+		if src == tS32 {
+			return uint64(math.Float32bits(float32(int32(v)))), nil
+		}
+		return uint64(math.Float32bits(float32(uint32(v)))), nil
+	case dst == tF32 && src == tF32:
+		return trunc(v, tF32), nil
+	}
+	return 0, fmt.Errorf("conversion %s not implemented", in.text)
+}
+
+// memory executes ld, st and atom.
+func (t *Thread) memory(f *frame, in *inst) error {
+	switch in.op {
+	case opLd:
+		n := in.t.size()
+		buf := t.buf[:n*in.vec]
+		if err := t.access(f, in, &in.ops[1], buf, false); err != nil {
+			return err
+		}
+		dsts := []int{in.ops[0].reg}
+		if in.vec > 1 {
+			dsts = in.ops[0].vec
+		}
+		for i, d := range dsts {
+			f.regs[d] = load(buf[i*n:], in.t)
+		}
+		return nil
+	case opSt:
+		n := in.t.size()
+		buf := t.buf[:n*in.vec]
+		if in.vec > 1 {
+			for i, s := range in.ops[1].vec {
+				put(buf[i*n:], f.regs[s], n)
+			}
+		} else {
+			put(buf, t.value(f, &in.ops[1], in.t), n)
+		}
+		return t.access(f, in, &in.ops[0], buf, true)
+	}
+	// atom
+	addr := t.addr(f, &in.ops[1])
+	if addr >= ParamWindow && addr < SharedWindow+windowSize {
+		if addr >= SharedWindow {
+			return t.sharedAtomic(f, in, addr-SharedWindow)
+		}
+		return errors.New("atomic on a parameter")
+	}
+	if in.space == spShared {
+		return t.sharedAtomic(f, in, addr)
+	}
+	a := t.value(f, &in.ops[2], in.t)
+	var b uint64
+	if in.aop == AtomCAS {
+		b = t.value(f, &in.ops[3], in.t)
+	}
+	old, err := t.env.Atomic(addr, in.t.size(), in.aop, in.sem, in.scope, a, b)
+	if err != nil {
+		return err
+	}
+	f.regs[in.ops[0].reg] = trunc(old, in.t)
+	return nil
+}
+
+// sharedAtomic performs an atom on shared memory (no other thread runs
+// while it does).
+func (t *Thread) sharedAtomic(f *frame, in *inst, off uint64) error {
+	n := uint64(in.t.size())
+	if off+n > uint64(len(t.mem.Shared)) || off%n != 0 {
+		return fmt.Errorf("shared atomic at offset %d of %d bytes", off, len(t.mem.Shared))
+	}
+	b := t.mem.Shared[off : off+n]
+	old := load(b, in.t)
+	a := t.value(f, &in.ops[2], in.t)
+	var c uint64
+	if in.aop == AtomCAS {
+		c = t.value(f, &in.ops[3], in.t)
+	}
+	put(b, AtomicResult(in.aop, int(n), old, a, c), int(n))
+	f.regs[in.ops[0].reg] = old
+	return nil
+}
+
+// AtomicResult is the value op leaves in a size-byte word that held old:
+// a is the operand (cas: the compare value) and b the cas's new value.
+func AtomicResult(op AtomOp, size int, old, a, b uint64) uint64 {
+	var v uint64
+	switch op {
+	case AtomCAS:
+		v = old
+		if old == a {
+			v = b
+		}
+	case AtomExch:
+		v = a
+	case AtomAdd:
+		v = old + a
+	case AtomMin:
+		v = min(old, a)
+	case AtomMax:
+		v = max(old, a)
+	case AtomAnd:
+		v = old & a
+	case AtomOr:
+		v = old | a
+	case AtomXor:
+		v = old ^ a
+	}
+	if size == 4 {
+		v &= 0xffffffff
+	}
+	return v
+}
+
+// addr computes an address operand's value.
+func (t *Thread) addr(f *frame, o *operand) uint64 {
+	v := uint64(o.off)
+	if o.base >= 0 {
+		v += f.regs[o.base]
+	}
+	if o.sym != nil {
+		switch o.sym.kind {
+		case symKernelParam:
+			v += ParamWindow + uint64(o.sym.offset)
+		case symShared:
+			v += SharedWindow + uint64(o.sym.offset)
+		case symFrameParam:
+			v += uint64(o.sym.offset)
+		}
+	}
+	return v
+}
+
+// access moves buf to or from the address of o in in's state space.
+func (t *Thread) access(f *frame, in *inst, o *operand, buf []byte, write bool) error {
+	addr := t.addr(f, o)
+	if addr%uint64(in.t.size()*in.vec) != 0 {
+		return fmt.Errorf("misaligned address %#x for a %d-byte access", addr, len(buf))
+	}
+	sp := in.space
+	if sp == spParam && o.sym != nil && o.sym.kind == symFrameParam {
+		// A function's parameter or a call argument, in the frame.
+		return move(f.params, addr, buf, write, "parameter")
+	}
+	if sp == spGeneric || sp == spParam || sp == spShared {
+		switch {
+		case addr >= ParamWindow && addr < ParamWindow+windowSize:
+			sp, addr = spParam, addr-ParamWindow
+		case addr >= SharedWindow && addr < SharedWindow+windowSize:
+			sp, addr = spShared, addr-SharedWindow
+		case sp == spGeneric:
+			sp = spGlobal
+		default:
+			return fmt.Errorf("address %#x is not in the %s window", addr, map[space]string{spParam: "parameter", spShared: "shared"}[sp])
+		}
+	}
+	switch sp {
+	case spParam:
+		if write {
+			return errors.New("store to a kernel parameter")
+		}
+		return move(t.mem.Params, addr, buf, false, "kernel parameter")
+	case spShared:
+		return move(t.mem.Shared, addr, buf, write, "shared")
+	}
+	if write {
+		return t.env.Store(addr, buf, in.sem, in.scope)
+	}
+	return t.env.Load(addr, buf, in.sem, in.scope)
+}
+
+// move copies between buf and mem at offset off.
+func move(mem []byte, off uint64, buf []byte, write bool, what string) error {
+	if off > uint64(len(mem)) || uint64(len(buf)) > uint64(len(mem))-off {
+		return fmt.Errorf("%s access at offset %d of %d bytes outside its %d bytes", what, off, len(buf), len(mem))
+	}
+	if write {
+		copy(mem[off:], buf)
+	} else {
+		copy(buf, mem[off:])
+	}
+	return nil
+}
+
+// load decodes a little-endian value of type ty, zero-extended (registers
+// hold a type's bits; signed operations sign-extend when they read them).
+func load(b []byte, ty typ) uint64 {
+	var v uint64
+	switch ty.size() {
+	case 1:
+		v = uint64(b[0])
+	case 2:
+		v = uint64(binary.LittleEndian.Uint16(b))
+	case 4:
+		v = uint64(binary.LittleEndian.Uint32(b))
+	default:
+		v = binary.LittleEndian.Uint64(b)
+	}
+	return v
+}
+
+func put(b []byte, v uint64, n int) {
+	switch n {
+	case 1:
+		b[0] = byte(v)
+	case 2:
+		binary.LittleEndian.PutUint16(b, uint16(v))
+	case 4:
+		binary.LittleEndian.PutUint32(b, uint32(v))
+	default:
+		binary.LittleEndian.PutUint64(b, v)
+	}
+}
