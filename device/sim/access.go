@@ -16,8 +16,10 @@ type AccessKind int
 // stream's worker task runs it (OpStart, OpEnd; ops of one stream run in Seq
 // order), a kernel op forks its blocks (BlockStart, BlockEnd with Parent =
 // the worker task), a block forks lanes between two __syncthreads
-// (LaneStart, LaneEnd with Parent = the block task), and a host task learns
-// that the stream completed every op up to Seq (Complete).
+// (LaneStart, LaneEnd with Parent = the block task), a block that joined
+// its lanes at a barrier continues (BlockSync: its next lanes fork from
+// what all of them did), and a host task learns that the stream completed
+// every op up to Seq (Complete).
 const (
 	Load AccessKind = iota
 	Store
@@ -30,11 +32,12 @@ const (
 	LaneStart
 	LaneEnd
 	Complete
+	BlockSync
 )
 
 func (k AccessKind) String() string {
 	names := [...]string{"load", "store", "atomic", "enqueue", "op-start", "op-end",
-		"block-start", "block-end", "lane-start", "lane-end", "complete"}
+		"block-start", "block-end", "lane-start", "lane-end", "complete", "block-sync"}
 	if k >= 0 && int(k) < len(names) {
 		return names[k]
 	}

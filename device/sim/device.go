@@ -412,6 +412,9 @@ func (d *simDevice) Launch(s device.Stream, l device.Launch) error {
 		d.w.launches++
 		id := d.w.launches
 		d.enqueue(st, "kernel", k.Name, func(o *op) error {
+			if d.w.cfg.Kernels.PTX {
+				return d.runPTX(o, k, id, l.Blocks, l.Threads, args)
+			}
 			return d.runKernel(o, k, id, l.Blocks, l.Threads, args)
 		})
 	})

@@ -36,7 +36,11 @@ type Config struct {
 	// WrapBlock, when set, replaces the Block every kernel block runs
 	// against (fault injection and the protocol mutation self-test; nil in
 	// normal runs). It is called in the block's task before the body runs.
+	// PTX launches have no Go body and ignore it.
 	WrapBlock func(kernels.Block) kernels.Block
+	// Kernels chooses between the kernels' Go twins (the zero value) and
+	// their PTX, run thread by thread.
+	Kernels Kernels
 }
 
 // World is a host of simulated devices driven by one scheduler, with the

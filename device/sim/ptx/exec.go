@@ -41,13 +41,37 @@ type BlockMem struct {
 	Shared []byte
 }
 
-// NewBlockMem returns the memory of one block of a launch of m with the
-// given parameter bytes (which it keeps).
-func (m *Module) NewBlockMem(params []byte) *BlockMem {
+// NewBlockMem returns the memory of one block of a launch of entry with
+// the given parameter bytes (which it keeps). It decodes the entry and the
+// functions it calls, whose shared variables the block holds.
+func (m *Module) NewBlockMem(entry string, params []byte) (*BlockMem, error) {
+	seen := map[string]bool{}
+	var walk func(name string) error
+	walk = func(name string) error {
+		if seen[name] {
+			return nil
+		}
+		seen[name] = true
+		fn, err := m.Func(name)
+		if err != nil {
+			return err
+		}
+		for i := range fn.code {
+			if fn.code[i].op == opCall {
+				if err := walk(fn.code[i].callee); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(entry); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	n := m.sharedSize
 	m.mu.Unlock()
-	return &BlockMem{Params: params, Shared: make([]byte, n)}
+	return &BlockMem{Params: params, Shared: make([]byte, n)}, nil
 }
 
 // Stop says why [Thread.Run] returned.

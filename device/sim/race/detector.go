@@ -259,6 +259,10 @@ func (d *Detector) observe(a sim.Access) {
 		d.fork(a)
 	case sim.BlockEnd, sim.LaneEnd:
 		d.join(a)
+	case sim.BlockSync:
+		// The block joined its lanes (join did) and runs again: its next
+		// lanes fork from its clock now.
+		d.self(a.Task).step()
 	case sim.Load, sim.Store, sim.Atomic:
 		d.access(a)
 	}

@@ -1,0 +1,464 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/device/sim/ptx"
+	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/signal"
+)
+
+// Kernels selects the code kernel launches run.
+type Kernels struct {
+	// PTX runs, for every launch, the PTX entry point a GPU would run
+	// (kernels.Entry) thread by thread, instead of the kernel's Go twin.
+	PTX bool
+	// Module is the PTX to run; nil means the kernels' own (kernels.PTX).
+	Module *ptx.Module
+	// MaxThreads and MaxBlocks cap a PTX launch's shape, for speed (0:
+	// DefaultPTXThreads, DefaultPTXBlocks). The kernels are correct for
+	// any shape; a launch keeps at least one thread per rank, which their
+	// barriers need.
+	MaxThreads, MaxBlocks int
+}
+
+// Default caps of a PTX launch's shape.
+const (
+	DefaultPTXThreads = 32
+	DefaultPTXBlocks  = 2
+)
+
+// errRecordAddr is where a PTX launch's error record appears in global
+// memory: outside every device's address space, private to the launch.
+const errRecordAddr = 0x0000_3000_0000_0000
+
+// embeddedPTX is the parsed PTX of the kernels.
+var embeddedPTX = sync.OnceValues(func() (*ptx.Module, error) {
+	text, err := kernels.PTX()
+	if err != nil {
+		return nil, err
+	}
+	return ptx.Parse(text)
+})
+
+// ptxShape caps a launch's shape as cfg says, keeping a thread per rank.
+func ptxShape(cfg Kernels, grid, threads int, args any) (int, int) {
+	maxT, maxB := cfg.MaxThreads, cfg.MaxBlocks
+	if maxT <= 0 {
+		maxT = DefaultPTXThreads
+	}
+	if maxB <= 0 {
+		maxB = DefaultPTXBlocks
+	}
+	need := 1
+	switch a := args.(type) {
+	case kernels.AllReduceArgs:
+		need = int(a.World)
+	case kernels.SignalArgs:
+		need = int(a.World)
+	}
+	return min(grid, maxB), min(threads, max(maxT, need))
+}
+
+// runPTX runs the launch's PTX entry point: every block is a task that
+// runs its threads, each thread a task of its own between two barriers.
+// The kernel's error record lives in the launch; a recorded failure is
+// the launch's error, as on a GPU.
+func (d *simDevice) runPTX(o *op, k *kernels.Kernel, id uint64, grid, threads int, args any) error {
+	cfg := d.w.cfg.Kernels
+	mod := cfg.Module
+	if mod == nil {
+		var err error
+		if mod, err = embeddedPTX(); err != nil {
+			return err
+		}
+	}
+	entry := kernels.Entry(k.Name, args)
+	params, err := kernels.Pack(kernels.LaunchHeader{ErrorRecord: errRecordAddr, Launch: uint32(id)}, k.Name, args)
+	if err != nil {
+		return err
+	}
+	grid, threads = ptxShape(cfg, grid, threads, args)
+	ln := &launch{dev: d, op: o, kernel: k.Name, id: id, grid: grid, threads: threads, args: args}
+	rec := make([]byte, kernels.ErrorRecordSize)
+	errs := make([]error, grid)
+	done := 0
+	parent := d.w.sched.Current().ID()
+	d.record("kernel", "dev%d start %s#%d grid %d x %d ptx %s", d.index, k.Name, id, grid, threads, entry)
+	for b := 0; b < grid; b++ {
+		ctx := &blockCtx{l: ln, index: b, lane: -1}
+		d.w.sched.Go(ctx.name(), func() {
+			ctx.emit(Access{Kind: BlockStart, Parent: parent})
+			errs[b] = ctx.runPTXBlock(mod, entry, params, rec)
+			ctx.emit(Access{Kind: BlockEnd, Parent: -1})
+			done++
+		})
+	}
+	what := "device " + itoa(d.index) + " kernel " + k.Name + "#" + utoa(id) + ": its " + itoa(grid) + " blocks to finish"
+	if err := d.w.sched.Wait(what, func() bool { return done == grid }, 0); err != nil {
+		return err
+	}
+	d.record("kernel", "dev%d end %s#%d", d.index, k.Name, id)
+	if err := firstError(errs, "blocks"); err != nil {
+		return err
+	}
+	if r, ok := kernels.DecodeErrorRecord(rec); ok {
+		return r.KernelError(k.Name)
+	}
+	return nil
+}
+
+// runPTXBlock runs the block's threads from one block-wide barrier to the
+// next: each thread a task (a lane, for the race detector) that runs until
+// it reaches the barrier or exits; then the block, having joined them,
+// releases the ones at the barrier with the barrier's reduction.
+func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params, rec []byte) error {
+	w := c.l.dev.w
+	mem, err := mod.NewBlockMem(entry, params)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.name(), err)
+	}
+	live := make([]*ptxLane, c.l.threads)
+	for i := range live {
+		ln := &ptxLane{blockCtx: blockCtx{l: c.l, index: c.index, lane: i}, rec: rec}
+		th, err := mod.NewThread(entry, ln, mem, ptx.Dim{Tid: uint32(i), Ntid: uint32(c.l.threads),
+			Ctaid: uint32(c.index), Nctaid: uint32(c.l.grid)})
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name(), err)
+		}
+		ln.th = th
+		live[i] = ln
+	}
+	parent := w.sched.Current().ID()
+	for phase := 0; len(live) > 0; phase++ {
+		done := 0
+		for _, ln := range live {
+			ln.reset()
+			w.sched.Go(ln.name(), func() {
+				ln.emit(Access{Kind: LaneStart, Parent: parent})
+				ln.stop, ln.err = ln.th.Run()
+				ln.emit(Access{Kind: LaneEnd, Parent: -1})
+				done++
+			})
+		}
+		n := len(live)
+		what := c.name() + ": its " + itoa(n) + " threads to reach a barrier or exit"
+		if err := w.sched.Wait(what, func() bool { return done == n }, 0); err != nil {
+			return err
+		}
+		c.emit(Access{Kind: BlockSync, Parent: -1})
+		errs := make([]error, n)
+		next := live[:0]
+		var at *ptx.Barrier
+		or := false
+		for i, ln := range live {
+			errs[i] = ln.err
+			if ln.err != nil || ln.stop != ptx.AtBarrier {
+				continue
+			}
+			b := ln.th.Barrier()
+			if at == nil {
+				at = &b
+			} else if b.ID != at.ID || b.Red != at.Red {
+				errs[i] = fmt.Errorf("%s: threads wait at different barriers (line %d and line %d)", c.name(), at.Line, b.Line)
+			}
+			or = or || b.Pred
+			next = append(next, ln)
+		}
+		if err := firstError(errs, "threads"); err != nil {
+			return err
+		}
+		for _, ln := range next {
+			ln.th.Release(or)
+		}
+		live = next
+	}
+	return nil
+}
+
+// ptxLane is one thread of a PTX block: the thread and the [ptx.Env] it
+// runs against.
+type ptxLane struct {
+	blockCtx
+	th   *ptx.Thread
+	rec  []byte // the launch's error record
+	stop ptx.Stop
+	err  error
+
+	// Polling: the last access was a strong load of poll at pollAddr; a
+	// thread that reads the same bytes again is spinning.
+	polling   bool
+	pollAddr  uint64
+	poll      [16]byte
+	pollLen   int
+	spinStart time.Duration
+	spinning  bool
+	// fence: a membar ran since the last atomic; the next atomic write
+	// releases.
+	fence bool
+	// lastRead is the last atomic or strong read, which a fence after it
+	// makes acquire.
+	lastRead      uint64
+	lastReadLen   int
+	lastReadScope signal.Scope
+}
+
+func (l *ptxLane) reset() { l.polling, l.spinning = false, false }
+
+// record returns whether addr lies in the launch's error record.
+func (l *ptxLane) inRecord(addr uint64, n int) ([]byte, bool, error) {
+	if addr < errRecordAddr || addr >= errRecordAddr+uint64(len(l.rec)) {
+		return nil, false, nil
+	}
+	if addr+uint64(n) > errRecordAddr+uint64(len(l.rec)) {
+		return nil, true, fmt.Errorf("%s: access at %#x of %d bytes crosses the end of the error record", l.name(), addr, n)
+	}
+	return l.rec[addr-errRecordAddr:][:n], true, nil
+}
+
+func order(s ptx.Sem) signal.Order {
+	switch s {
+	case ptx.Acquire:
+		return signal.Acquire
+	case ptx.Release:
+		return signal.Release
+	case ptx.AcqRel:
+		return signal.AcqRel
+	}
+	return signal.Relaxed
+}
+
+func scope(s ptx.Scope) signal.Scope {
+	switch s {
+	case ptx.CTA:
+		return signal.Block
+	case ptx.GPU:
+		return signal.GPU
+	}
+	return signal.System
+}
+
+// Load reads global memory. A strong load is a scheduling point; one that
+// reads the same bytes as the thread's previous strong load of the same
+// address, with nothing in between, is a spin: the thread sleeps until the
+// bytes change (or until the kernel's timeout would have passed).
+func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error {
+	if r, ok, err := l.inRecord(addr, len(dst)); ok || err != nil {
+		copy(dst, r)
+		return err
+	}
+	w := l.l.dev.w
+	p := device.Ptr(addr)
+	strong := sem != ptx.Weak
+	if strong && l.polling && l.pollAddr == addr && l.pollLen == len(dst) {
+		if err := l.spin(p, len(dst)); err != nil {
+			return err
+		}
+	} else {
+		w.sched.Yield("ptx load")
+		l.spinning = false
+	}
+	segs, err := l.l.dev.resolve(p, uint64(len(dst)), false)
+	if err != nil {
+		return err
+	}
+	at := 0
+	for _, sg := range segs {
+		at += copy(dst[at:], sg.b)
+		if strong {
+			l.emitAtomic(Atomic, sg, false, order(sem), scope(sc), 0, 0)
+		} else {
+			l.emitSeg(Load, sg, false, signal.Relaxed, signal.Block)
+		}
+	}
+	l.polling = strong
+	if strong {
+		l.pollAddr, l.pollLen = addr, copy(l.poll[:], dst)
+		l.lastRead, l.lastReadLen, l.lastReadScope = addr, len(dst), scope(sc)
+	}
+	return nil
+}
+
+// spin sleeps until the n bytes at p differ from the last poll, or for
+// the time left of the kernel's timeout (forever without one).
+func (l *ptxLane) spin(p device.Ptr, n int) error {
+	w := l.l.dev.w
+	now := w.sched.Now()
+	if !l.spinning {
+		l.spinning, l.spinStart = true, now
+	}
+	segs, err := l.l.dev.resolve(p, uint64(n), false)
+	if err != nil {
+		return err
+	}
+	segs = append([]segment(nil), segs...)
+	last := l.poll[:n]
+	var cur [16]byte
+	changed := func() bool {
+		at := 0
+		for _, sg := range segs {
+			if sg.phys.freed() {
+				return true // the next access faults
+			}
+			at += copy(cur[at:], sg.b)
+		}
+		return !bytes.Equal(cur[:n], last)
+	}
+	if changed() {
+		w.sched.Yield("ptx load")
+		return nil
+	}
+	var timeout time.Duration
+	if t := launchTimeout(l.l.args); t > 0 {
+		timeout = max(t-(now-l.spinStart), time.Nanosecond)
+	}
+	what := l.name() + ": spinning on " + fmt.Sprintf("%#x", uint64(p)) + " for a change"
+	l.record(blockPrefix+"spin on %#x", lanePrefix+"spin on %#x", uint64(p))
+	err = w.sched.Wait(what, changed, timeout)
+	if err != nil && !isTimeout(err) {
+		return err
+	}
+	return nil
+}
+
+// launchTimeout is the per-operation timeout of a launch's arguments.
+func launchTimeout(args any) time.Duration {
+	switch a := args.(type) {
+	case kernels.AllReduceArgs:
+		return time.Duration(a.TimeoutNs)
+	case kernels.SignalArgs:
+		return time.Duration(a.TimeoutNs)
+	}
+	return 0
+}
+
+// Store writes global memory, after a scheduling point.
+func (l *ptxLane) Store(addr uint64, src []byte, sem ptx.Sem, sc ptx.Scope) error {
+	l.polling = false
+	if r, ok, err := l.inRecord(addr, len(src)); ok || err != nil {
+		copy(r, src)
+		return err
+	}
+	l.l.dev.w.sched.Yield("ptx store")
+	segs, err := l.l.dev.resolve(device.Ptr(addr), uint64(len(src)), true)
+	if err != nil {
+		return err
+	}
+	at := 0
+	for _, sg := range segs {
+		at += copy(sg.b, src[at:])
+		if sem != ptx.Weak {
+			o := order(sem)
+			if l.fence && o == signal.Relaxed {
+				o = signal.Release
+			}
+			l.emitAtomic(Atomic, sg, true, o, scope(sc), 0, 0)
+		} else {
+			l.emitSeg(Store, sg, true, signal.Relaxed, signal.Block)
+		}
+	}
+	if sem != ptx.Weak {
+		l.fence = false
+	}
+	return nil
+}
+
+// Atomic performs an atom instruction after a scheduling point, and
+// records it in the trace.
+func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc ptx.Scope, a, b uint64) (uint64, error) {
+	l.polling = false
+	if r, ok, err := l.inRecord(addr, size); ok || err != nil {
+		if err != nil {
+			return 0, err
+		}
+		old := loadWord(r)
+		storeWord(r, ptx.AtomicResult(op, size, old, a, b))
+		return old, nil
+	}
+	w := l.l.dev.w
+	p := device.Ptr(addr)
+	if addr%uint64(size) != 0 {
+		return 0, &FaultError{Device: l.l.dev.index, Addr: p, Size: uint64(size), Write: true, Reason: "atomic on a misaligned address"}
+	}
+	w.sched.Yield("atomic")
+	segs, err := l.l.dev.resolve(p, uint64(size), true)
+	if err != nil {
+		return 0, err
+	}
+	sg := segs[0]
+	old := loadWord(sg.b)
+	val := ptx.AtomicResult(op, size, old, a, b)
+	write := op != ptx.AtomCAS || old == a
+	if write {
+		storeWord(sg.b, val)
+	}
+	o := order(sem)
+	if l.fence {
+		// A fence before a read-modify-write: CUDA's threadfence idiom
+		// (fence, then an atomic count whose last taker reads what the
+		// others wrote) is modelled as an acquire-release RMW.
+		o = signal.AcqRel
+		l.fence = false
+	}
+	const at = "atom %s %#x phys %d+%d %d %d prev %d %s %s"
+	l.record(blockPrefix+at, lanePrefix+at, op.String(), addr, sg.phys.id, sg.off, a, b, old, o.String(), scope(sc).String())
+	l.emitAtomic(Atomic, sg, write, o, scope(sc), uint32(a), uint32(b))
+	l.lastRead, l.lastReadLen, l.lastReadScope = addr, size, scope(sc)
+	return old, nil
+}
+
+// Fence is a membar: the thread's next atomic write releases (a fence
+// followed by a relaxed write is a release pattern), and its last atomic
+// read acquires (a relaxed read followed by a fence is an acquire
+// pattern), which the race detector sees as an acquiring re-read.
+func (l *ptxLane) Fence(sem ptx.Sem, sc ptx.Scope) {
+	l.polling = false
+	l.fence = true
+	if l.lastReadLen == 0 || l.l.dev.w.observe == nil {
+		return
+	}
+	if _, ok, _ := l.inRecord(l.lastRead, l.lastReadLen); ok {
+		return
+	}
+	segs, err := l.l.dev.resolve(device.Ptr(l.lastRead), uint64(l.lastReadLen), false)
+	if err != nil {
+		return
+	}
+	for _, sg := range segs {
+		l.emitAtomic(Atomic, sg, false, signal.Acquire, l.lastReadScope, 0, 0)
+	}
+	l.lastReadLen = 0
+}
+
+// Clock is %globaltimer: the virtual time in nanoseconds, plus a second
+// so that it never reads 0 (which the kernels take for "not read yet").
+func (l *ptxLane) Clock() uint64 {
+	return uint64(l.l.dev.w.sched.Now()) + uint64(time.Second)
+}
+
+func loadWord(b []byte) uint64 {
+	if len(b) == 8 {
+		return binary.LittleEndian.Uint64(b)
+	}
+	return uint64(binary.LittleEndian.Uint32(b))
+}
+
+func storeWord(b []byte, v uint64) {
+	if len(b) == 8 {
+		binary.LittleEndian.PutUint64(b, v)
+		return
+	}
+	binary.LittleEndian.PutUint32(b, uint32(v))
+}
+
+func isTimeout(err error) bool {
+	var te *actor.TimeoutError
+	return errors.As(err, &te)
+}
