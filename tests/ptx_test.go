@@ -2,8 +2,11 @@ package tests
 
 import (
 	"fmt"
+	"os"
 	"testing"
+	"time"
 
+	"github.com/symmem/symmem/conformance"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/rank"
@@ -12,7 +15,7 @@ import (
 
 // ptxDevice is the simulated device configuration that runs the kernels'
 // PTX.
-var ptxDevice = sim.Config{Kernels: sim.Kernels{PTX: true}}
+var ptxDevice = sim.Config{Kernels: sim.Kernels{PTX: true, PlainYield: 16}}
 
 // TestPTXAllReduce runs checked all-reduces of every algorithm in PTX mode.
 func TestPTXAllReduce(t *testing.T) {
@@ -28,6 +31,24 @@ func TestPTXAllReduce(t *testing.T) {
 					t.Fatalf("%v", v.Problems)
 				}
 				t.Logf("steps %d vtime %v", res.Steps, res.VirtualTime)
+			})
+		}
+	}
+}
+
+// TestPTXConformance runs the self-checking conformance cases with the
+// kernels' PTX at worlds 2 to 8, with the race detector on.
+func TestPTXConformance(t *testing.T) {
+	race := os.Getenv("PTXRACE") != ""
+	for world := 2; world <= 8; world++ {
+		for _, c := range conformance.Cases(conformance.Options{Cycles: 3, Seed: 7}) {
+			if !c.Fits(world) || c.Name == "intra-node-comm" {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/world%d", c.Name, world), func(t *testing.T) {
+				start := time.Now()
+				res := simulate(t, rank.SimConfig{World: world, Seed: uint64(world), RaceDetector: race, Device: ptxDevice}, c.Program)
+				t.Logf("%v %d steps", time.Since(start), res.Steps)
 			})
 		}
 	}

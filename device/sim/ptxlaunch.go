@@ -27,12 +27,19 @@ type Kernels struct {
 	// any shape; a launch keeps at least one thread per rank, which their
 	// barriers need.
 	MaxThreads, MaxBlocks int
+	// PlainYield makes every PlainYield-th plain (weak) global access of a
+	// thread a scheduling point (0: DefaultPTXPlainYield; 1: every one).
+	// Atomics, strong loads and stores and barriers always are. Plain
+	// accesses order nothing, so their interleaving matters less than
+	// their cost: the race detector sees every one of them either way.
+	PlainYield int
 }
 
-// Default caps of a PTX launch's shape.
+// Defaults of [Kernels].
 const (
-	DefaultPTXThreads = 32
-	DefaultPTXBlocks  = 2
+	DefaultPTXThreads    = 32
+	DefaultPTXBlocks     = 2
+	DefaultPTXPlainYield = 16
 )
 
 // errRecordAddr is where a PTX launch's error record appears in global
@@ -194,6 +201,7 @@ type ptxLane struct {
 
 	// Polling: the last access was a strong load of poll at pollAddr; a
 	// thread that reads the same bytes again is spinning.
+	plain     int // plain accesses since the last scheduling point
 	polling   bool
 	pollAddr  uint64
 	poll      [16]byte
@@ -211,6 +219,22 @@ type ptxLane struct {
 }
 
 func (l *ptxLane) reset() { l.polling, l.spinning = false, false }
+
+// point is the scheduling point of a global access: every strong one,
+// every PlainYield-th plain one.
+func (l *ptxLane) point(strong bool, what string) {
+	if !strong {
+		every := l.l.dev.w.cfg.Kernels.PlainYield
+		if every <= 0 {
+			every = DefaultPTXPlainYield
+		}
+		if l.plain++; l.plain < every {
+			return
+		}
+	}
+	l.plain = 0
+	l.l.dev.w.sched.Yield(what)
+}
 
 // record returns whether addr lies in the launch's error record.
 func (l *ptxLane) inRecord(addr uint64, n int) ([]byte, bool, error) {
@@ -254,7 +278,6 @@ func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error
 		copy(dst, r)
 		return err
 	}
-	w := l.l.dev.w
 	p := device.Ptr(addr)
 	strong := sem != ptx.Weak
 	if strong && l.polling && l.pollAddr == addr && l.pollLen == len(dst) {
@@ -262,7 +285,7 @@ func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error
 			return err
 		}
 	} else {
-		w.sched.Yield("ptx load")
+		l.point(strong, "ptx load")
 		l.spinning = false
 	}
 	segs, err := l.l.dev.resolve(p, uint64(len(dst)), false)
@@ -346,7 +369,7 @@ func (l *ptxLane) Store(addr uint64, src []byte, sem ptx.Sem, sc ptx.Scope) erro
 		copy(r, src)
 		return err
 	}
-	l.l.dev.w.sched.Yield("ptx store")
+	l.point(sem != ptx.Weak, "ptx store")
 	segs, err := l.l.dev.resolve(device.Ptr(addr), uint64(len(src)), true)
 	if err != nil {
 		return err

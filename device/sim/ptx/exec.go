@@ -56,11 +56,9 @@ func (m *Module) NewBlockMem(entry string, params []byte) (*BlockMem, error) {
 		if err != nil {
 			return err
 		}
-		for i := range fn.code {
-			if fn.code[i].op == opCall {
-				if err := walk(fn.code[i].callee); err != nil {
-					return err
-				}
+		for _, c := range fn.callees {
+			if err := walk(c); err != nil {
+				return err
 			}
 		}
 		return nil

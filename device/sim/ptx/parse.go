@@ -39,6 +39,7 @@ type Func struct {
 	nregs     int
 	params    []*symbol // formal parameters in order
 	frameSize int       // bytes of .param storage of a frame (formals and call arguments)
+	callees   []string  // the functions it calls
 }
 
 // token is one lexical token and the line it starts on.
@@ -330,6 +331,13 @@ func (m *Module) decode(src *funcSrc) (*Func, error) {
 			return nil, fmt.Errorf("line %d: unknown label %s", f.line, f.label)
 		}
 		d.fn.code[f.inst].target = at
+	}
+	seen := map[string]bool{}
+	for i := range d.fn.code {
+		if c := d.fn.code[i].callee; c != "" && !seen[c] {
+			seen[c] = true
+			d.fn.callees = append(d.fn.callees, c)
+		}
 	}
 	// Falling off the end returns.
 	d.fn.code = append(d.fn.code, inst{op: opRet, guard: -1, line: lx.line, text: "ret (end of body)"})

@@ -88,8 +88,18 @@ func (sh *shadow) carve(lo, hi uint64) (int, int) {
 	if first < last && sh.spans[last-1].hi > hi {
 		repl = append(repl, span{lo: hi, hi: sh.spans[last-1].hi, st: sh.spans[last-1].st})
 	}
-	tail := append([]span(nil), sh.spans[last:]...)
-	sh.spans = append(append(sh.spans[:first], repl...), tail...)
+	// Splice repl in place of spans[first:last], moving the tail once.
+	n := len(sh.spans)
+	grow := len(repl) - (last - first)
+	if grow > 0 {
+		sh.spans = append(sh.spans, make([]span, grow)...)
+	}
+	copy(sh.spans[last+grow:], sh.spans[last:n])
+	copy(sh.spans[first:], repl)
+	if grow < 0 {
+		clear(sh.spans[n+grow : n])
+		sh.spans = sh.spans[:n+grow]
+	}
 	return i, i + len(mid)
 }
 
