@@ -1,7 +1,10 @@
 package tests
 
 import (
+	"bytes"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"testing"
 	"time"
@@ -9,6 +12,7 @@ import (
 	"github.com/symmem/symmem/conformance"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/workload"
 )
@@ -52,4 +56,148 @@ func TestPTXConformance(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestPTXMatchesGoTwins is the differential test: the same inputs (random
+// bit patterns, so NaNs, infinities, subnormals and overflowing sums
+// included) reduced by every algorithm, dtype and op, at a world size with
+// specialised entry points (4) and one without (3), with 16-byte and
+// 4-byte vectors, give bitwise the same results with the Go twins and
+// with the kernels' PTX.
+func TestPTXMatchesGoTwins(t *testing.T) {
+	for _, world := range []int{3, 4} {
+		twin := differential(t, world, sim.Config{})
+		ptx := differential(t, world, ptxDevice)
+		if len(twin) == 0 || len(twin) != len(ptx) {
+			t.Fatalf("world %d: %d twin results, %d PTX results", world, len(twin), len(ptx))
+		}
+		for i := range twin {
+			if twin[i].what != ptx[i].what {
+				t.Fatalf("world %d: result %d is %s with the twins, %s with PTX", world, i, twin[i].what, ptx[i].what)
+			}
+			if !bytes.Equal(twin[i].out, ptx[i].out) {
+				t.Errorf("world %d: %s: PTX result differs from the Go twin's", world, twin[i].what)
+			}
+		}
+	}
+}
+
+type labelled struct {
+	what string
+	out  []byte
+}
+
+// differential runs every reduction of TestPTXMatchesGoTwins on world ranks
+// and returns rank 0's results in order (the program checks that every
+// rank got the same).
+func differential(t *testing.T, world int, dev sim.Config) []labelled {
+	t.Helper()
+	var results [][]labelled
+	results = make([][]labelled, world)
+	program := func(r *rank.Rank) error {
+		const size = 1 << 10 // bytes of the tensors with 16-byte vectors
+		buf, err := r.Alloc(2 * size)
+		if err != nil {
+			return err
+		}
+		defer r.Free(buf)
+		ll, err := r.NewLowLatency(rank.WorldGroup, size)
+		if err != nil {
+			return err
+		}
+		defer ll.Close()
+		for _, dt := range []device.DType{device.Float32, device.BFloat16, device.Float16} {
+			for _, op := range []device.ReduceOp{device.Sum, device.Avg, device.Max, device.Min} {
+				for _, shape := range []struct{ off, bytes uint64 }{{0, size}, {4, size - 12}} {
+					numel := shape.bytes / uint64(dt.Size())
+					in := rank.Tensor{Ptr: buf.Add(shape.off), DType: dt, Numel: numel}
+					for _, algo := range []string{"one-shot", "two-shot", "ll"} {
+						what := fmt.Sprintf("%v %v %s offset %d", dt, op, algo, shape.off)
+						input := specialInputs(r.ID(), world, shape.bytes, dt, uint64(op)*7+shape.off)
+						if err := r.Write(in, input); err != nil {
+							return err
+						}
+						var got []byte
+						switch algo {
+						case "ll":
+							out, err := r.Empty(numel, dt)
+							if err != nil {
+								return err
+							}
+							if err := ll.AllReduce(in, op, out); err != nil {
+								return fmt.Errorf("%s: %w", what, err)
+							}
+							got, err = r.Read(out)
+							if err != nil {
+								return err
+							}
+							if err := r.FreeTensor(out); err != nil {
+								return err
+							}
+						default:
+							if got, err = conformance.RunForm(r, algo, in, op); err != nil {
+								return fmt.Errorf("%s: %w", what, err)
+							}
+						}
+						results[r.ID()] = append(results[r.ID()], labelled{what, got})
+					}
+				}
+			}
+		}
+		return nil
+	}
+	simulate(t, rank.SimConfig{World: world, Seed: 5, Device: dev}, program)
+	for r := 1; r < world; r++ {
+		for i, x := range results[r] {
+			if !bytes.Equal(x.out, results[0][i].out) {
+				t.Fatalf("world %d: %s: rank %d's result differs from rank 0's", world, x.what, r)
+			}
+		}
+	}
+	return results[0]
+}
+
+// specialInputs is rank r's input of n bytes of dt: mostly random bit
+// patterns (every class of value, NaNs with payloads included), some
+// values near the type's largest (sums overflow) and ties of rounding.
+func specialInputs(r, world int, n uint64, dt device.DType, seed uint64) []byte {
+	rng := rand.New(rand.NewPCG(seed, uint64(r*world+1)))
+	b := make([]byte, n)
+	size := dt.Size()
+	for i := 0; i+size <= len(b); i += size {
+		var v uint32
+		switch k := rng.IntN(8); {
+		case k < 4:
+			v = rng.Uint32() // any value at all
+		case k < 6:
+			// Moderate values, so that most sums are finite.
+			f := float32(rng.NormFloat64() * 100)
+			v = math.Float32bits(f)
+			if dt != device.Float32 {
+				v = uint32(kernels.BF16FromFloat32(f))
+				if dt == device.Float16 {
+					v = uint32(kernels.F16FromFloat32(f))
+				}
+			}
+		case k < 7:
+			// Near the largest finite value.
+			switch dt {
+			case device.Float32:
+				v = 0x7f7fffff - rng.Uint32N(16)
+			default:
+				v = 0x7bff - rng.Uint32N(16)
+				if dt == device.BFloat16 {
+					v = 0x7f7f - rng.Uint32N(16)
+				}
+			}
+			v |= rng.Uint32N(2) << uint(8*size-1)
+		default:
+			// Subnormals.
+			v = rng.Uint32N(1<<10) | rng.Uint32N(2)<<uint(8*size-1)
+		}
+		for j := 0; j < size; j++ {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return b
 }

@@ -1,27 +1,101 @@
 package ptx
 
 import (
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
 	"testing"
-	"time"
 
+	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
 )
 
-// TestKernelsPTXDecodes parses the committed PTX of the kernels and decodes
-// every function: every instruction the compiler emitted is one the
-// interpreter knows.
-func TestKernelsPTXDecodes(t *testing.T) {
+func kernelsModule(t *testing.T) *Module {
+	t.Helper()
 	text, err := kernels.PTX()
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	m, err := Parse(text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Check(); err != nil {
+	return m
+}
+
+// TestKernelsPTXDecodes decodes every function of the committed PTX: every
+// instruction the compiler emitted is one the interpreter knows.
+func TestKernelsPTXDecodes(t *testing.T) {
+	if err := kernelsModule(t).Check(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("parsed and decoded %d functions (%d entries) in %v", len(m.funcs), len(m.entries), time.Since(start))
+}
+
+// TestPTXEntriesAreTheKernels: the PTX's entry points are exactly the
+// __global__ functions of kernels.cu, and exactly the names kernels.Entry
+// returns for the registered kernels.
+func TestPTXEntriesAreTheKernels(t *testing.T) {
+	entries := kernelsModule(t).Entries()
+	src, err := os.ReadFile("../../../kernels/cuda/kernels.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var global []string
+	for _, m := range regexp.MustCompile(`__global__ void __launch_bounds__\(\d+\) (\w+)\(`).FindAllSubmatch(src, -1) {
+		global = append(global, string(m[1]))
+	}
+	// The specialised entries come from one macro.
+	for _, m := range regexp.MustCompile(`(?m)^SYMMEM_ENTRY\((\w+),`).FindAllSubmatch(src, -1) {
+		global = append(global, string(m[1]))
+	}
+	sort.Strings(global)
+	if !slices.Equal(entries, global) {
+		t.Fatalf("PTX entries %v\n__global__ kernels %v", entries, global)
+	}
+	// Every name Entry can return.
+	names := map[string]bool{}
+	for _, k := range kernels.Names() {
+		names[kernels.Entry(k, nil)] = true
+		for _, dt := range []device.DType{device.Float32, device.BFloat16, device.Float16} {
+			for _, w := range []int32{2, 3, 4, 8} {
+				for _, off := range []uint64{0, 4} {
+					a := kernels.AllReduceArgs{World: w, DType: dt, Numel: 64, Offset: off}
+					names[kernels.Entry(k, a)] = true
+				}
+			}
+		}
+	}
+	var want []string
+	for n := range names {
+		want = append(want, n)
+	}
+	sort.Strings(want)
+	if !slices.Equal(entries, want) {
+		t.Fatalf("PTX entries %v\nkernels.Entry names %v", entries, want)
+	}
+}
+
+// TestUnknownInstruction: an instruction outside the subset is an error
+// naming it and its line.
+func TestUnknownInstruction(t *testing.T) {
+	text := ".version 9.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n\t.reg .b32 %r<3>;\n\tmov.u32 %r1, 1;\n\tpopc.b32 %r2, %r1;\n\tret;\n}\n"
+	m, err := Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Func("k")
+	if err == nil || !strings.Contains(err.Error(), "line 8") || !strings.Contains(err.Error(), "popc.b32") {
+		t.Fatalf("decoding popc: %v, want an error naming popc.b32 at line 8", err)
+	}
+	for _, bad := range []string{"div.approx.f32 %r1, %r1, %r1;", "ld.relaxed.global.u32 %r1, [%r1];", "frob %r1;", "add.f64 %r1, %r1, %r1;"} {
+		m, err := Parse(strings.Replace(text, "popc.b32 %r2, %r1;", bad, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Func("k"); err == nil || !strings.Contains(err.Error(), "line 8") {
+			t.Errorf("decoding %q: %v, want an error at line 8", bad, err)
+		}
+	}
 }
