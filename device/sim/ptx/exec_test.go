@@ -40,7 +40,7 @@ func (e *memEnv) Atomic(addr uint64, size int, op AtomOp, sem Sem, sc Scope, a, 
 }
 
 func (e *memEnv) Fence(Sem, Scope) { e.fences++ }
-func (e *memEnv) Clock() uint64     { return 1000 }
+func (e *memEnv) Clock() uint64    { return 1000 }
 
 const testKernel = `
 .version 9.0
