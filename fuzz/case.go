@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/workload"
 )
@@ -48,6 +49,9 @@ type Case struct {
 	// Race runs the happens-before race detector over every simulated
 	// memory access; a data race fails the case (see the package doc).
 	Race bool
+	// Kernels is what the simulated devices run: the Go twins (the zero
+	// value) or the kernels' PTX.
+	Kernels sim.Kernels
 }
 
 // Validate checks the case before it runs.
@@ -185,6 +189,9 @@ func (c Case) Command() string {
 	if r.Race {
 		b.WriteString(" --race")
 	}
+	if r.Kernels.PTX {
+		b.WriteString(" --kernels ptx")
+	}
 	return b.String()
 }
 
@@ -199,6 +206,7 @@ func (c Case) simConfig(st actor.Strategy, in *injector, keep bool) rank.SimConf
 		Timeout:      c.timeout(),
 		KeepTrace:    keep,
 		RaceDetector: c.Race,
+		Device:       sim.Config{Kernels: c.Kernels},
 	}
 	if len(in.plan) > 0 { // hooks with nothing to inject would only cost time
 		cfg.Setup, cfg.WrapDevice, cfg.WrapStore = in.setup, in.wrapDevice, in.wrapStore

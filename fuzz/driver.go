@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -34,6 +35,7 @@ type Config struct {
 	Timeout  time.Duration   // rank timeout (0: DefaultTimeout)
 	MaxSteps int64           // 0: DefaultMaxSteps
 	Race     bool            // run the race detector; a data race fails a case
+	Kernels  sim.Kernels     // what the simulated devices run (zero: the Go twins)
 	Shrink   bool            // shrink the first case of each distinct failure
 	Budget   int             // runs per shrink (0: DefaultShrinkRuns)
 	// Progress, when set, is called after every case with the cases run
@@ -277,7 +279,7 @@ func (g *Generator) Case(seed uint64) (Case, error) {
 	}
 	c := Case{
 		Spec: spec, Seed: seed, Strategy: cfg.Strategy, Depth: cfg.Depth, Steps: steps,
-		Faults: cfg.Faults, Timeout: cfg.Timeout, MaxSteps: cfg.MaxSteps, Race: cfg.Race,
+		Faults: cfg.Faults, Timeout: cfg.Timeout, MaxSteps: cfg.MaxSteps, Race: cfg.Race, Kernels: cfg.Kernels,
 	}
 	c.Plan = NewPlan(seed, cfg.Faults, spec.World, steps, c.timeout())
 	return c.Resolved()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -34,6 +35,7 @@ type caseFile struct {
 	Timeout   string `json:"timeout,omitempty"`
 	MaxSteps  int64  `json:"max_steps,omitempty"`
 	Race      bool   `json:"race,omitempty"`
+	PTX       bool   `json:"ptx,omitempty"`
 	Trace     string `json:"trace"`
 	Failure   string `json:"failure,omitempty"`
 }
@@ -48,7 +50,7 @@ func Save(path string, o Outcome) error {
 		Version: fileVersion, World: c.Spec.World, Bytes: c.Spec.Bytes, DType: c.Spec.DType.String(),
 		Op: c.Spec.Op.String(), Algo: c.Spec.Algo.String(), Offset: c.Spec.Offset, InputSeed: c.Spec.Seed,
 		Seed: c.Seed, Strategy: StrategyReplay, Steps: c.Steps, Faults: c.Faults.String(), Plan: c.Plan.String(),
-		Decisions: o.Schedule.String(), MaxSteps: c.MaxSteps, Race: c.Race, Trace: o.Trace,
+		Decisions: o.Schedule.String(), MaxSteps: c.MaxSteps, Race: c.Race, PTX: c.Kernels.PTX, Trace: o.Trace,
 	}
 	if c.Timeout != 0 {
 		f.Timeout = c.Timeout.String()
@@ -122,6 +124,7 @@ func (f caseFile) toCase() (Case, error) {
 		Spec: workload.Spec{World: f.World, Bytes: f.Bytes, DType: dt, Op: op, Algo: algo, Offset: f.Offset, Seed: f.InputSeed},
 		Seed: f.Seed, Strategy: f.Strategy, Depth: f.Depth, Steps: f.Steps, Faults: set, Plan: plan,
 		Schedule: sched, Timeout: timeout, MaxSteps: f.MaxSteps, Race: f.Race,
+		Kernels: sim.Kernels{PTX: f.PTX},
 	}
 	if err := c.Validate(); err != nil {
 		return Case{}, err

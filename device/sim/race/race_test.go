@@ -46,7 +46,40 @@ func TestProtocolIsRaceFree(t *testing.T) {
 // skips those bytes when checking): a data race under the memory model,
 // which the detector reports.
 func TestConformanceIsRaceFree(t *testing.T) {
+	conformanceRaceFree(t, sim.Config{})
+}
+
+// TestProtocolIsRaceFreePTX: the kernels' PTX, in every form, at worlds 2
+// to 4 and with 16-, 8- and 4-byte vectors (so the specialised entries and
+// the generic ones), report no race and compute the right result.
+func TestProtocolIsRaceFreePTX(t *testing.T) {
+	dev := sim.Config{Kernels: sim.Kernels{PTX: true}}
+	for world := 2; world <= 4; world++ {
+		for i, f := range []form{oneShot, oneShotCopy, twoShot, twoShotOut} {
+			size := []uint64{256, 264, 260, 256}[(i+world)%4]
+			what := fmt.Sprintf("%s world %d, %d elements", f, world, size)
+			clean(t, what, simulate(t, rank.SimConfig{World: world, Seed: uint64(world), Device: dev}, reduceLoop(f, 2, size)))
+		}
+	}
+}
+
+// TestConformanceIsRaceFreePTX is TestConformanceIsRaceFree with the
+// kernels' PTX run thread by thread: the compiled kernels, every thread's
+// access and every barrier of theirs, are race-free too.
+// The two long cases (the reference table, and sim-conformance with its
+// 300 KiB tensors) are left out: TestProtocolIsRaceFreePTX runs every form
+// of the all-reduce kernels instead.
+func TestConformanceIsRaceFreePTX(t *testing.T) {
+	conformanceRaceFree(t, sim.Config{Kernels: sim.Kernels{PTX: true}}, "allreduce-table", "sim-conformance")
+}
+
+// conformanceRaceFree runs the conformance cases, but those named in
+// leave, on dev with the race detector.
+func conformanceRaceFree(t *testing.T, dev sim.Config, leave ...string) {
 	skip := map[string]bool{"intra-node-comm": true, "pad-isolation": true}
+	for _, name := range leave {
+		skip[name] = true
+	}
 	long := map[string]bool{"allreduce-table": true, "sim-conformance": true}
 	for _, world := range []int{2, 3} {
 		for _, c := range conformance.Cases(conformance.Options{Cycles: 3, Seed: 1}) {
@@ -54,7 +87,7 @@ func TestConformanceIsRaceFree(t *testing.T) {
 				continue
 			}
 			what := fmt.Sprintf("%s world %d", c.Name, world)
-			clean(t, what, simulate(t, rank.SimConfig{World: world, Seed: 1}, c.Program))
+			clean(t, what, simulate(t, rank.SimConfig{World: world, Seed: 1, Device: dev}, c.Program))
 		}
 	}
 }
