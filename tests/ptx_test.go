@@ -12,6 +12,7 @@ import (
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/workload"
 )
 
 // ptxDevice is the simulated device configuration that runs the kernels'
@@ -183,4 +184,27 @@ func specialInputs(r, world int, n uint64, dt device.DType, seed uint64) []byte 
 		}
 	}
 	return b
+}
+
+// TestPTXSameSeedSameTrace: in PTX mode a seed fixes the schedule of every
+// thread, so the same seed gives the same trace hash, and another seed
+// another one.
+func TestPTXSameSeedSameTrace(t *testing.T) {
+	spec := workload.Spec{World: 3, Bytes: 1 << 10, DType: device.BFloat16, Op: device.Sum, Algo: workload.TwoShot, Seed: 1}
+	trace := func(seed uint64) string {
+		inputs := spec.Inputs()
+		results := make([]workload.RankResult, spec.World)
+		res := simulate(t, rank.SimConfig{World: spec.World, Seed: seed, Device: ptxDevice}, spec.Program(inputs, results))
+		if v := spec.Check(inputs, results); !v.OK() {
+			t.Fatalf("seed %d: %v", seed, v.Problems)
+		}
+		return res.Trace
+	}
+	a, b, c := trace(1), trace(1), trace(2)
+	if a != b {
+		t.Fatalf("seed 1 gave traces %s and %s", a, b)
+	}
+	if a == c {
+		t.Fatalf("seeds 1 and 2 gave the same trace %s", a)
+	}
 }

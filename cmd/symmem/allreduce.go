@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/workload"
@@ -56,6 +57,7 @@ type allReduceFlags struct {
 	seed    uint64
 	dev     string
 	timeout time.Duration
+	kernels string
 
 	worldSet bool
 }
@@ -91,6 +93,7 @@ launch should exit non-zero with rank R's status.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the inputs and of the simulator's schedule")
 	fl.StringVar(&f.dev, "device", "sim", "device: sim or cuda")
 	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait (virtual time on sim)")
+	kernelsFlag(fl, &f.kernels)
 	return cmd
 }
 
@@ -118,7 +121,12 @@ func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
 	var trace string
 	switch f.dev {
 	case "sim":
-		res, err := rank.Simulate(rank.SimConfig{World: s.World, Seed: s.Seed, Timeout: f.timeout, Logger: a.log}, s.Program(inputs, results))
+		k, err := simKernels(f.kernels)
+		if err != nil {
+			return err
+		}
+		res, err := rank.Simulate(rank.SimConfig{World: s.World, Seed: s.Seed, Timeout: f.timeout, Logger: a.log,
+			Device: sim.Config{Kernels: k}}, s.Program(inputs, results))
 		if err != nil {
 			return fmt.Errorf("simulation failed (replay with --seed %d): %w", s.Seed, err)
 		}

@@ -35,6 +35,7 @@ type fuzzFlags struct {
 	timeout    time.Duration
 	maxSteps   int64
 	race       bool
+	kernels    string
 	shrink     bool
 	shrinkRuns int
 	saveDir    string
@@ -84,6 +85,7 @@ non-zero when any case fails.`,
 	fl.DurationVar(&f.timeout, "timeout", fuzz.DefaultTimeout, "timeout of every rank wait (virtual time)")
 	fl.Int64Var(&f.maxSteps, "max-steps", fuzz.DefaultMaxSteps, "scheduling steps after which a run counts as livelocked")
 	fl.BoolVar(&f.race, "race", false, "run every schedule with the happens-before race detector; a data race is a failure")
+	kernelsFlag(fl, &f.kernels)
 	fl.BoolVar(&f.shrink, "shrink", true, "shrink the first case of each distinct failure")
 	fl.IntVar(&f.shrinkRuns, "shrink-runs", fuzz.DefaultShrinkRuns, "runs one shrink may take")
 	fl.StringVar(&f.saveDir, "save-dir", "", "write each failure's (shrunk) case to this directory")
@@ -100,10 +102,14 @@ func (f *fuzzFlags) config() (fuzz.Config, error) {
 	if err != nil {
 		return fuzz.Config{}, fmt.Errorf("--worlds: %w", err)
 	}
+	kern, err := simKernels(f.kernels)
+	if err != nil {
+		return fuzz.Config{}, err
+	}
 	cfg := fuzz.Config{
 		Seeds: f.seeds, First: f.first, Time: f.time, Strategy: f.strategy, Depth: f.depth,
 		Faults: set, Workers: f.jobs, Worlds: worlds, Timeout: f.timeout, MaxSteps: f.maxSteps, Race: f.race,
-		Shrink: f.shrink, Budget: f.shrinkRuns,
+		Shrink: f.shrink, Budget: f.shrinkRuns, Kernels: kern,
 	}
 	for _, s := range f.sizes {
 		n, err := parseBytes(s)

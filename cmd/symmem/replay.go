@@ -26,6 +26,7 @@ type replayFlags struct {
 	timeout     time.Duration
 	maxSteps    int64
 	race        bool
+	kernels     string
 	expectTrace string
 	save        string
 	shrink      bool
@@ -74,6 +75,7 @@ fails or the trace differs from the one expected.`,
 	fl.DurationVar(&f.timeout, "timeout", fuzz.DefaultTimeout, "timeout of every rank wait (virtual time)")
 	fl.Int64Var(&f.maxSteps, "max-steps", fuzz.DefaultMaxSteps, "step bound")
 	fl.BoolVar(&f.race, "race", false, "run the happens-before race detector; a data race fails the case")
+	kernelsFlag(fl, &f.kernels)
 	fl.StringVar(&f.expectTrace, "expect-trace", "", "fail unless the trace hash starts with this")
 	fl.StringVar(&f.save, "save", "", "write the (shrunk) case to this schedule file")
 	fl.BoolVar(&f.shrink, "shrink", false, "shrink a failing case and show the minimal one")
@@ -85,9 +87,14 @@ fails or the trace differs from the one expected.`,
 // buildCase turns the flags into a case; expected is the trace hash a
 // schedule file recorded ("" when none).
 func (f *replayFlags) buildCase() (c fuzz.Case, expected string, err error) {
+	kern, err := simKernels(f.kernels)
+	if err != nil {
+		return c, "", err
+	}
 	if f.schedule != "" {
 		c, expected, err := fuzz.Load(f.schedule)
 		c.Race = c.Race || f.race // the detector leaves the trace as it is
+		c.Kernels.PTX = c.Kernels.PTX || kern.PTX
 		return c, expected, err
 	}
 	var errs []error
@@ -113,7 +120,7 @@ func (f *replayFlags) buildCase() (c fuzz.Case, expected string, err error) {
 	}
 	c = fuzz.Case{
 		Spec: spec, Seed: f.seed, Strategy: f.strategy, Depth: f.depth, Steps: f.steps, Faults: set, Plan: plan,
-		Schedule: sched, Timeout: f.timeout, MaxSteps: f.maxSteps, Race: f.race,
+		Schedule: sched, Timeout: f.timeout, MaxSteps: f.maxSteps, Race: f.race, Kernels: kern,
 	}
 	needSteps := f.strategy == fuzz.StrategyPCT || f.strategy == fuzz.StrategyPortfolio || (!f.planSet && set != fuzz.FaultsNone)
 	if c.Steps == 0 && needSteps {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/conformance"
+	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/rank"
 )
 
@@ -21,6 +22,7 @@ type selftestFlags struct {
 	cycles  int
 	seed    uint64
 	timeout time.Duration
+	kernels string
 }
 
 func newSelftestCmd(a *app) *cobra.Command {
@@ -45,6 +47,7 @@ outcome. Exits non-zero if any case fails.`,
 	fl.IntVar(&f.cycles, "cycles", 500, "alloc/rendezvous/all-reduce/free cycles of the leak case")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of inputs and schedules")
 	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait")
+	kernelsFlag(fl, &f.kernels)
 	return cmd
 }
 
@@ -73,6 +76,10 @@ func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
 	default:
 		return fmt.Errorf("--device %q: want sim or cuda", f.dev)
 	}
+	kern, err := simKernels(f.kernels)
+	if err != nil {
+		return err
+	}
 	cases, err := conformance.Select(conformance.Options{Cycles: f.cycles, Seed: f.seed}, f.cases, world)
 	if err != nil {
 		return err
@@ -86,7 +93,8 @@ func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
 		var errs []error
 		switch {
 		case f.dev == "sim":
-			res, err := rank.Simulate(rank.SimConfig{World: world, Seed: f.seed, Timeout: f.timeout, Logger: a.log}, c.Program)
+			res, err := rank.Simulate(rank.SimConfig{World: world, Seed: f.seed, Timeout: f.timeout, Logger: a.log,
+				Device: sim.Config{Kernels: kern}}, c.Program)
 			errs = append(errs, err, res.Err())
 		case launched:
 			dev, err := openCUDA(env.LocalRank)
