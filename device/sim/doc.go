@@ -38,6 +38,14 @@
 // scheduler's tasks (set-up calls that never wait may also run before
 // Scheduler.Run); calls that must wait return an error outside a task.
 //
+// PTX mode. With Config.Kernels.PTX a launch runs the kernels' PTX (package
+// ptx) instead of the Go twin: the block's threads run as lane tasks from
+// one block-wide barrier to the next, global accesses and atomics go
+// through the device's address space (each reported to the observer with
+// its order and scope), a strong load that keeps reading the same bytes
+// sleeps until they change or the launch's timeout would pass, and the
+// kernel's error record lives in the launch and becomes its error.
+//
 // Observation. [World.Observe] receives every memory access (with device,
 // kernel, block, lane, virtual and physical address, size, direction, order
 // and scope) and every synchronisation edge (stream order, block and lane

@@ -66,11 +66,13 @@ func TestProtocolIsRaceFreePTX(t *testing.T) {
 // TestConformanceIsRaceFreePTX is TestConformanceIsRaceFree with the
 // kernels' PTX run thread by thread: the compiled kernels, every thread's
 // access and every barrier of theirs, are race-free too.
-// The two long cases (the reference table, and sim-conformance with its
-// 300 KiB tensors) are left out: TestProtocolIsRaceFreePTX runs every form
-// of the all-reduce kernels instead.
+// The cases that reduce many or large tensors (the reference table,
+// sim-conformance's and graphs' hundreds of KiB, the leak check's cycles)
+// take minutes to interpret thread by thread under the detector and are
+// left out: TestProtocolIsRaceFreePTX runs every form of the all-reduce
+// kernels instead.
 func TestConformanceIsRaceFreePTX(t *testing.T) {
-	conformanceRaceFree(t, sim.Config{Kernels: sim.Kernels{PTX: true}}, "allreduce-table", "sim-conformance")
+	conformanceRaceFree(t, sim.Config{Kernels: sim.Kernels{PTX: true}}, "allreduce-table", "sim-conformance", "graphs", "leaks")
 }
 
 // conformanceRaceFree runs the conformance cases, but those named in
