@@ -79,8 +79,7 @@ type labelled struct {
 // rank got the same).
 func differential(t *testing.T, world int, dev sim.Config) []labelled {
 	t.Helper()
-	var results [][]labelled
-	results = make([][]labelled, world)
+	results := make([][]labelled, world)
 	program := func(r *rank.Rank) error {
 		const size = 256 // bytes of the tensors with 16-byte vectors
 		buf, err := r.Alloc(2 * size)

@@ -236,8 +236,9 @@ func (l *ptxLane) point(strong bool, what string) {
 	l.l.dev.w.sched.Yield(what)
 }
 
-// record returns whether addr lies in the launch's error record.
-func (l *ptxLane) inRecord(addr uint64, n int) ([]byte, bool, error) {
+// inRecord returns the bytes of the launch's error record that an access
+// of n bytes at addr touches; ok is false when addr is not in the record.
+func (l *ptxLane) inRecord(addr uint64, n int) (b []byte, ok bool, err error) {
 	if addr < errRecordAddr || addr >= errRecordAddr+uint64(len(l.rec)) {
 		return nil, false, nil
 	}

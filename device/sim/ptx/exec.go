@@ -28,8 +28,8 @@ type Env interface {
 	Clock() uint64
 }
 
-// Dim is a thread's place in its launch (x dimension only: y and z are 0
-// of 1).
+// Dim is a thread's place in its launch, in the x dimension (the y and z
+// indices are 0, their sizes 1).
 type Dim struct {
 	Tid, Ntid, Ctaid, Nctaid uint32
 }
@@ -233,7 +233,6 @@ func (t *Thread) Run() (Stop, error) {
 			left = budget
 			t.env.Fence(in.sem, in.scope)
 		case opBar:
-			left = budget
 			id := int(t.value(f, &in.ops[boolInt(in.red)], tU32))
 			t.bar = Barrier{ID: id, Red: in.red, Line: in.line}
 			if in.red {
