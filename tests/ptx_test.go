@@ -2,10 +2,13 @@ package tests
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/symmem/symmem/conformance"
 	"github.com/symmem/symmem/device"
@@ -209,4 +212,57 @@ func TestPTXSameSeedSameTrace(t *testing.T) {
 	if a == c {
 		t.Fatalf("seeds 1 and 2 gave the same trace %s", a)
 	}
+}
+
+// TestPTXErrorsMatchGoTwins: a kernel that gives up reports through its
+// error record the same error as the Go twin: a low-latency call whose
+// peer never sends, and a wait for a signal never put.
+func TestPTXErrorsMatchGoTwins(t *testing.T) {
+	program := func(r *rank.Rank) error {
+		ll, err := r.NewLowLatency(rank.WorldGroup, 64)
+		if err != nil {
+			return err
+		}
+		defer ll.Close()
+		buf, err := r.Alloc(64)
+		if err != nil {
+			return err
+		}
+		defer r.Free(buf)
+		h, err := r.Rendezvous(buf, rank.WorldGroup)
+		if err != nil {
+			return err
+		}
+		if r.ID() == 1 {
+			return nil // never sends, never signals
+		}
+		in := rank.Tensor{Ptr: buf, DType: device.Float32, Numel: 16}
+		out, err := r.Empty(16, device.Float32)
+		if err != nil {
+			return err
+		}
+		defer r.FreeTensor(out)
+		return errors.Join(ll.AllReduce(in, device.Sum, out), h.WaitSignal(1, 0, 30*time.Millisecond))
+	}
+	errs := map[bool]string{}
+	for _, ptx := range []bool{false, true} {
+		res, err := rank.Simulate(rank.SimConfig{World: 2, Seed: 1, Timeout: 50 * time.Millisecond,
+			Device: sim.Config{Kernels: sim.Kernels{PTX: ptx}}}, program)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Errs[0] == nil {
+			t.Fatalf("PTX %v: rank 0 succeeded", ptx)
+		}
+		for _, want := range []string{"data of call 1 did not arrive", "wait timed out"} {
+			if !strings.Contains(res.Errs[0].Error(), want) {
+				t.Errorf("PTX %v: rank 0's error does not say %q:\n%v", ptx, want, res.Errs[0])
+			}
+		}
+		errs[ptx] = res.Errs[0].Error()
+	}
+	if errs[false] != errs[true] {
+		t.Errorf("errors differ:\ntwin: %s\nPTX:  %s", errs[false], errs[true])
+	}
+	t.Logf("rank 0: %s", errs[true])
 }
