@@ -45,7 +45,7 @@ func TestPTXMutantsAreKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := fuzz.Config{
-		Seeds: 3, Strategy: fuzz.StrategyRandom, Faults: fuzz.FaultsNone, Race: true,
+		Seeds: 3, Strategy: fuzz.StrategyRandom, Faults: fuzz.FaultsNone, Race: true, Workers: 2,
 		Worlds: []int{2}, Sizes: []uint64{64, 260}, Algos: []workload.Algo{workload.TwoShot},
 	}
 	run := func(text string) (fuzz.Report, error) {
