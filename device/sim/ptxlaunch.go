@@ -204,6 +204,7 @@ type ptxLane struct {
 	plain     int // plain accesses since the last scheduling point
 	polling   bool
 	pollAddr  uint64
+	pollLoops uint64 // the thread's loop count at the poll
 	poll      [16]byte
 	pollLen   int
 	spinStart time.Duration
@@ -271,9 +272,10 @@ func scope(s ptx.Scope) signal.Scope {
 }
 
 // Load reads global memory. A strong load is a scheduling point; one that
-// reads the same bytes as the thread's previous strong load of the same
-// address, with nothing in between, is a spin: the thread sleeps until the
-// bytes change (or until the kernel's timeout would have passed).
+// repeats the thread's previous strong load of the same address, after a
+// loop went round and with no other access in between, is a spin: if the
+// bytes are still the same, the thread sleeps until they change (or until
+// the launch's timeout would have passed).
 func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error {
 	if r, ok, err := l.inRecord(addr, len(dst)); ok || err != nil {
 		copy(dst, r)
@@ -281,7 +283,7 @@ func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error
 	}
 	p := device.Ptr(addr)
 	strong := sem != ptx.Weak
-	if strong && l.polling && l.pollAddr == addr && l.pollLen == len(dst) {
+	if strong && l.polling && l.pollAddr == addr && l.pollLen == len(dst) && l.th.Loops() != l.pollLoops {
 		if err := l.spin(p, len(dst)); err != nil {
 			return err
 		}
@@ -304,7 +306,7 @@ func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error
 	}
 	l.polling = strong
 	if strong {
-		l.pollAddr, l.pollLen = addr, copy(l.poll[:], dst)
+		l.pollAddr, l.pollLen, l.pollLoops = addr, copy(l.poll[:], dst), l.th.Loops()
 		l.lastRead, l.lastReadLen, l.lastReadScope = addr, len(dst), scope(sc)
 	}
 	return nil

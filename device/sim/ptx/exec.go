@@ -100,7 +100,8 @@ type Thread struct {
 	dim    Dim
 	frames []frame
 	bar    Barrier
-	barDst int // bar.red's destination register
+	barDst int    // bar.red's destination register
+	loops  uint64 // backward branches taken
 	// Budget bounds the instructions a Run executes between two calls
 	// into Env or barriers: a loop that never touches memory would hang
 	// the simulator. 0 means DefaultBudget.
@@ -143,6 +144,10 @@ func (m *Module) NewThread(entry string, env Env, mem *BlockMem, dim Dim) (*Thre
 func (t *Thread) push(fn *Func) {
 	t.frames = append(t.frames, frame{fn: fn, regs: make([]uint64, fn.nregs), params: make([]byte, fn.frameSize)})
 }
+
+// Loops counts the backward branches the thread took: a loop went round
+// between two accesses when it changed.
+func (t *Thread) Loops() uint64 { return t.loops }
 
 // Barrier is the barrier the thread waits at after Run returned AtBarrier.
 func (t *Thread) Barrier() Barrier { return t.bar }
@@ -244,6 +249,9 @@ func (t *Thread) Run() (Stop, error) {
 			}
 			return AtBarrier, nil
 		case opBra:
+			if in.target < f.pc {
+				t.loops++
+			}
 			f.pc = in.target
 		case opRet:
 			t.frames = t.frames[:len(t.frames)-1]
