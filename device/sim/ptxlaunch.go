@@ -199,9 +199,10 @@ type ptxLane struct {
 	stop ptx.Stop
 	err  error
 
+	plain int // plain accesses since the last scheduling point
+
 	// Polling: the last access was a strong load of poll at pollAddr; a
 	// thread that reads the same bytes again is spinning.
-	plain     int // plain accesses since the last scheduling point
 	polling   bool
 	pollAddr  uint64
 	pollLoops uint64 // the thread's loop count at the poll
