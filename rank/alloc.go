@@ -15,14 +15,15 @@ var ErrNotSymmetric = errors.New("not a symmetric allocation")
 // ErrFreed is returned for a pointer whose allocation was already freed.
 var ErrFreed = errors.New("symmetric allocation already freed")
 
-// block is one symmetric allocation: [signal pad | data] in one physical
-// allocation, mapped at base.
+// block is one symmetric allocation: [PadRegions signal pads | data] in
+// one physical allocation, mapped at base.
 type block struct {
 	id        string // persistent allocation id, "" if none
 	base      device.Ptr
 	data      device.Ptr
-	padSize   uint64
-	padOffset uint64 // always 0: the pad comes first
+	padSize   uint64 // the size of each group's pad
+	padOffset uint64 // always 0: the pads come first
+	padsInUse uint64 // bit i: pad i belongs to a group's rendezvous
 	bufSize   uint64 // requested size rounded up to 16 bytes
 	size      uint64 // whole block, a multiple of the granularity
 	handle    device.Handle
@@ -92,7 +93,7 @@ func (a *allocator) alloc(size uint64, id string) (device.Ptr, error) {
 		return 0, fmt.Errorf("size %d exceeds the limit of %d bytes", size, uint64(maxAlloc))
 	}
 	dev := a.r.dev
-	padOffset := roundUp(a.r.padSize, 128)
+	padOffset := roundUp(a.r.padSize*PadRegions, 128)
 	b := &block{id: id, padSize: a.r.padSize, bufSize: roundUp(size, 16), handles: map[string]*SymmetricMemory{}}
 	b.size = roundUp(padOffset+b.bufSize, a.granularity())
 	var res *reservation
@@ -114,7 +115,7 @@ func (a *allocator) alloc(size uint64, id string) (device.Ptr, error) {
 		return 0, err
 	}
 	undo := func() { a.unmapRelease(b.base, b.size, b.handle, res == nil) }
-	if err := dev.Memset(a.r.stream, b.base, 0, b.padSize); err != nil {
+	if err := dev.Memset(a.r.stream, b.base, 0, b.padSize*PadRegions); err != nil {
 		undo()
 		return 0, fmt.Errorf("zero signal pad: %w", err)
 	}
@@ -154,6 +155,11 @@ func (a *allocator) lookup(p device.Ptr, n uint64) *block {
 		}
 	}
 	return nil
+}
+
+// padAddr is the address of pad region within a block mapped at base.
+func (b *block) padAddr(base device.Ptr, region int) device.Ptr {
+	return base.Add(b.padOffset + uint64(region)*b.padSize)
 }
 
 // AllocSize is the usable size of the symmetric allocation at p.

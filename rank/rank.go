@@ -19,6 +19,15 @@ const WorldGroup = "world"
 // DefaultSignalPadSize is the size of each allocation's signal pad in bytes.
 const DefaultSignalPadSize = 2048
 
+// PadRegions is how many groups one allocation can be rendezvoused on. Each
+// (allocation, group) pair gets a signal pad of its own, so that a group's
+// barriers and signals can never consume another group's: an allocation
+// holds PadRegions pads of the pad size (16 KiB at the default size) before
+// its data, and the members of a group agree at rendezvous on the lowest
+// pad none of them uses yet on that allocation. A rendezvous on one group
+// more is refused.
+const PadRegions = 8
+
 // Rank is one participant of a job. Its methods must be called from the
 // rank's own program (one task); a Rank is not safe for concurrent use.
 type Rank struct {

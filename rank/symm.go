@@ -21,6 +21,7 @@ type SymmetricMemory struct {
 	rank       int   // this rank's position in members
 	bufferSize uint64
 	padSize    uint64
+	padRegion  int // which of the allocation's pads is this group's
 	sharing    int // members on this rank's device, this one included
 
 	bufferPtrs []device.Ptr
@@ -179,7 +180,7 @@ func (h *SymmetricMemory) mapPeers(fds []int) error {
 	var err error
 	for i, fd := range fds {
 		if i == h.rank {
-			h.bufferPtrs[i], h.padPtrs[i] = b.data, b.base.Add(b.padOffset)
+			h.bufferPtrs[i], h.padPtrs[i] = b.data, b.padAddr(b.base, h.padRegion)
 			continue
 		}
 		if err != nil {
@@ -191,7 +192,7 @@ func (h *SymmetricMemory) mapPeers(fds []int) error {
 			err = fmt.Errorf("map rank %d's block: %w", h.members[i], err)
 			continue
 		}
-		h.bufferPtrs[i], h.padPtrs[i] = base.Add(dataOff), base.Add(b.padOffset)
+		h.bufferPtrs[i], h.padPtrs[i] = base.Add(dataOff), b.padAddr(base, h.padRegion)
 	}
 	if err != nil {
 		return err
