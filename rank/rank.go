@@ -50,6 +50,7 @@ type Rank struct {
 	groups         map[string][]int
 	intraNodeCount int
 	alloc          *allocator
+	stage          Tensor // see staging
 }
 
 // Params are what a [Rank] is built from; [Run] fills them for each rank.
