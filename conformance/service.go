@@ -174,7 +174,8 @@ func badInputs(r *rank.Rank) error {
 }
 
 // persistentAllocID: the same id gives the same address after free; an id
-// still alive is refused.
+// still alive is refused, and so is the id with another size than its
+// first (smaller or larger, the error naming both).
 func persistentAllocID(r *rank.Rank) error {
 	a, err := r.AllocID(4096, "weights")
 	if err != nil {
@@ -186,7 +187,13 @@ func persistentAllocID(r *rank.Rank) error {
 	if err := r.Free(a); err != nil {
 		return err
 	}
-	b, err := r.AllocID(1024, "weights")
+	for _, size := range []uint64{1024, 4092, 4100, 1 << 20} {
+		_, err := r.AllocID(size, "weights")
+		if err == nil || !strings.Contains(err.Error(), "4096") || !strings.Contains(err.Error(), fmt.Sprint(size)) {
+			return fmt.Errorf("id first allocated with 4096 bytes re-allocated with %d: %v, want an error naming both sizes", size, err)
+		}
+	}
+	b, err := r.AllocID(4096, "weights")
 	if err != nil {
 		return err
 	}
@@ -194,8 +201,8 @@ func persistentAllocID(r *rank.Rank) error {
 	if a != b {
 		return fmt.Errorf("id re-allocated at %v, first at %v", b, a)
 	}
-	if n, err := r.AllocSize(b); err != nil || n != 1024 {
-		return fmt.Errorf("alloc size %d (%v), want 1024", n, err)
+	if n, err := r.AllocSize(b); err != nil || n != 4096 {
+		return fmt.Errorf("alloc size %d (%v), want 4096", n, err)
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func (r *Rank) launch(kernel string, h *SymmetricMemory, vec device.Ptr, in Tens
 			return err
 		}
 	}
-	l := device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: args}
+	l := device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: args, Group: h.label()}
 	if args.Output == out {
 		return r.enqueue(l)
 	}

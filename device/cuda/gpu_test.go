@@ -666,7 +666,7 @@ func launchEntry(t *testing.T, dev device.Device, s device.Stream, l device.Laun
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	must(t, g.drv.check("cuCtxSetCurrent", g.drv.ctxSetCurrent(g.ctx)))
-	must(t, g.launch(g.streams[s], l.Kernel, entry, uint32(l.Blocks), uint32(l.Threads), packed))
+	must(t, g.launch(g.streams[s], launchLabel{kernel: l.Kernel}, entry, uint32(l.Blocks), uint32(l.Threads), packed))
 }
 
 // TestGPUAllReduceTiming logs how long all-reduces take on two GPUs (no
