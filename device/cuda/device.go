@@ -152,6 +152,15 @@ func Open(index int, opts Options) (device.Device, error) {
 			drv.cuDevicePrimaryCtxRelease(g.dev)
 			return err
 		}
+		if err := g.loadFunctions(); err != nil {
+			g.drv.cuStreamDestroy(g.streams[0].cu)
+			g.drv.cuMemFreeHost(g.streams[0].rec)
+			if g.mod != 0 {
+				g.drv.cuModuleUnload(g.mod)
+			}
+			drv.cuDevicePrimaryCtxRelease(g.dev)
+			return err
+		}
 		return nil
 	}()
 	if err != nil {
@@ -798,6 +807,23 @@ func (g *gpu) launch(st *stream, label launchLabel, entry string, blocks, thread
 		st.captured[seq] = label
 	}
 	st.launches++
+	return nil
+}
+
+// loadFunctions loads the kernel image and resolves every entry point
+// (kernels.Entries) at once. Under the driver's lazy loading (the default
+// since CUDA 12.2) a kernel is loaded when its function is first looked up,
+// and loading waits for the kernels running in the context: had a rank
+// looked up its first kernel while a peer's kernel on the same GPU spun
+// waiting for it, both would wait for each other until the timeout (ranks
+// of one process that each open the GPU share its primary context). It
+// runs with the context current.
+func (g *gpu) loadFunctions() error {
+	for _, name := range kernels.Entries() {
+		if _, err := g.function(name); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
