@@ -16,12 +16,26 @@ import (
 
 // intraNodeUsage ports the reference test: bf16 sums of 4 KiB, 512 KiB and
 // 10 MiB use the service (counter 1, 2, 3) with the right result; avg and
-// 10 MiB + 2 bytes do not; algorithm none is refused.
+// 10 MiB + 2 bytes do not; algorithm none is refused. Ranks sharing a
+// device (a world larger than the GPU count) must be declined instead, and
+// then the service refuses to run.
 func intraNodeUsage(seed uint64) rank.Program {
 	return func(r *rank.Rank) error {
 		c := r.NewIntraNodeComm(rank.IntraNodeOptions{Enabled: true})
 		if !c.Rendezvous() {
-			return errors.New("intra-node comm refused a fully connected host")
+			why := c.Declined()
+			if !strings.Contains(why, "share device") {
+				return fmt.Errorf("intra-node comm refused a fully connected host: %s", why)
+			}
+			t, err := r.Empty(1024, device.BFloat16)
+			if err != nil {
+				return err
+			}
+			defer r.FreeTensor(t)
+			if c.SelectAlgo(t, device.Sum) != rank.AlgoNone || c.AllReduce(t, rank.AlgoOneShot) == nil {
+				return errors.New("intra-node comm declined ranks sharing a device, then offered or ran an all-reduce")
+			}
+			return nil
 		}
 		defer c.Close()
 		for i, n := range []uint64{4 << 10, 512 << 10, 10 << 20} {

@@ -67,6 +67,8 @@ type IntraNodeComm struct {
 	buf   device.Ptr
 	h     *SymmetricMemory
 	uses  int
+	// declined says why Rendezvous returned false ("" otherwise).
+	declined string
 }
 
 // NewIntraNodeComm returns an instance for r; call Rendezvous on every rank.
@@ -92,10 +94,15 @@ func (c *IntraNodeComm) Rendezvous() bool {
 		reason = err.Error()
 	}
 	if !ok {
+		c.declined = reason
 		c.r.log.Info("intra-node comm not used", zap.String("group", c.group), zap.String("reason", reason))
 	}
 	return ok
 }
+
+// Declined says why Rendezvous returned false, or "" when it returned true
+// or has not run.
+func (c *IntraNodeComm) Declined() string { return c.declined }
 
 type handshake struct {
 	host   string
