@@ -216,16 +216,24 @@ func (a *allocator) release(b *block) error {
 // Empty allocates a plain (non-symmetric) tensor on the rank's device. Its
 // contents are undefined.
 func (r *Rank) Empty(numel uint64, dt device.DType) (Tensor, error) {
+	t, err := r.empty(numel, dt)
+	if err != nil {
+		return Tensor{}, fmt.Errorf("rank %d: %w", r.id, err)
+	}
+	return t, nil
+}
+
+func (r *Rank) empty(numel uint64, dt device.DType) (Tensor, error) {
 	if !dt.Valid() {
-		return Tensor{}, fmt.Errorf("rank %d: empty tensor: invalid dtype %v", r.id, dt)
+		return Tensor{}, fmt.Errorf("empty tensor: invalid dtype %v", dt)
 	}
 	bytes := numel * uint64(dt.Size())
 	if numel > maxAlloc || bytes > maxAlloc {
-		return Tensor{}, fmt.Errorf("rank %d: empty tensor of %d elements exceeds the limit of %d bytes", r.id, numel, uint64(maxAlloc))
+		return Tensor{}, fmt.Errorf("empty tensor of %d elements exceeds the limit of %d bytes", numel, uint64(maxAlloc))
 	}
 	p, err := r.alloc.plainAlloc(bytes)
 	if err != nil {
-		return Tensor{}, fmt.Errorf("rank %d: empty tensor of %d bytes: %w", r.id, bytes, err)
+		return Tensor{}, fmt.Errorf("empty tensor of %d bytes: %w", bytes, err)
 	}
 	return Tensor{Ptr: p, DType: dt, Numel: numel}, nil
 }

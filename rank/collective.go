@@ -112,12 +112,12 @@ func (r *Rank) launch(kernel string, h *SymmetricMemory, vec device.Ptr, in Tens
 func (r *Rank) staging(bytes uint64) (device.Ptr, error) {
 	if r.stage.Bytes() < bytes {
 		if r.stage.Ptr != 0 {
-			if err := r.FreeTensor(r.stage); err != nil {
+			if err := r.alloc.plainFree(r.stage.Ptr); err != nil {
 				return 0, fmt.Errorf("staging tensor: %w", err)
 			}
 			r.stage = Tensor{}
 		}
-		t, err := r.Empty((bytes+3)/4, device.Float32)
+		t, err := r.empty((bytes+3)/4, device.Float32)
 		if err != nil {
 			return 0, fmt.Errorf("staging tensor: %w", err)
 		}
@@ -142,13 +142,14 @@ func (r *Rank) enqueue(l device.Launch) error {
 // offset on every member of group) and returns the result in a new plain
 // tensor. Every member reads every peer's whole tensor. Collective.
 func (r *Rank) OneShotAllReduce(in Tensor, op device.ReduceOp, group string) (Tensor, error) {
-	out, err := r.Empty(in.Numel, in.DType)
-	if err != nil {
-		return Tensor{}, fmt.Errorf("rank %d: one-shot all-reduce: %w", r.id, err)
+	out, err := r.empty(in.Numel, in.DType)
+	if err == nil {
+		if err = r.oneShot(in, Tensor{}, op, group, out); err != nil {
+			_ = r.alloc.plainFree(out.Ptr)
+		}
 	}
-	if err := r.OneShotAllReduceOut(in, op, group, out); err != nil {
-		_ = r.FreeTensor(out)
-		return Tensor{}, err
+	if err != nil {
+		return Tensor{}, fmt.Errorf("rank %d: one-shot all-reduce on %q: %w", r.id, group, err)
 	}
 	return out, nil
 }
@@ -165,13 +166,17 @@ func (r *Rank) OneShotAllReduceOut(in Tensor, op device.ReduceOp, group string, 
 // shape, 4-byte aligned) into buf (a view of a symmetric buffer), then
 // reduces buf into out.
 func (r *Rank) OneShotAllReduceCopy(buf, local Tensor, op device.ReduceOp, group string, out Tensor) error {
-	if err := r.checkPlain("local input", buf, local); err != nil {
-		return fmt.Errorf("rank %d: one-shot all-reduce copy on %q: %w", r.id, group, err)
-	}
-	if err := r.oneShot(buf, local, op, group, out); err != nil {
+	if err := r.oneShotCopy(buf, local, op, group, out); err != nil {
 		return fmt.Errorf("rank %d: one-shot all-reduce copy on %q: %w", r.id, group, err)
 	}
 	return nil
+}
+
+func (r *Rank) oneShotCopy(buf, local Tensor, op device.ReduceOp, group string, out Tensor) error {
+	if err := r.checkPlain("local input", buf, local); err != nil {
+		return err
+	}
+	return r.oneShot(buf, local, op, group, out)
 }
 
 func (r *Rank) oneShot(in, local Tensor, op device.ReduceOp, group string, out Tensor) error {
@@ -205,10 +210,11 @@ func (r *Rank) TwoShotAllReduce(in Tensor, op device.ReduceOp, group string) err
 // TwoShotAllReduceOut reduces into out, leaving in's other elements as the
 // reduction of this rank's chunk only.
 func (r *Rank) TwoShotAllReduceOut(in Tensor, op device.ReduceOp, group string, out Tensor) error {
-	if err := r.checkPlain("output", in, out); err != nil {
-		return fmt.Errorf("rank %d: two-shot all-reduce on %q: %w", r.id, group, err)
+	err := r.checkPlain("output", in, out)
+	if err == nil {
+		err = r.twoShot(in, op, group, out)
 	}
-	if err := r.twoShot(in, op, group, out); err != nil {
+	if err != nil {
 		return fmt.Errorf("rank %d: two-shot all-reduce on %q: %w", r.id, group, err)
 	}
 	return nil
