@@ -49,10 +49,9 @@ outcome. Exits non-zero if any case fails.`,
 }
 
 type caseResult struct {
-	name     string
-	elapsed  time.Duration
-	err      error
-	rankNote string
+	name    string
+	elapsed time.Duration
+	err     error
 }
 
 func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
