@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"regexp"
 	"strconv"
@@ -116,6 +117,9 @@ func helperRank(mode string) int {
 		fmt.Fprintln(os.Stderr, "helper: environment:", err, ok)
 		return 2
 	}
+	if mode == "fork" || mode == "orphan" {
+		return helperForkingRank(mode, env.Rank)
+	}
 	switch {
 	case mode == "fail1" && env.Rank == 1:
 		return 3
@@ -162,6 +166,83 @@ func helperRank(mode string) int {
 	case <-time.After(20 * time.Second):
 		fmt.Fprintf(os.Stderr, "helper: rank %d got no signal\n", env.Rank)
 		return 4
+	}
+}
+
+// helperForkingRank starts a long sleep that shares the rank's output
+// pipes and prints its pid. In mode "fork" rank 1 then exits 3 and the
+// others wait to be stopped; in mode "orphan" every rank exits 0 at once,
+// leaving its sleep behind.
+func helperForkingRank(mode string, self int) int {
+	c := exec.Command("sleep", "97")
+	c.Stdout, c.Stderr = os.Stdout, os.Stderr
+	if err := c.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "helper: start sleep:", err)
+		return 2
+	}
+	fmt.Printf("rank %d forked %d\n", self, c.Process.Pid)
+	switch {
+	case mode == "orphan":
+		return 0
+	case self == 1:
+		return 3
+	}
+	time.Sleep(60 * time.Second)
+	return 5
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(stat), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+// TestLaunchStopsWhatRanksStarted: ranks that start a child holding their
+// output do not keep launch alive. In "fork", rank 1 fails and the others
+// are stopped at once (--drain 0): launch signals each rank's process
+// group, so every sleep dies with it. In "orphan", every rank succeeds but
+// leaves its sleep behind: launch waits at most pipeWait for the output,
+// kills the leftovers and succeeds.
+func TestLaunchStopsWhatRanksStarted(t *testing.T) {
+	forked := regexp.MustCompile(`(?m)^rank (\d) forked (\d+)$`)
+	for _, tc := range []struct {
+		mode, wantErr, wantOut string
+	}{
+		{"fork", "rank 1 exited with status 3", "symmem launch: rank 1 exited with status 3; stopping the other ranks"},
+		{"orphan", "", "processes it started still held its output after 1s; killed them"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			start := time.Now()
+			out, err := launchSelf(t, tc.mode, 3)
+			took := time.Since(start)
+			if (err == nil) != (tc.wantErr == "") || (err != nil && err.Error() != tc.wantErr) {
+				t.Fatalf("launch = %v, want %q\n%s", err, tc.wantErr, out)
+			}
+			if !strings.Contains(out, tc.wantOut) {
+				t.Errorf("launch output lacks %q:\n%s", tc.wantOut, out)
+			}
+			if took > 20*time.Second {
+				t.Errorf("launch took %v: it waited for the ranks' children", took)
+			}
+			pids := forked.FindAllStringSubmatch(out, -1)
+			if len(pids) != 3 {
+				t.Fatalf("%d ranks reported a child, want 3:\n%s", len(pids), out)
+			}
+			for _, m := range pids {
+				pid, _ := strconv.Atoi(m[2])
+				for deadline := time.Now().Add(5 * time.Second); alive(pid) && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+				}
+				if alive(pid) {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					t.Errorf("rank %s's child %d outlived launch", m[1], pid)
+				}
+			}
+		})
 	}
 }
 
