@@ -26,9 +26,19 @@ var testApp = &app{log: zap.NewNop()}
 
 const helperEnv = "SYMMEM_LAUNCH_TEST_HELPER"
 
-// TestMain lets the test binary act as a rank process started by launch.
+// TestMain lets the test binary act as a rank process started by launch:
+// a helper rank, or the command itself in mode "symmem ARGS...".
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
+		if args, ok := strings.CutPrefix(mode, "symmem "); ok {
+			root := newRoot()
+			root.SetArgs(strings.Fields(args))
+			if err := root.Execute(); err != nil {
+				fmt.Fprintln(os.Stderr, "symmem:", err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
 		if strings.HasPrefix(mode, "peer-") {
 			os.Exit(helperProcessRank(mode))
 		}
@@ -394,5 +404,18 @@ func TestFaultKillNeedsLaunchAndCUDA(t *testing.T) {
 	f := &allReduceFlags{specFlags: specFlags{world: 2, bytes: "4KiB", dtype: "f32", op: "sum", algo: "auto"}, seed: 1, dev: "sim", timeout: time.Second}
 	if err := runAllReduce(testApp, f, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "works only under symmem launch") {
 		t.Fatalf("allreduce on sim with %s set: %v", faultKillEnv, err)
+	}
+}
+
+// TestLaunchOfTheSimulatorIsRefused: `symmem launch -- symmem allreduce`
+// on the simulator fails at once in every rank, naming the way to run it.
+func TestLaunchOfTheSimulatorIsRefused(t *testing.T) {
+	out, err := launchSelf(t, "symmem allreduce --device sim", 2)
+	if err == nil || !strings.Contains(err.Error(), "exited with status 1") {
+		t.Fatalf("launch = %v, want a rank's failure\n%s", err, out)
+	}
+	want := "symmem: --device sim under symmem launch: the simulator runs all ranks in one process, so each of the launcher's 2 processes would run a separate simulation; run 'symmem allreduce --world 2' without launch"
+	if !strings.Contains(out, want) || strings.Contains(out, "trace ") {
+		t.Errorf("output lacks the refusal or shows a simulation:\n%s", out)
 	}
 }
