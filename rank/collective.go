@@ -31,6 +31,7 @@ func (r *Rank) prepare(in Tensor, op device.ReduceOp, group string) (*SymmetricM
 	}
 	h, err := r.rendezvous(in.Ptr, group)
 	if err != nil {
+		r.logFailure("rendezvous", group, err)
 		return nil, 0, err
 	}
 	offset := uint64(in.Ptr - h.blk.data)
@@ -62,7 +63,11 @@ func (r *Rank) launch(kernel string, h *SymmetricMemory, args kernels.AllReduceA
 	args.Rank, args.World = int32(h.rank), int32(world)
 	args.BufferPtrs, args.PadPtrs, args.PadBytes = h.BufferPtrsDev(), h.SignalPadPtrsDev(), h.padSize
 	args.TimeoutNs = int64(r.timeout)
-	return r.enqueue(device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: args})
+	l := device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: args}
+	r.logLaunch(h.group, l)
+	err := r.enqueue(l)
+	r.logFailure(kernel, h.group, err)
+	return err
 }
 
 // enqueue launches l on the rank's stream and, unless the rank is
