@@ -105,7 +105,7 @@ prints and writes the files).`,
 	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait, > 0 (virtual time on sim)")
 	fl.StringVar(&f.jsonPath, "json", "", "write the report as JSON to this file")
 	fl.StringVar(&f.csvPath, "csv", "", "write the rows as CSV to this file")
-	fl.StringVar(&f.plotPath, "plot", "", "draw time and busbw against size into this image (.png or .svg)")
+	fl.StringVar(&f.plotPath, "plot", "", "draw time and busbw against size into this image (.png, .svg, .jpg or .tiff)")
 	fl.StringArrayVar(&f.refs, "ref", nil, "JSON report to overlay on the plot (repeatable)")
 	fl.StringVar(&f.title, "title", "", "plot title")
 	fl.BoolVar(&f.progress, "progress", true, "show a progress bar (only when stdout is a terminal)")
@@ -424,7 +424,7 @@ func newBenchPlotCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&outPath, "out", "", "image to write (.png or .svg)")
+	cmd.Flags().StringVar(&outPath, "out", "", "image to write (.png, .svg, .jpg or .tiff)")
 	cmd.Flags().StringVar(&title, "title", "", "plot title")
 	return cmd
 }
