@@ -360,21 +360,15 @@ func (d *faultDevice) writeSlot(i int, st device.Stream, addr device.Ptr, where 
 	in.fire(i, fmt.Sprintf("wrote %#x into the %s", v, where))
 }
 
-// wrapStore is the job's WrapStore hook. A client that keeps no sequence
-// counters (none of the store package's do) is left alone.
+// wrapStore is the job's WrapStore hook.
 func (in *injector) wrapStore(r int, c store.Client) store.Client {
-	seq, ok := c.(store.Sequencer)
-	if !ok {
-		return c
-	}
-	return &faultStore{c: c, seq: seq, in: in, rank: r}
+	return &faultStore{c: c, in: in, rank: r}
 }
 
 // faultStore counts a rank's Store requests, delaying or failing one when
 // the plan says so.
 type faultStore struct {
 	c    store.Client
-	seq  store.Sequencer
 	in   *injector
 	rank int
 }
@@ -454,4 +448,4 @@ func (s *faultStore) NumKeys() (int, error) {
 
 // NextSequence keeps the wrapped client's sequence counters, so exchanges
 // over the wrapper number their rounds as over the client itself.
-func (s *faultStore) NextSequence(scope string) uint64 { return s.seq.NextSequence(scope) }
+func (s *faultStore) NextSequence(scope string) uint64 { return s.c.NextSequence(scope) }
