@@ -429,7 +429,7 @@ func (d *simDevice) runKernel(o *op, k *kernels.Kernel, id uint64, grid, threads
 	d.record("kernel", "dev%d start %s#%d grid %d x %d", d.index, k.Name, id, grid, threads)
 	for b := 0; b < grid; b++ {
 		ctx := &blockCtx{l: ln, index: b, lane: -1}
-		d.w.sched.Go(ctx.name(), func() {
+		d.w.sched.GoLabeled(ctx.label(), func() {
 			ctx.emit(Access{Kind: BlockStart, Parent: parent})
 			var kb kernels.Block = ctx
 			if wrap := d.w.cfg.WrapBlock; wrap != nil {
