@@ -303,16 +303,15 @@ func (d *faultDevice) Launch(s device.Stream, l device.Launch) error {
 // kernel uses (pad p, a channel below the grid size, a source other than
 // p), as mapped on this rank's device.
 func (d *faultDevice) slot(i int, l device.Launch) (device.Ptr, string, error) {
-	var padArray device.Ptr
-	var world int
-	switch a := l.Args.(type) {
-	case kernels.AllReduceArgs:
-		padArray, world = a.PadPtrs, int(a.World)
-	case kernels.SignalArgs:
-		padArray, world = a.PadPtrs, int(a.World)
-	default:
-		return 0, "", fmt.Errorf("kernel %s has no signal pads", l.Kernel)
+	k, ok := kernels.Lookup(l.Kernel)
+	if !ok {
+		return 0, "", fmt.Errorf("unknown kernel %q", l.Kernel)
 	}
+	pads, err := k.Pads(l.Args)
+	if err != nil {
+		return 0, "", err
+	}
+	padArray, world := pads.Ptrs, pads.World
 	if world < 2 {
 		return 0, "", fmt.Errorf("kernel %s runs on %d rank: no peer slots", l.Kernel, world)
 	}

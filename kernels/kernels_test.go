@@ -226,7 +226,7 @@ func TestRegistry(t *testing.T) {
 	}
 	for _, n := range want {
 		k, ok := Lookup(n)
-		if !ok || k.Name != n || k.Sim == nil || k.Check == nil {
+		if !ok || k.Name != n || k.ArgType() == nil {
 			t.Fatalf("Lookup(%s) = %+v, %v", n, k, ok)
 		}
 	}
