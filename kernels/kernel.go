@@ -276,12 +276,3 @@ func ShapeMax(kernel string, numel uint64, dt device.DType, world, smCount, maxB
 	}
 	return k.Shape(ShapeParams{Numel: numel, DType: dt, World: world, SMCount: smCount, MaxBlocks: maxBlocks})
 }
-
-// CheckLaunch is [Kernel.CheckLaunch] of the kernel named kernel.
-func CheckLaunch(kernel string, blocks, threads int, args any) error {
-	k, ok := Lookup(kernel)
-	if !ok {
-		return fmt.Errorf("unknown kernel %q", kernel)
-	}
-	return k.CheckLaunch(blocks, threads, args)
-}

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -32,7 +33,10 @@ func TestCheckLaunch(t *testing.T) {
 		{PutSignal, 1, 1, ar, "want kernels.SignalArgs"},
 		{"nope", 1, 1, sig, "unknown kernel"},
 	} {
-		err := CheckLaunch(c.kernel, c.blocks, c.threads, c.args)
+		err := fmt.Errorf("unknown kernel %q", c.kernel)
+		if k, ok := Lookup(c.kernel); ok {
+			err = k.CheckLaunch(c.blocks, c.threads, c.args)
+		}
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("CheckLaunch(%s, %d, %d): %v", c.kernel, c.blocks, c.threads, err)

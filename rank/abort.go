@@ -95,15 +95,6 @@ func newAbort() *abort {
 // fire records the failure and wakes every wait; later calls do nothing.
 func (a *abort) fire(err *PeerFailedError) { a.cancel(err) }
 
-// failed returns the peer's failure once it is known, else nil.
-func (a *abort) failed() *PeerFailedError {
-	if a.ctx.Err() == nil {
-		return nil
-	}
-	pf, _ := context.Cause(a.ctx).(*PeerFailedError)
-	return pf
-}
-
 // failureWatch is the goroutine that waits for [FailureKey] on behalf of a
 // rank process.
 type failureWatch struct {

@@ -92,7 +92,7 @@ func TestWatcherAbortsStoreWaits(t *testing.T) {
 		t.Fatalf("all-gather returned before the failure was published: %v", err)
 	default:
 	}
-	if w.ab.failed() != nil {
+	if w.ab.ctx.Err() != nil {
 		t.Fatal("abort fired before the failure was published")
 	}
 	failed := &PeerFailedError{Rank: 1, Status: "was killed by signal killed"}
@@ -153,7 +153,7 @@ func TestWatcherStops(t *testing.T) {
 	if err := PublishFailure(srv.Connect("launch", time.Second), &PeerFailedError{Rank: 1, Status: "exited with status 3"}); err != nil {
 		t.Fatal(err)
 	}
-	if pf := w.ab.failed(); pf != nil {
+	if pf := context.Cause(w.ab.ctx); pf != nil {
 		t.Fatalf("a stopped watcher fired: %v", pf)
 	}
 }
@@ -181,7 +181,7 @@ func TestWatcherRetriesAfterStoreErrors(t *testing.T) {
 	w := watchFailures(f, 0, 10*time.Millisecond, nil)
 	defer w.Stop()
 	within(t, w.ab.ctx.Done(), 5*time.Second, "abort after Store errors")
-	if pf := w.ab.failed(); pf == nil || pf.Rank != -1 || pf.Status != "something odd" {
+	if pf, _ := context.Cause(w.ab.ctx).(*PeerFailedError); pf == nil || pf.Rank != -1 || pf.Status != "something odd" {
 		t.Fatalf("failure = %+v, want the raw report", pf)
 	}
 	if n := f.waits.Load(); n != 3 {

@@ -133,8 +133,8 @@ func TestTakeError(t *testing.T) {
 	if st.takeError() != nil {
 		t.Fatal("clear record reported an error")
 	}
-	copy(buf, cabi.EncodeErrorRecord(cabi.ErrorRecord{Launch: 3, Reason: cabi.ReasonWaitTimeout,
-		Rank: 0, Peer: 1, Channel: 2, Slot: 5, Pad: 0, TimeoutNs: int64(time.Millisecond)}))
+	copy(buf, errorRecordBytes(t, map[string]uint64{"launch": 3, "reason": cabi.ReasonWaitTimeout,
+		"rank": 0, "peer": 1, "channel": 2, "slot": 5, "pad": 0, "timeout_ns": uint64(time.Millisecond)}))
 	err := st.takeError()
 	want := &device.KernelError{Kernel: kernels.WaitSignal, Peer: 1, Channel: 2, Slot: 5, Timeout: time.Millisecond,
 		Reason: "wait timed out (no signal arrived)", Group: back}
@@ -149,10 +149,38 @@ func TestTakeError(t *testing.T) {
 		t.Fatal("record not cleared after it was taken")
 	}
 	// A launch the ring no longer remembers is reported without a name.
-	copy(buf, cabi.EncodeErrorRecord(cabi.ErrorRecord{Launch: 5, Reason: cabi.ReasonWaitTimeout}))
+	copy(buf, errorRecordBytes(t, map[string]uint64{"launch": 5, "reason": cabi.ReasonWaitTimeout}))
 	if err := st.takeError(); err == nil || err.Kernel != "unknown kernel" {
 		t.Fatalf("future launch: %+v", err)
 	}
+}
+
+// errorRecordBytes is a record as a kernel writes it: state 2 (written)
+// and the given members, at the offsets of the ABI's ErrorRecord.
+func errorRecordBytes(t *testing.T, members map[string]uint64) []byte {
+	t.Helper()
+	for _, s := range cabi.Structs() {
+		if s.Name != "ErrorRecord" {
+			continue
+		}
+		b := make([]byte, s.Size)
+		for _, m := range s.Members {
+			v, ok := members[m.Name]
+			if m.Name == "state" {
+				v, ok = 2, true
+			}
+			switch {
+			case !ok:
+			case m.Size == 4:
+				binary.LittleEndian.PutUint32(b[m.Offset:], uint32(v))
+			default:
+				binary.LittleEndian.PutUint64(b[m.Offset:], v)
+			}
+		}
+		return b
+	}
+	t.Fatal("the ABI has no ErrorRecord")
+	return nil
 }
 
 func TestLaunchChecksArgumentsFirst(t *testing.T) {

@@ -69,11 +69,6 @@ func DecodeErrorRecord(b []byte) (rec ErrorRecord, ok bool) {
 	}, true
 }
 
-// EncodeErrorRecord is the inverse of DecodeErrorRecord (state written).
-func EncodeErrorRecord(r ErrorRecord) []byte {
-	return errorRecord.pack(LaunchHeader{}, r)
-}
-
 // KernelError turns the record of a launch of kernel into the error the
 // simulator's twin of that kernel reports.
 func (r ErrorRecord) KernelError(kernel string) *device.KernelError {
