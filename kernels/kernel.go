@@ -105,11 +105,12 @@ type Kernel struct {
 	checkLaunch func(blocks, threads int, args any) error
 	run         func(b Block, args any) error
 	pads        func(args any) (Pads, error)
-	special     *SpecialEntries
+	special     *Specialisation
 }
 
-// SpecialEntries is a kernel's [Specialised] without its argument type.
-type SpecialEntries struct {
+// Specialisation is a kernel's [Specialised] without its argument type.
+type Specialisation struct {
+	// Body, Bounds, DTypes and Worlds are as in [Specialised].
 	Body   string
 	Bounds int
 	DTypes []device.DType
@@ -175,7 +176,7 @@ func Register[A Args](d Descriptor[A]) *Kernel {
 		},
 	}
 	if s := d.Specialised; s != nil {
-		k.special = &SpecialEntries{
+		k.special = &Specialisation{
 			Body: s.Body, Bounds: s.Bounds, DTypes: s.DTypes, Worlds: s.Worlds,
 			Match: func(args any) (device.DType, int, bool) {
 				a, err := conv(args)
@@ -238,7 +239,7 @@ func (k *Kernel) Run(b Block, args any) error { return k.run(b, args) }
 func (k *Kernel) Pads(args any) (Pads, error) { return k.pads(args) }
 
 // Specialised lists the kernel's specialised CUDA entry points, or nil.
-func (k *Kernel) Specialised() *SpecialEntries { return k.special }
+func (k *Kernel) Specialised() *Specialisation { return k.special }
 
 // Lookup returns the kernel registered under name.
 func Lookup(name string) (*Kernel, bool) {
