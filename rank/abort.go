@@ -190,9 +190,9 @@ func describeKeys(keys []string) string {
 	return fmt.Sprintf("%q and %d more", keys[:4], len(keys)-4)
 }
 
-// untilAbort runs call in the background and returns its error, or the cause of
-// ctx wrapped with what was waited for if ctx is done first. A call left
-// behind finishes (at its own timeout) on its own.
+// untilAbort runs call in the background and returns its error, or the
+// cause of ctx wrapped with what was waited for if ctx is done first. A
+// call left behind finishes (at its own timeout) on its own.
 func untilAbort(ctx context.Context, what string, call func() error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", what, context.Cause(ctx))
