@@ -134,7 +134,7 @@ func run(c Case, keep bool) (Outcome, error) {
 	}
 	if res.Races != nil {
 		for _, r := range res.Races.Races {
-			if !in.ownName(r.FirstTask) && !in.ownName(r.SecondTask) {
+			if !in.ownLabel(r.FirstTask) && !in.ownLabel(r.SecondTask) {
 				o.Races = append(o.Races, r)
 			}
 		}

@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -78,33 +79,21 @@ func PublishFailure(c store.Client, e *PeerFailedError) error {
 	return nil
 }
 
-// abort is a rank's knowledge that a peer failed: done closes once, after
-// err is set.
+// abort is a rank's knowledge that a peer failed: a context cancelled,
+// once, with the peer's [*PeerFailedError] as its cause. Its context is
+// the rank's [Params.Abort].
 type abort struct {
-	once sync.Once
-	done chan struct{}
-	err  *PeerFailedError
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
 
-func newAbort() *abort { return &abort{done: make(chan struct{})} }
+func newAbort() *abort {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &abort{ctx: ctx, cancel: cancel}
+}
 
 // fire records the failure and wakes every wait; later calls do nothing.
-func (a *abort) fire(err *PeerFailedError) {
-	a.once.Do(func() {
-		a.err = err
-		close(a.done)
-	})
-}
-
-// failed returns the peer's failure once it is known, else nil.
-func (a *abort) failed() *PeerFailedError {
-	select {
-	case <-a.done:
-		return a.err
-	default:
-		return nil
-	}
-}
+func (a *abort) fire(err *PeerFailedError) { a.cancel(err) }
 
 // failureWatch is the goroutine that waits for [FailureKey] on behalf of a
 // rank process.
@@ -185,34 +174,13 @@ func (w *failureWatch) Stop() { w.stopOnce.Do(func() { close(w.stop) }) }
 // for the missing keys until the timeout.
 type abortClient struct {
 	store.Client
-	ab *abort
+	abort context.Context
 }
 
-// abortSeqClient keeps the wrapped client's sequence counters visible to
-// store.NewExchange.
-type abortSeqClient struct {
-	*abortClient
-	seq store.Sequencer
+// abortable wraps c so that its blocking calls give up once abort is done.
+func abortable(c store.Client, abort context.Context) store.Client {
+	return &abortClient{Client: c, abort: abort}
 }
-
-func (s *abortSeqClient) NextSequence(scope string) uint64 { return s.seq.NextSequence(scope) }
-
-// abortable wraps c so that its blocking calls give up once ab fires.
-func abortable(c store.Client, ab *abort) store.Client {
-	a := &abortClient{Client: c, ab: ab}
-	if seq, ok := c.(store.Sequencer); ok {
-		return &abortSeqClient{abortClient: a, seq: seq}
-	}
-	return a
-}
-
-// aborter is implemented by the Store clients of ranks that can be
-// aborted; [Rank.waitStream] finds the abort through it.
-type aborter interface {
-	rankAbort() *abort
-}
-
-func (a *abortClient) rankAbort() *abort { return a.ab }
 
 // describeKeys names the keys a wait was for, eliding long lists.
 func describeKeys(keys []string) string {
@@ -222,27 +190,27 @@ func describeKeys(keys []string) string {
 	return fmt.Sprintf("%q and %d more", keys[:4], len(keys)-4)
 }
 
-// race runs call in the background and returns its error, or the peer's
-// failure wrapped with what was waited for if the abort fires first. A call
-// left behind finishes (at its own timeout) on its own.
-func (a *abortClient) race(what string, call func() error) error {
-	if pf := a.ab.failed(); pf != nil {
-		return fmt.Errorf("%s: %w", what, pf)
+// untilAbort runs call in the background and returns its error, or the
+// cause of ctx wrapped with what was waited for if ctx is done first. A
+// call left behind finishes (at its own timeout) on its own.
+func untilAbort(ctx context.Context, what string, call func() error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", what, context.Cause(ctx))
 	}
 	done := make(chan error, 1)
 	go func() { done <- call() }()
 	select {
 	case err := <-done:
 		return err
-	case <-a.ab.done:
-		return fmt.Errorf("%s: %w", what, a.ab.err)
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w", what, context.Cause(ctx))
 	}
 }
 
 // Get implements store.Client.
 func (a *abortClient) Get(key string) ([]byte, error) {
 	var v []byte
-	err := a.race(fmt.Sprintf("store get %q", key), func() error {
+	err := untilAbort(a.abort, fmt.Sprintf("store get %q", key), func() error {
 		var err error
 		v, err = a.Client.Get(key)
 		return err
@@ -255,31 +223,20 @@ func (a *abortClient) Get(key string) ([]byte, error) {
 
 // Wait implements store.Client.
 func (a *abortClient) Wait(keys []string, timeout time.Duration) error {
-	return a.race("store wait for "+describeKeys(keys), func() error { return a.Client.Wait(keys, timeout) })
+	return untilAbort(a.abort, "store wait for "+describeKeys(keys), func() error { return a.Client.Wait(keys, timeout) })
 }
 
-// waitStream waits for the work queued on the rank's stream. Ranks of a
-// launched job (whose Store client can be aborted) stop waiting as soon as
-// a peer's failure is known and return a [*PeerFailedError]; the kernel
-// keeps running on the device until its own timeout. Other ranks (the
-// simulator, ranks of one process) synchronize directly, on the calling
-// task, which keeps simulations deterministic.
+// waitStream waits for the work queued on the rank's stream. Ranks with an
+// abort context ([Params.Abort]: the ranks of a launched job) stop waiting
+// as soon as it is done and return its cause (a [*PeerFailedError]); the
+// kernel keeps running on the device until its own timeout. Other ranks
+// (the simulator, ranks of one process) synchronize directly, on the
+// calling task, which keeps simulations deterministic.
 func (r *Rank) waitStream() error {
-	ab, ok := r.store.(aborter)
-	if !ok {
+	if r.abort == nil {
 		return r.dev.Synchronize(r.stream)
 	}
-	a := ab.rankAbort()
-	what := fmt.Sprintf("wait for the work on stream %d", r.stream)
-	if pf := a.failed(); pf != nil {
-		return fmt.Errorf("%s: %w", what, pf)
-	}
-	done := make(chan error, 1)
-	go func() { done <- r.dev.Synchronize(r.stream) }()
-	select {
-	case err := <-done:
-		return err
-	case <-a.done:
-		return fmt.Errorf("%s: %w", what, a.err)
-	}
+	return untilAbort(r.abort, fmt.Sprintf("wait for the work on stream %d", r.stream), func() error {
+		return r.dev.Synchronize(r.stream)
+	})
 }

@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -74,10 +75,10 @@ func TestWatcherAbortsStoreWaits(t *testing.T) {
 	raw := srv.Connect("rank0", 20*time.Second)
 	w := watchFailures(raw, 0, 50*time.Millisecond, nil)
 	defer w.Stop()
-	c := abortable(raw, w.ab)
+	c := abortable(raw, w.ab.ctx)
 	ex, err := store.NewExchange(c, "test", store.Group{Name: "pair", Ranks: []int{0, 1}}, 0)
 	if err != nil {
-		t.Fatalf("the abortable client must keep the exchange's sequence counters: %v", err)
+		t.Fatal(err)
 	}
 	errc := make(chan error, 1)
 	go func() {
@@ -91,7 +92,7 @@ func TestWatcherAbortsStoreWaits(t *testing.T) {
 		t.Fatalf("all-gather returned before the failure was published: %v", err)
 	default:
 	}
-	if w.ab.failed() != nil {
+	if w.ab.ctx.Err() != nil {
 		t.Fatal("abort fired before the failure was published")
 	}
 	failed := &PeerFailedError{Rank: 1, Status: "was killed by signal killed"}
@@ -130,7 +131,7 @@ func TestWatcherAbortsStoreWaits(t *testing.T) {
 // returns the Store's own answers, timeouts included.
 func TestAbortableClientPassesResultsThrough(t *testing.T) {
 	srv := liveStore(t)
-	c := abortable(srv.Connect("rank0", time.Second), newAbort())
+	c := abortable(srv.Connect("rank0", time.Second), newAbort().ctx)
 	if err := c.Set("a", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestWatcherStops(t *testing.T) {
 	if err := PublishFailure(srv.Connect("launch", time.Second), &PeerFailedError{Rank: 1, Status: "exited with status 3"}); err != nil {
 		t.Fatal(err)
 	}
-	if pf := w.ab.failed(); pf != nil {
+	if pf := context.Cause(w.ab.ctx); pf != nil {
 		t.Fatalf("a stopped watcher fired: %v", pf)
 	}
 }
@@ -179,8 +180,8 @@ func TestWatcherRetriesAfterStoreErrors(t *testing.T) {
 	f := &flakyStore{value: "something odd"}
 	w := watchFailures(f, 0, 10*time.Millisecond, nil)
 	defer w.Stop()
-	within(t, w.ab.done, 5*time.Second, "abort after Store errors")
-	if pf := w.ab.failed(); pf == nil || pf.Rank != -1 || pf.Status != "something odd" {
+	within(t, w.ab.ctx.Done(), 5*time.Second, "abort after Store errors")
+	if pf, _ := context.Cause(w.ab.ctx).(*PeerFailedError); pf == nil || pf.Rank != -1 || pf.Status != "something odd" {
 		t.Fatalf("failure = %+v, want the raw report", pf)
 	}
 	if n := f.waits.Load(); n != 3 {
@@ -213,7 +214,7 @@ func TestWaitStreamReturnsOnAbort(t *testing.T) {
 	dev := &stuckDevice{release: make(chan struct{}), started: make(chan struct{}, 1)}
 	defer close(dev.release)
 	ab := newAbort()
-	r := &Rank{id: 0, dev: dev, stream: 7, store: abortable(srv.Connect("rank0", time.Second), ab)}
+	r := &Rank{id: 0, dev: dev, stream: 7, store: abortable(srv.Connect("rank0", time.Second), ab.ctx), abort: ab.ctx}
 	failed := &PeerFailedError{Rank: 2, Status: "exited with status 1"}
 	go func() {
 		<-dev.started // the first wait is under way: the peer dies
@@ -244,17 +245,16 @@ func TestWaitStreamReturnsOnAbort(t *testing.T) {
 	}
 }
 
-// TestWaitStreamWithoutAbortSynchronizesDirectly: ranks whose Store client
-// cannot be aborted (the simulator, ranks of one process) wait for the
-// device as before and get its error.
+// TestWaitStreamWithoutAbortSynchronizesDirectly: ranks without an abort
+// context (the simulator, ranks of one process), and ranks whose abort has
+// not fired, wait for the device and get its error.
 func TestWaitStreamWithoutAbortSynchronizesDirectly(t *testing.T) {
-	srv := liveStore(t)
 	dev := &stuckDevice{release: make(chan struct{})}
 	close(dev.release)
-	for _, c := range []store.Client{srv.Connect("rank0", time.Second), abortable(srv.Connect("rank1", time.Second), newAbort())} {
-		r := &Rank{id: 0, dev: dev, stream: 1, store: c}
+	for _, ab := range []context.Context{nil, newAbort().ctx} {
+		r := &Rank{id: 0, dev: dev, stream: 1, abort: ab}
 		if err := r.Synchronize(); err == nil || err.Error() != "rank 0: synchronize: kernel timed out" {
-			t.Errorf("%T: synchronize = %v, want the device's error", c, err)
+			t.Errorf("abort %v: synchronize = %v, want the device's error", ab, err)
 		}
 	}
 }

@@ -176,7 +176,7 @@ func Simulate(cfg SimConfig, program Program) (Result, error) {
 			if _, ok := c.Message().(startProgram); ok {
 				res.Errs[i] = runRank(p, program)
 			}
-		}, pa.WithDispatcher(sched.NamedDispatcher(fmt.Sprintf("rank%d", i))))
+		}, pa.WithDispatcher(sched.LabeledDispatcher(actor.Label{Kind: actor.ProgramTask, Name: fmt.Sprintf("rank%d", i), Rank: i})))
 		pid, err := sys.Root.SpawnNamed(props, fmt.Sprintf("rank%d", i))
 		if err != nil {
 			return Result{}, fmt.Errorf("simulate: spawn rank %d: %w", i, err)

@@ -171,7 +171,7 @@ func RunProcess(env ProcessEnv, dev device.Device, log *zap.Logger, timeout time
 	defer closeStore()
 	watch := watchFailures(raw, env.Rank, watchPoll, log)
 	defer watch.Stop()
-	st := abortable(raw, watch.ab)
+	st := abortable(raw, watch.ab.ctx)
 	all := make([]int, env.World)
 	for i := range all {
 		all[i] = i
@@ -198,7 +198,7 @@ func RunProcess(env ProcessEnv, dev device.Device, log *zap.Logger, timeout time
 	host, _ := os.Hostname()
 	return runRank(Params{
 		ID: env.Rank, World: env.World, Host: host, PID: os.Getpid(), Device: dev, Runtime: actor.NewLive(),
-		Store: st, IPC: ch, Logger: log, Timeout: timeout,
+		Store: st, Abort: watch.ab.ctx, IPC: ch, Logger: log, Timeout: timeout,
 		AllowOverlappingDevices: AllowOverlappingFromEnv(),
 	}, program)
 }

@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -39,6 +40,7 @@ type Rank struct {
 	dev     device.Device
 	rt      actor.Runtime
 	store   store.Client
+	abort   context.Context // nil: waits for the stream cannot be aborted
 	ipc     ipc.Channel
 	stream  device.Stream
 	log     *zap.Logger
@@ -64,6 +66,12 @@ type Params struct {
 	Store     store.Client
 	IPC       ipc.Channel
 	Logger    *zap.Logger
+	// Abort, when not nil, ends the rank's waits for its stream early:
+	// once it is done they return its cause (in a launched job the
+	// [*PeerFailedError] of the peer that failed), wrapped with what was
+	// waited for. Nil (the simulator, ranks of one process) waits for the
+	// device on the calling task, which keeps simulations deterministic.
+	Abort context.Context
 	// Timeout bounds every wait (store, fd passing, signals); 0 waits forever.
 	Timeout time.Duration
 	// AllowOverlappingDevices lets several ranks of one host share a device.
@@ -104,7 +112,7 @@ func New(p Params) (*Rank, error) {
 	}
 	r := &Rank{
 		id: p.ID, world: p.World, host: p.Host, pid: p.PID,
-		dev: p.Device, rt: p.Runtime, store: p.Store, ipc: p.IPC, stream: s,
+		dev: p.Device, rt: p.Runtime, store: p.Store, abort: p.Abort, ipc: p.IPC, stream: s,
 		log: log.With(zap.Int("rank", p.ID)), timeout: p.Timeout,
 		allowOverlap: p.AllowOverlappingDevices, padSize: pad,
 		groups: map[string][]int{WorldGroup: world},

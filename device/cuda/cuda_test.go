@@ -10,6 +10,7 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/kernels/cabi"
 )
 
 func TestNoDriver(t *testing.T) {
@@ -128,12 +129,12 @@ func TestTakeError(t *testing.T) {
 	st := &stream{rec: unsafe.Pointer(&rec[0]), launches: 5}
 	back := &device.Group{Name: "back", Ranks: []int{2, 3}}
 	st.names[3] = launchLabel{kernel: kernels.WaitSignal, group: back}
-	buf := unsafe.Slice((*byte)(st.rec), kernels.ErrorRecordSize)
+	buf := unsafe.Slice((*byte)(st.rec), cabi.ErrorRecordSize)
 	if st.takeError() != nil {
 		t.Fatal("clear record reported an error")
 	}
-	copy(buf, kernels.EncodeErrorRecord(kernels.ErrorRecord{Launch: 3, Reason: kernels.ReasonWaitTimeout,
-		Rank: 0, Peer: 1, Channel: 2, Slot: 5, Pad: 0, TimeoutNs: int64(time.Millisecond)}))
+	copy(buf, errorRecordBytes(t, map[string]uint64{"launch": 3, "reason": cabi.ReasonWaitTimeout,
+		"rank": 0, "peer": 1, "channel": 2, "slot": 5, "pad": 0, "timeout_ns": uint64(time.Millisecond)}))
 	err := st.takeError()
 	want := &device.KernelError{Kernel: kernels.WaitSignal, Peer: 1, Channel: 2, Slot: 5, Timeout: time.Millisecond,
 		Reason: "wait timed out (no signal arrived)", Group: back}
@@ -148,10 +149,38 @@ func TestTakeError(t *testing.T) {
 		t.Fatal("record not cleared after it was taken")
 	}
 	// A launch the ring no longer remembers is reported without a name.
-	copy(buf, kernels.EncodeErrorRecord(kernels.ErrorRecord{Launch: 5, Reason: kernels.ReasonWaitTimeout}))
+	copy(buf, errorRecordBytes(t, map[string]uint64{"launch": 5, "reason": cabi.ReasonWaitTimeout}))
 	if err := st.takeError(); err == nil || err.Kernel != "unknown kernel" {
 		t.Fatalf("future launch: %+v", err)
 	}
+}
+
+// errorRecordBytes is a record as a kernel writes it: state 2 (written)
+// and the given members, at the offsets of the ABI's ErrorRecord.
+func errorRecordBytes(t *testing.T, members map[string]uint64) []byte {
+	t.Helper()
+	for _, s := range cabi.Structs() {
+		if s.Name != "ErrorRecord" {
+			continue
+		}
+		b := make([]byte, s.Size)
+		for _, m := range s.Members {
+			v, ok := members[m.Name]
+			if m.Name == "state" {
+				v, ok = 2, true
+			}
+			switch {
+			case !ok:
+			case m.Size == 4:
+				binary.LittleEndian.PutUint32(b[m.Offset:], uint32(v))
+			default:
+				binary.LittleEndian.PutUint64(b[m.Offset:], v)
+			}
+		}
+		return b
+	}
+	t.Fatal("the ABI has no ErrorRecord")
+	return nil
 }
 
 func TestLaunchChecksArgumentsFirst(t *testing.T) {
@@ -163,7 +192,7 @@ func TestLaunchChecksArgumentsFirst(t *testing.T) {
 		l    device.Launch
 		want string
 	}{
-		{device.Launch{Kernel: "nope", Blocks: 1, Threads: 1}, "no C argument layout"},
+		{device.Launch{Kernel: "nope", Blocks: 1, Threads: 1}, `unknown kernel "nope"`},
 		{device.Launch{Kernel: kernels.OneShotAllReduce, Blocks: 9, Threads: 32, Args: args}, "has 8 channels"},
 		{device.Launch{Kernel: kernels.OneShotAllReduce, Blocks: 1, Threads: 0, Args: args}, "1 to 1024 threads"},
 		{device.Launch{Kernel: kernels.OneShotAllReduce, Blocks: 1, Threads: 32, Args: kernels.AllReduceArgs{World: 2, PadBytes: 64}}, "null"},

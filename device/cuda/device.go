@@ -14,6 +14,7 @@ import (
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/cuda/nvml"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/kernels/cabi"
 )
 
 // Options configure Open.
@@ -639,8 +640,8 @@ func backoff(i int) {
 
 // takeError decodes and clears the stream's error record.
 func (st *stream) takeError() *device.KernelError {
-	b := unsafe.Slice((*byte)(st.rec), kernels.ErrorRecordSize)
-	rec, ok := kernels.DecodeErrorRecord(b)
+	b := unsafe.Slice((*byte)(st.rec), cabi.ErrorRecordSize)
+	rec, ok := cabi.DecodeErrorRecord(b)
 	if !ok {
 		return nil
 	}
@@ -755,10 +756,7 @@ func (g *gpu) Launch(s device.Stream, l device.Launch) error {
 	fail := func(err error) error {
 		return fmt.Errorf("cuda device %d: launch %s on stream %d: %w", g.attrs.Index, l.Kernel, s, err)
 	}
-	if err := kernels.CheckLaunch(l.Kernel, l.Blocks, l.Threads, l.Args); err != nil {
-		return fail(err)
-	}
-	packed, err := kernels.Pack(kernels.LaunchHeader{}, l.Kernel, l.Args)
+	prep, err := cabi.Prepare(l.Kernel, l.Blocks, l.Threads, l.Args)
 	if err != nil {
 		return fail(err)
 	}
@@ -776,13 +774,13 @@ func (g *gpu) Launch(s device.Stream, l device.Launch) error {
 	if err := g.drv.check("cuCtxSetCurrent", g.drv.ctxSetCurrent(g.ctx)); err != nil {
 		return fail(err)
 	}
-	if err := g.launch(st, launchLabel{l.Kernel, l.Group}, kernels.Entry(l.Kernel, l.Args), uint32(l.Blocks), uint32(l.Threads), packed); err != nil {
+	if err := g.launch(st, launchLabel{l.Kernel, l.Group}, prep.Entry, uint32(l.Blocks), uint32(l.Threads), prep.Args); err != nil {
 		return fail(err)
 	}
 	return nil
 }
 
-// launch launches kernel, through its entry point entry (kernels.Entry), on
+// launch launches kernel, through its entry point entry (cabi.Entry), on
 // st with the packed arguments, after filling in the header. It runs with
 // the context current.
 func (g *gpu) launch(st *stream, label launchLabel, entry string, blocks, threads uint32, packed []byte) error {
@@ -791,7 +789,7 @@ func (g *gpu) launch(st *stream, label launchLabel, entry string, blocks, thread
 		return err
 	}
 	seq := st.launches
-	if err := kernels.SetHeader(packed, kernels.LaunchHeader{ErrorRecord: st.recDev, Launch: seq}); err != nil {
+	if err := cabi.SetHeader(packed, cabi.LaunchHeader{ErrorRecord: st.recDev, Launch: seq}); err != nil {
 		return err
 	}
 	// The driver copies the argument struct during the call; keep it in
@@ -811,7 +809,7 @@ func (g *gpu) launch(st *stream, label launchLabel, entry string, blocks, thread
 }
 
 // loadFunctions loads the kernel image and resolves every entry point
-// (kernels.Entries) at once. Under the driver's lazy loading (the default
+// (cabi.Entries) at once. Under the driver's lazy loading (the default
 // since CUDA 12.2) a kernel is loaded when its function is first looked up,
 // and loading waits for the kernels running in the context: had a rank
 // looked up its first kernel while a peer's kernel on the same GPU spun
@@ -819,7 +817,7 @@ func (g *gpu) launch(st *stream, label launchLabel, entry string, blocks, thread
 // of one process that each open the GPU share its primary context). It
 // runs with the context current.
 func (g *gpu) loadFunctions() error {
-	for _, name := range kernels.Entries() {
+	for _, name := range cabi.Entries() {
 		if _, err := g.function(name); err != nil {
 			return err
 		}

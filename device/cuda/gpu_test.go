@@ -15,6 +15,7 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/kernels/cabi"
 )
 
 // The tests below run on real GPUs: only with SYMMEM_GPU_TESTS=1 and a
@@ -619,7 +620,7 @@ func TestGPUAllReduceChecks(t *testing.T) {
 					a.Output = w.scratch[0]
 				}
 				c.edit(&a)
-				name := fmt.Sprintf("%s via %s, %s", kernel, kernels.Entry(kernel, a), c.name)
+				name := fmt.Sprintf("%s via %s, %s", kernel, cabi.Entry(kernel, a), c.name)
 				blocks, threads := kernels.Shape(kernel, numel, device.BFloat16, 2, 0)
 				w.launch(0, kernel, blocks, threads, a)
 				err := devs[0].Synchronize(w.stream(0))
@@ -655,11 +656,11 @@ func TestGPUAllReduceChecks(t *testing.T) {
 }
 
 // launchEntry launches l through the named entry point rather than the
-// one kernels.Entry picks.
+// one cabi.Entry picks.
 func launchEntry(t *testing.T, dev device.Device, s device.Stream, l device.Launch, entry string) {
 	t.Helper()
 	g := dev.(*gpu)
-	packed, err := kernels.Pack(kernels.LaunchHeader{}, l.Kernel, l.Args)
+	packed, err := cabi.Pack(cabi.LaunchHeader{}, l.Kernel, l.Args)
 	must(t, err)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

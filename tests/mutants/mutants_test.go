@@ -136,10 +136,6 @@ func (c *unannouncedPads) Set(key string, value []byte) error {
 	return c.Client.Set(key, value)
 }
 
-func (c *unannouncedPads) NextSequence(scope string) uint64 {
-	return c.Client.(store.Sequencer).NextSequence(scope)
-}
-
 // Schedules: the first two are fixed strategies, the rest seeded random
 // walks.
 
