@@ -14,7 +14,7 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
-	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -406,7 +406,7 @@ func TestRunOnSimulator(t *testing.T) {
 		Warmup: 1, Iters: 2, Loops: 2, Seed: 3, Check: true,
 	}
 	var rows []Row
-	res, err := rank.Simulate(rank.SimConfig{World: 3, Seed: 5}, Program(p, func(r Row) { rows = append(rows, r) }))
+	res, err := simjob.Simulate(simjob.Config{World: 3, Seed: 5}, Program(p, func(r Row) { rows = append(rows, r) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +443,7 @@ func TestRunReportsWrongElements(t *testing.T) {
 	p := Plan{Sizes: []uint64{1024}, DTypes: []device.DType{device.Float32}, Ops: []device.ReduceOp{device.Sum},
 		Algos: []workload.Algo{workload.TwoShot}, Warmup: 0, Iters: 1, Loops: 1, Seed: 1, Check: true}
 	var rows []Row
-	res, err := rank.Simulate(rank.SimConfig{World: 2, Seed: 1, WrapDevice: func(_ int, d device.Device) device.Device {
+	res, err := simjob.Simulate(simjob.Config{World: 2, Seed: 1, WrapDevice: func(_ int, d device.Device) device.Device {
 		return flipRead{d}
 	}}, Program(p, func(r Row) { rows = append(rows, r) }))
 	if err != nil || res.Err() != nil {
@@ -466,7 +466,7 @@ func (f flipRead) Read(s device.Stream, dst []byte, src device.Ptr) error {
 }
 
 func TestRunRejectsBadPlan(t *testing.T) {
-	res, err := rank.Simulate(rank.SimConfig{World: 2, Seed: 1}, Program(Plan{}, nil))
+	res, err := simjob.Simulate(simjob.Config{World: 2, Seed: 1}, Program(Plan{}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

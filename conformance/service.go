@@ -11,6 +11,7 @@ import (
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -248,7 +249,7 @@ func simConformance(seed uint64) rank.Program {
 						}
 					} else {
 						sim := make([]workload.RankResult, s.World)
-						res, err := rank.Simulate(rank.SimConfig{World: s.World, Seed: s.Seed}, s.Program(inputs, sim))
+						res, err := simjob.Simulate(simjob.Config{World: s.World, Seed: s.Seed}, s.Program(inputs, sim))
 						if err == nil {
 							err = res.Err()
 						}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/actor"
-	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -190,8 +190,8 @@ func (c Case) Command() string {
 
 // simConfig is the simulator configuration of the case, hooked to in
 // when its plan has faults, run by strategy st.
-func (c Case) simConfig(st actor.Strategy, in *injector, keep bool) rank.SimConfig {
-	cfg := rank.SimConfig{
+func (c Case) simConfig(st actor.Strategy, in *injector, keep bool) simjob.Config {
+	cfg := simjob.Config{
 		World:        c.Spec.World,
 		Seed:         c.Seed,
 		Strategy:     st,

@@ -11,9 +11,9 @@ import (
 	"github.com/symmem/symmem/actor/store"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
-	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/rank/ipc"
 	"github.com/symmem/symmem/signal"
+	"github.com/symmem/symmem/simjob"
 )
 
 // ErrInjected is wrapped by the errors of injected Store failures.
@@ -87,7 +87,7 @@ func (in *injector) due(r int, n int64, kinds ...Kind) int {
 }
 
 // setup is the job's Setup hook.
-func (in *injector) setup(job rank.SimJob) error {
+func (in *injector) setup(job simjob.Job) error {
 	in.sched = job.Scheduler
 	in.pids = map[int]int{}
 	for r := range in.world {

@@ -1,4 +1,4 @@
-package rank
+package rank_test
 
 import (
 	"strings"
@@ -10,6 +10,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 )
 
 // TestDebugLogs: at debug level every rank logs its allocations, its
@@ -17,14 +19,14 @@ import (
 // each line with the rank and (but for allocations) the group.
 func TestDebugLogs(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	cfg := SimConfig{World: 2, Seed: 1, Timeout: time.Second, Logger: zap.New(core)}
-	_, err := Simulate(cfg, func(r *Rank) error {
+	cfg := simjob.Config{World: 2, Seed: 1, Timeout: time.Second, Logger: zap.New(core)}
+	_, err := simjob.Simulate(cfg, func(r *rank.Rank) error {
 		buf, err := r.Alloc(4096)
 		if err != nil {
 			return err
 		}
-		in := Tensor{Ptr: buf, DType: device.Float32, Numel: 1024}
-		if err := r.TwoShotAllReduce(in, device.Sum, WorldGroup); err != nil {
+		in := rank.Tensor{Ptr: buf, DType: device.Float32, Numel: 1024}
+		if err := r.TwoShotAllReduce(in, device.Sum, rank.WorldGroup); err != nil {
 			return err
 		}
 		if err := r.NewGroup("alone", []int{0, 1}); err != nil {
@@ -56,8 +58,8 @@ func TestDebugLogs(t *testing.T) {
 			n          int
 		}{
 			{"alloc", "", 1}, {"free", "", 1},
-			{"rendezvous start", WorldGroup, 1}, {"rendezvous done", WorldGroup, 1},
-			{"launch", WorldGroup, 1},
+			{"rendezvous start", rank.WorldGroup, 1}, {"rendezvous done", rank.WorldGroup, 1},
+			{"launch", rank.WorldGroup, 1},
 		} {
 			if got := count(want.msg, want.group, r); got != want.n {
 				t.Errorf("rank %d: %d %q lines on group %q, want %d", r, got, want.msg, want.group, want.n)

@@ -7,6 +7,7 @@ import (
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 )
 
 // fill returns n float32 elements of value v, encoded.
@@ -28,7 +29,7 @@ func first(b []byte) float32 {
 // Four simulated ranks each contribute rank+1 and all-reduce in place with
 // the two-shot algorithm: every element becomes 1+2+3+4.
 func ExampleSimulate() {
-	res, err := rank.Simulate(rank.SimConfig{World: 4, Seed: 1}, func(r *rank.Rank) error {
+	res, err := simjob.Simulate(simjob.Config{World: 4, Seed: 1}, func(r *rank.Rank) error {
 		buf, err := r.Alloc(4096) // symmetric: a signal pad, then 4096 data bytes
 		if err != nil {
 			return err
@@ -63,7 +64,7 @@ func ExampleSimulate() {
 // pad: rank 1 writes into its own buffer, signals rank 0, and rank 0 reads
 // rank 1's buffer once the signal arrived.
 func ExampleRank_Rendezvous() {
-	_, err := rank.Simulate(rank.SimConfig{World: 2, Seed: 1}, func(r *rank.Rank) error {
+	_, err := simjob.Simulate(simjob.Config{World: 2, Seed: 1}, func(r *rank.Rank) error {
 		buf, err := r.Alloc(64)
 		if err != nil {
 			return err
@@ -106,7 +107,7 @@ func ExampleRank_Rendezvous() {
 // The low-latency all-reduce, captured once into a graph and replayed:
 // each replay reduces whatever the input holds then.
 func ExampleRank_Capture() {
-	res, err := rank.Simulate(rank.SimConfig{World: 2, Seed: 1}, func(r *rank.Rank) error {
+	res, err := simjob.Simulate(simjob.Config{World: 2, Seed: 1}, func(r *rank.Rank) error {
 		ll, err := r.NewLowLatency(rank.WorldGroup, 1024)
 		if err != nil {
 			return err
@@ -155,7 +156,7 @@ func ExampleRank_Capture() {
 // IntraNodeComm picks the algorithm by size and reduces a plain tensor in
 // place through its own symmetric buffer.
 func ExampleRank_NewIntraNodeComm() {
-	res, err := rank.Simulate(rank.SimConfig{World: 2, Seed: 1}, func(r *rank.Rank) error {
+	res, err := simjob.Simulate(simjob.Config{World: 2, Seed: 1}, func(r *rank.Rank) error {
 		c := r.NewIntraNodeComm(rank.IntraNodeOptions{Enabled: true})
 		if !c.Rendezvous() {
 			return fmt.Errorf("rank %d: intra-node comm unavailable", r.ID())

@@ -81,7 +81,7 @@ func RunInProcess(cfg LiveConfig, program Program) []error {
 			}
 			defer ch.Close()
 			host, _ := os.Hostname()
-			errs[i] = runRank(Params{
+			errs[i] = Run(Params{
 				ID: i, World: cfg.World, Host: host, PID: ids[i], Device: dev, Runtime: rt,
 				Store: srv.Connect("rank"+strconv.Itoa(i), timeout), IPC: ch, Logger: cfg.Logger,
 				Timeout: timeout, AllowOverlappingDevices: cfg.AllowOverlappingDevices, SignalPadSize: cfg.SignalPadSize,
@@ -196,7 +196,7 @@ func RunProcess(env ProcessEnv, dev device.Device, log *zap.Logger, timeout time
 	}
 	defer ch.Close()
 	host, _ := os.Hostname()
-	return runRank(Params{
+	return Run(Params{
 		ID: env.Rank, World: env.World, Host: host, PID: os.Getpid(), Device: dev, Runtime: actor.NewLive(),
 		Store: st, Abort: watch.ab.ctx, IPC: ch, Logger: log, Timeout: timeout,
 		AllowOverlappingDevices: AllowOverlappingFromEnv(),

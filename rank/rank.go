@@ -18,6 +18,27 @@ import (
 // WorldGroup is the name of the group of every rank of a job.
 const WorldGroup = "world"
 
+// DefaultTimeout bounds every wait of a rank unless configured otherwise.
+const DefaultTimeout = 30 * time.Second
+
+// Program is what every rank of a job runs.
+type Program func(r *Rank) error
+
+// Run builds a rank from p, runs program on it and closes the rank: what
+// every runner (the simulated job, in-process ranks, a rank process) does
+// with each rank.
+func Run(p Params, program Program) error {
+	r, err := New(p)
+	if err != nil {
+		return err
+	}
+	err = program(r)
+	if cerr := r.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("rank %d: close: %w", p.ID, cerr))
+	}
+	return err
+}
+
 // DefaultSignalPadSize is the size of each allocation's signal pad in bytes.
 const DefaultSignalPadSize = 2048
 

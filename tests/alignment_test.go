@@ -8,6 +8,7 @@ import (
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -20,7 +21,7 @@ func TestFourByteAlignedTensors(t *testing.T) {
 	for _, dt := range []device.DType{device.Float32, device.BFloat16, device.Float16} {
 		for _, numel := range []uint64{64, 96 << 10} { // one-shot and two-shot sizes
 			t.Run(fmt.Sprintf("%v/%d", dt, numel), func(t *testing.T) {
-				cfg := rank.SimConfig{World: 2, Seed: 3, RaceDetector: true}
+				cfg := simjob.Config{World: 2, Seed: 3, RaceDetector: true}
 				cfg.Device.SMCount = 4
 				simulate(t, cfg, fourByteAligned(dt, numel))
 			})

@@ -7,7 +7,7 @@ import (
 	"github.com/symmem/symmem/conformance"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
-	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 )
 
 // TestConformanceOnSimulator runs every self-checking case (the reference
@@ -35,7 +35,7 @@ func TestConformanceOnSimulator(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/world%d/seed%d", c.Name, tc.world, seed), func(t *testing.T) {
 					// 24 multiprocessors keep the grids small: the race
 					// detector's cost grows with the number of blocks.
-					simulate(t, rank.SimConfig{World: tc.world, Seed: seed, RaceDetector: true,
+					simulate(t, simjob.Config{World: tc.world, Seed: seed, RaceDetector: true,
 						Device: sim.Config{SMCount: 24}}, c.Program)
 				})
 			}
@@ -54,7 +54,7 @@ func TestConformanceOnOneSharedDevice(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("%s/world%d", c.Name, world), func(t *testing.T) {
-				cfg := rank.SimConfig{World: world, Seed: 5, RaceDetector: true, AllowOverlappingDevices: true,
+				cfg := simjob.Config{World: world, Seed: 5, RaceDetector: true, AllowOverlappingDevices: true,
 					Device:     sim.Config{SMCount: 16},
 					WrapDevice: func(_ int, d device.Device) device.Device { return indexOverride{d, 0} }}
 				simulate(t, cfg, c.Program)

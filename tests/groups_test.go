@@ -11,6 +11,7 @@ import (
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -110,7 +111,7 @@ func TestGroupsOnOneAllocationHaveTheirOwnPads(t *testing.T) {
 				strategy, name = actor.NewPCT(seed, 3, 200_000), "pct"
 			}
 			t.Run(fmt.Sprintf("world%d/%s/seed%d", w, name, seed), func(t *testing.T) {
-				cfg := rank.SimConfig{World: w, Seed: seed, Strategy: strategy, RaceDetector: true}
+				cfg := simjob.Config{World: w, Seed: seed, Strategy: strategy, RaceDetector: true}
 				cfg.Device.SMCount = 4
 				simulate(t, cfg, interleavedGroups(seed, 4))
 			})
@@ -123,7 +124,7 @@ func TestGroupsOnOneAllocationHaveTheirOwnPads(t *testing.T) {
 // member of a group sees the same pad addresses for it.
 func TestPadRegionsAreDistinctPerGroup(t *testing.T) {
 	const w = 4
-	simulate(t, rank.SimConfig{World: w, Seed: 1}, func(r *rank.Rank) error {
+	simulate(t, simjob.Config{World: w, Seed: 1}, func(r *rank.Rank) error {
 		pair := fmt.Sprintf("pair%d", r.ID()/2)
 		if err := r.NewGroup(pair, []int{r.ID() &^ 1, r.ID() | 1}); err != nil {
 			return err
@@ -160,7 +161,7 @@ func TestPadRegionsAreDistinctPerGroup(t *testing.T) {
 // on one more is refused with an error naming the budget, and the groups
 // already rendezvoused keep working.
 func TestPadBudget(t *testing.T) {
-	res, err := rank.Simulate(rank.SimConfig{World: 2, Seed: 1}, func(r *rank.Rank) error {
+	res, err := simjob.Simulate(simjob.Config{World: 2, Seed: 1}, func(r *rank.Rank) error {
 		buf, err := r.Alloc(64)
 		if err != nil {
 			return err
@@ -202,7 +203,7 @@ func TestPadBudget(t *testing.T) {
 // never joins times out on rank 2 with an error naming the group and the
 // global ranks (rank 2 waiting for rank 3), not their positions.
 func TestSubgroupTimeoutNamesGlobalRanks(t *testing.T) {
-	res, err := rank.Simulate(rank.SimConfig{World: 4, Seed: 1, Timeout: time.Second}, func(r *rank.Rank) error {
+	res, err := simjob.Simulate(simjob.Config{World: 4, Seed: 1, Timeout: time.Second}, func(r *rank.Rank) error {
 		if r.ID() < 2 {
 			return nil
 		}

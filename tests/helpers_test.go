@@ -4,13 +4,14 @@ import (
 	"testing"
 
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 )
 
 // simulate runs program on world simulated ranks and fails the test on a
 // simulation failure or any rank's error.
-func simulate(t *testing.T, cfg rank.SimConfig, program rank.Program) rank.Result {
+func simulate(t *testing.T, cfg simjob.Config, program rank.Program) simjob.Result {
 	t.Helper()
-	res, err := rank.Simulate(cfg, program)
+	res, err := simjob.Simulate(cfg, program)
 	if err != nil {
 		t.Fatalf("simulation (seed %d): %v", cfg.Seed, err)
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -18,7 +18,7 @@ func ExampleSpec() {
 	}
 	inputs := s.Inputs()
 	results := make([]workload.RankResult, s.World)
-	res, err := rank.Simulate(rank.SimConfig{World: s.World, Seed: s.Seed}, s.Program(inputs, results))
+	res, err := simjob.Simulate(simjob.Config{World: s.World, Seed: s.Seed}, s.Program(inputs, results))
 	if err == nil {
 		err = res.Err()
 	}

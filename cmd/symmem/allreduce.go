@@ -14,6 +14,7 @@ import (
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -131,7 +132,7 @@ func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
 	var trace string
 	switch f.dev {
 	case "sim":
-		res, err := rank.Simulate(rank.SimConfig{World: s.World, Seed: s.Seed, Timeout: f.timeout, Logger: a.log}, s.Program(inputs, results))
+		res, err := simjob.Simulate(simjob.Config{World: s.World, Seed: s.Seed, Timeout: f.timeout, Logger: a.log}, s.Program(inputs, results))
 		if err != nil {
 			return fmt.Errorf("simulation failed (replay with --seed %d): %w", s.Seed, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/symmem/symmem/bench"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -227,7 +228,7 @@ func runBench(a *app, f *benchFlags, out io.Writer) (err error) {
 	switch f.dev {
 	case "sim":
 		s := newSink(out, rep, len(p.Cases()), f.progress)
-		res, err := rank.Simulate(rank.SimConfig{World: f.world, Seed: f.seed, Timeout: f.timeout, Logger: a.log}, s.program(p))
+		res, err := simjob.Simulate(simjob.Config{World: f.world, Seed: f.seed, Timeout: f.timeout, Logger: a.log}, s.program(p))
 		if err == nil {
 			err = res.Err()
 		} else {

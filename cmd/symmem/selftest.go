@@ -13,6 +13,7 @@ import (
 
 	"github.com/symmem/symmem/conformance"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 )
 
 type selftestFlags struct {
@@ -114,7 +115,7 @@ func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
 		var errs []error
 		switch {
 		case f.dev == "sim":
-			res, err := rank.Simulate(rank.SimConfig{World: world, Seed: f.seed, Timeout: f.timeout, Logger: a.log}, c.Program)
+			res, err := simjob.Simulate(simjob.Config{World: world, Seed: f.seed, Timeout: f.timeout, Logger: a.log}, c.Program)
 			errs = append(errs, err, res.Err())
 		case launched:
 			dev, err := openCUDA(env.LocalRank)

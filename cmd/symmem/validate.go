@@ -8,6 +8,7 @@ import (
 
 	"github.com/symmem/symmem/internal/hostmem"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 )
 
 // Flag checks shared by the subcommands. Every command runs all of its
@@ -66,11 +67,11 @@ var availableMemory = hostmem.Available
 
 // checkSimMemory refuses a simulated job of world ranks reducing tensors
 // of bytes that would not fit in the host's available memory (see
-// rank.EstimateSimMemory); flags names the flags that set the sizes. Where
+// simjob.EstimateSimMemory); flags names the flags that set the sizes. Where
 // the available memory cannot be read (no /proc/meminfo) nothing is
 // refused.
 func checkSimMemory(flags string, world int, bytes uint64) error {
-	need := rank.EstimateSimMemory(world, bytes)
+	need := simjob.EstimateSimMemory(world, bytes)
 	avail, err := availableMemory()
 	if err != nil || need <= avail {
 		return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/signal"
+	"github.com/symmem/symmem/simjob"
 )
 
 // TestProtocolIsRaceFree: the unmutated kernels, in every form, over
@@ -27,14 +28,14 @@ func TestProtocolIsRaceFree(t *testing.T) {
 		for _, f := range []form{oneShot, oneShotCopy, twoShot, twoShotOut} {
 			for seed := uint64(1); seed <= seeds; seed++ {
 				what := fmt.Sprintf("%s world %d seed %d", f, world, seed)
-				clean(t, what, simulate(t, rank.SimConfig{World: world, Seed: seed}, reduceLoop(f, 3, 256)))
+				clean(t, what, simulate(t, simjob.Config{World: world, Seed: seed}, reduceLoop(f, 3, 256)))
 			}
 		}
 	}
 	// Several blocks per kernel (each on its own channel).
 	for _, f := range []form{oneShot, twoShotOut} {
 		what := fmt.Sprintf("%s with 3 blocks", f)
-		clean(t, what, simulate(t, rank.SimConfig{World: 2, Seed: 7}, reduceLoop(f, 2, 3*kernels.OneShotThreads*16)))
+		clean(t, what, simulate(t, simjob.Config{World: 2, Seed: 7}, reduceLoop(f, 2, 3*kernels.OneShotThreads*16)))
 	}
 }
 
@@ -52,7 +53,7 @@ func TestConformanceIsRaceFree(t *testing.T) {
 				continue
 			}
 			what := fmt.Sprintf("%s world %d", c.Name, world)
-			clean(t, what, simulate(t, rank.SimConfig{World: world, Seed: 1}, c.Program))
+			clean(t, what, simulate(t, simjob.Config{World: world, Seed: 1}, c.Program))
 		}
 	}
 }
@@ -62,7 +63,7 @@ func TestConformanceIsRaceFree(t *testing.T) {
 // of it, and the report names the relaxed wait as the missing acquire.
 func TestRelaxedStartBarrierRaces(t *testing.T) {
 	m := barriermut.Mutation{Kernel: kernels.OneShotAllReduce, Barrier: 1, Wait: barriermut.Order(signal.Relaxed)}
-	cfg := rank.SimConfig{World: 2, Seed: 1, Device: sim.Config{WrapBlock: m.Wrap}}
+	cfg := simjob.Config{World: 2, Seed: 1, Device: sim.Config{WrapBlock: m.Wrap}}
 	rs := races(t, "relaxed/relaxed start barrier", simulate(t, cfg, reduceLoop(oneShot, 1, 256)))
 	r := rs[0]
 	if r.First.Op != "write" || r.First.Kind != sim.Store || r.Second.Kernel != kernels.OneShotAllReduce ||
@@ -144,7 +145,7 @@ func peerKernelThenReduce(r *rank.Rank) error {
 // rank's reads; the relaxed/relaxed form does not.
 func TestPeerKernelWriteNeedsAcquire(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
-		clean(t, "current start barrier", simulate(t, rank.SimConfig{World: 2, Seed: seed}, peerKernelThenReduce))
+		clean(t, "current start barrier", simulate(t, simjob.Config{World: 2, Seed: seed}, peerKernelThenReduce))
 	}
 	relax := func(b kernels.Block) kernels.Block {
 		if b.Grid() == 1 && b.Kernel() == kernels.OneShotAllReduce {
@@ -152,7 +153,7 @@ func TestPeerKernelWriteNeedsAcquire(t *testing.T) {
 		}
 		return b
 	}
-	cfg := rank.SimConfig{World: 2, Seed: 1, Device: sim.Config{WrapBlock: relax}}
+	cfg := simjob.Config{World: 2, Seed: 1, Device: sim.Config{WrapBlock: relax}}
 	rs := races(t, "relaxed/relaxed start barrier", simulate(t, cfg, peerKernelThenReduce))
 	found := false
 	for _, r := range rs {
@@ -171,7 +172,7 @@ func TestPeerKernelWriteNeedsAcquire(t *testing.T) {
 // says no signal passed between them.
 func TestMissingEndBarrierRaces(t *testing.T) {
 	m := barriermut.Mutation{Kernel: kernels.OneShotAllReduce, Barrier: 2, Skip: true}
-	cfg := rank.SimConfig{World: 2, Seed: 1, Device: sim.Config{WrapBlock: m.Wrap}}
+	cfg := simjob.Config{World: 2, Seed: 1, Device: sim.Config{WrapBlock: m.Wrap}}
 	rs := races(t, "no end barrier", simulate(t, cfg, reduceLoop(oneShot, 2, 256)))
 	found := false
 	for _, r := range rs {
@@ -190,7 +191,7 @@ func TestMissingEndBarrierRaces(t *testing.T) {
 func TestNarrowScopeDoesNotSynchronise(t *testing.T) {
 	for _, s := range []signal.Scope{signal.GPU, signal.Block} {
 		m := barriermut.Mutation{Kernel: kernels.OneShotAllReduce, Barrier: 1, Put: barriermut.Order(signal.Release), Scope: barriermut.Scope(s)}
-		cfg := rank.SimConfig{World: 2, Seed: 1, Device: sim.Config{WrapBlock: m.Wrap}}
+		cfg := simjob.Config{World: 2, Seed: 1, Device: sim.Config{WrapBlock: m.Wrap}}
 		rs := races(t, s.String()+" scope", simulate(t, cfg, reduceLoop(oneShot, 1, 256)))
 		want := fmt.Sprintf("scopes %s and %s do not both reach system", s, s)
 		found := false
@@ -249,9 +250,9 @@ func TestHostReadNeedsBarrier(t *testing.T) {
 			return h.Barrier(1, r.Timeout())
 		})
 	}
-	clean(t, "with a barrier", simulate(t, rank.SimConfig{World: 2, Seed: 1}, program(barrier)))
-	clean(t, "with a Store key", simulate(t, rank.SimConfig{World: 2, Seed: 1}, program(storeKey)))
-	rs := races(t, "unsynchronised", simulate(t, rank.SimConfig{World: 2, Seed: 1}, program(none)))
+	clean(t, "with a barrier", simulate(t, simjob.Config{World: 2, Seed: 1}, program(barrier)))
+	clean(t, "with a Store key", simulate(t, simjob.Config{World: 2, Seed: 1}, program(storeKey)))
+	rs := races(t, "unsynchronised", simulate(t, simjob.Config{World: 2, Seed: 1}, program(none)))
 	r := rs[0]
 	if r.First.Device != 1 || r.First.Op != "write" || r.Second.Device != 0 || r.Second.Op != "read" {
 		t.Fatalf("want rank 1's write against rank 0's read, got\n%v", r)
@@ -262,7 +263,7 @@ func TestHostReadNeedsBarrier(t *testing.T) {
 func TestReportIsDeterministic(t *testing.T) {
 	m := barriermut.Mutation{Kernel: kernels.TwoShotAllReduce, Barrier: 2, Put: barriermut.Order(signal.Relaxed)}
 	run := func() string {
-		cfg := rank.SimConfig{World: 3, Seed: 5, Device: sim.Config{WrapBlock: m.Wrap}}
+		cfg := simjob.Config{World: 3, Seed: 5, Device: sim.Config{WrapBlock: m.Wrap}}
 		res := simulate(t, cfg, reduceLoop(twoShotOut, 2, 256))
 		if res.Races == nil {
 			t.Fatal("no race with a relaxed middle barrier")

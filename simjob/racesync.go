@@ -1,4 +1,4 @@
-package rank
+package simjob
 
 import (
 	"time"
