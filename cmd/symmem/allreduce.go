@@ -13,6 +13,7 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/launch"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
@@ -116,7 +117,7 @@ func (f *allReduceFlags) validate() (workload.Spec, faultKill, error) {
 	}
 	fault, faulty, err := parseFaultKill(os.Getenv)
 	errs = append(errs, err)
-	if _, launched, _ := rank.ProcessEnvFromOS(); err == nil && faulty && (f.dev != "cuda" || !launched) {
+	if _, launched, _ := launch.ProcessEnvFromOS(); err == nil && faulty && (f.dev != "cuda" || !launched) {
 		errs = append(errs, fmt.Errorf("%s works only under symmem launch with --device cuda", faultKillEnv))
 	}
 	return s, fault, errors.Join(errs...)
@@ -141,7 +142,7 @@ func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
 		}
 		trace = res.Trace
 	case "cuda":
-		env, launched, err := rank.ProcessEnvFromOS()
+		env, launched, err := launch.ProcessEnvFromOS()
 		if err != nil {
 			return err
 		}
@@ -153,7 +154,7 @@ func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
 		}
 		if err := errors.Join(rank.RunInProcess(rank.LiveConfig{
 			World: s.World, Open: openCUDA, Logger: a.log, Timeout: f.timeout,
-			AllowOverlappingDevices: rank.AllowOverlappingFromEnv(),
+			AllowOverlappingDevices: launch.AllowOverlappingFromEnv(),
 		}, s.Program(inputs, results))...); err != nil {
 			return err
 		}
@@ -173,7 +174,7 @@ func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
 
 // runAllReduceProcess runs this process's rank of a job started by
 // `symmem launch` and checks its own result.
-func runAllReduceProcess(a *app, f *allReduceFlags, s workload.Spec, env rank.ProcessEnv, inputs [][]byte, fault faultKill, out io.Writer) error {
+func runAllReduceProcess(a *app, f *allReduceFlags, s workload.Spec, env launch.ProcessEnv, inputs [][]byte, fault faultKill, out io.Writer) error {
 	if env.World != s.World {
 		if f.worldSet {
 			return fmt.Errorf("--world %d but the launcher started %d ranks", s.World, env.World)
@@ -194,7 +195,7 @@ func runAllReduceProcess(a *app, f *allReduceFlags, s workload.Spec, env rank.Pr
 		}
 		program, rdev = fault.apply(env.Rank, program, dev)
 	}
-	if err := rank.RunProcess(env, rdev, a.log, f.timeout, program); err != nil {
+	if err := launch.RunProcess(env, rdev, a.log, f.timeout, program); err != nil {
 		return err
 	}
 	v := s.CheckRank(inputs, env.Rank, results[env.Rank])

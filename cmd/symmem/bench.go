@@ -17,6 +17,7 @@ import (
 
 	"github.com/symmem/symmem/bench"
 	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/launch"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
@@ -236,7 +237,7 @@ func runBench(a *app, f *benchFlags, out io.Writer) (err error) {
 		}
 		return s.finish(f, refs, err)
 	case "cuda":
-		env, launched, err := rank.ProcessEnvFromOS()
+		env, launched, err := launch.ProcessEnvFromOS()
 		if err != nil {
 			return err
 		}
@@ -251,10 +252,10 @@ func runBench(a *app, f *benchFlags, out io.Writer) (err error) {
 			}
 			defer dev.Close()
 			if env.Rank != 0 {
-				return rank.RunProcess(env, dev, a.log, f.timeout, bench.Program(p, nil))
+				return launch.RunProcess(env, dev, a.log, f.timeout, bench.Program(p, nil))
 			}
 			s := newSink(out, rep, len(p.Cases()), f.progress)
-			err = rank.RunProcess(env, dev, a.log, f.timeout, s.program(p))
+			err = launch.RunProcess(env, dev, a.log, f.timeout, s.program(p))
 			return s.finish(f, refs, err)
 		}
 		if err := checkCUDA(f.world); err != nil {
@@ -263,7 +264,7 @@ func runBench(a *app, f *benchFlags, out io.Writer) (err error) {
 		s := newSink(out, rep, len(p.Cases()), f.progress)
 		errs := rank.RunInProcess(rank.LiveConfig{
 			World: f.world, Open: openCUDA, Logger: a.log, Timeout: f.timeout,
-			AllowOverlappingDevices: rank.AllowOverlappingFromEnv(),
+			AllowOverlappingDevices: launch.AllowOverlappingFromEnv(),
 		}, s.program(p))
 		return s.finish(f, refs, errors.Join(errs...))
 	}

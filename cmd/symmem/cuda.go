@@ -6,7 +6,7 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/cuda"
-	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/launch"
 )
 
 // openCUDA opens the device of the rank with local index local: GPU local
@@ -45,7 +45,7 @@ func checkCUDA(world int) error {
 	if n < 1 {
 		return fmt.Errorf("--device cuda: the driver sees no GPU")
 	}
-	if world > n && !rank.AllowOverlappingFromEnv() {
+	if world > n && !launch.AllowOverlappingFromEnv() {
 		return fmt.Errorf("--device cuda: %d ranks on %d GPUs: set SYMMEM_ALLOW_OVERLAPPING_DEVICES=1 to place them round-robin, sharing GPUs", world, n)
 	}
 	return nil

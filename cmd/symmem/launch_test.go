@@ -18,6 +18,7 @@ import (
 	"github.com/symmem/symmem/actor/store"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/launch"
 	"github.com/symmem/symmem/rank"
 )
 
@@ -65,7 +66,7 @@ func (d *spinningDevice) Synchronize(s device.Stream) error {
 	return fmt.Errorf("spinning device: kernel timed out after %v", d.spin)
 }
 
-// helperProcessRank is a rank process run through rank.RunProcess, with a
+// helperProcessRank is a rank process run through launch.RunProcess, with a
 // device whose kernels never finish. Mode "peer-store" makes rank 1
 // SIGKILL itself before RunProcess, while the others wait for it in
 // RunProcess's Store all-gather of pids; "peer-stream" makes rank 1 SIGKILL
@@ -74,7 +75,7 @@ func (d *spinningDevice) Synchronize(s device.Stream) error {
 // SYMMEM_FAULT_KILL hook of the allreduce command armed. Every survivor
 // prints its error on a line "helper rank N: ERROR".
 func helperProcessRank(mode string) int {
-	env, ok, err := rank.ProcessEnvFromOS()
+	env, ok, err := launch.ProcessEnvFromOS()
 	if err != nil || !ok {
 		fmt.Fprintln(os.Stderr, "helper: environment:", err, ok)
 		return 2
@@ -102,7 +103,7 @@ func helperProcessRank(mode string) int {
 		}
 		program, dev = fault.apply(env.Rank, program, dev)
 	}
-	err = rank.RunProcess(env, dev, zap.NewNop(), 20*time.Second, program)
+	err = launch.RunProcess(env, dev, zap.NewNop(), 20*time.Second, program)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "helper rank %d: %s\n", env.Rank, strings.ReplaceAll(err.Error(), "\n", "; "))
 		return 1
@@ -122,7 +123,7 @@ func helperRank(mode string) int {
 		sigs = make(chan os.Signal, 1)
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	}
-	env, ok, err := rank.ProcessEnvFromOS()
+	env, ok, err := launch.ProcessEnvFromOS()
 	if err != nil || !ok {
 		fmt.Fprintln(os.Stderr, "helper: environment:", err, ok)
 		return 2

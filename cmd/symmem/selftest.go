@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/conformance"
+	"github.com/symmem/symmem/launch"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/simjob"
 )
@@ -63,7 +64,7 @@ const selftestLargest = 10 << 20
 // validate checks every flag before any work starts.
 func (f *selftestFlags) validate() error {
 	errs := []error{checkDevice(f.dev), checkTimeout(f.timeout), checkSimUnderLaunch("selftest", f.dev)}
-	if _, launched, _ := rank.ProcessEnvFromOS(); !launched || f.dev != "cuda" {
+	if _, launched, _ := launch.ProcessEnvFromOS(); !launched || f.dev != "cuda" {
 		errs = append(errs, checkWorld("world", f.world))
 	}
 	if f.cycles < 1 {
@@ -85,7 +86,7 @@ func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
 	if err := f.validate(); err != nil {
 		return err
 	}
-	env, launched, err := rank.ProcessEnvFromOS()
+	env, launched, err := launch.ProcessEnvFromOS()
 	if err != nil {
 		return err
 	}
@@ -120,13 +121,13 @@ func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
 		case launched:
 			dev, err := openCUDA(env.LocalRank)
 			if err == nil {
-				err = rank.RunProcess(env, dev, a.log, f.timeout, c.Program)
+				err = launch.RunProcess(env, dev, a.log, f.timeout, c.Program)
 				dev.Close()
 			}
 			errs = append(errs, err)
 		default:
 			errs = rank.RunInProcess(rank.LiveConfig{World: world, Open: openCUDA, Logger: a.log, Timeout: f.timeout,
-				AllowOverlappingDevices: rank.AllowOverlappingFromEnv()}, c.Program)
+				AllowOverlappingDevices: launch.AllowOverlappingFromEnv()}, c.Program)
 		}
 		results = append(results, caseResult{name: c.Name, elapsed: time.Since(start), err: errors.Join(errs...)})
 	}

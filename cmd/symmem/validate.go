@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/hostmem"
-	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/launch"
 	"github.com/symmem/symmem/simjob"
 )
 
@@ -90,10 +90,10 @@ func gib(n uint64) string {
 // symmem launch: the simulator runs every rank of a job in one process, so
 // each launched process would run a separate job of its own.
 func checkSimUnderLaunch(command, dev string) error {
-	if dev != "sim" || os.Getenv(rank.EnvRank) == "" {
+	if dev != "sim" || os.Getenv(launch.EnvRank) == "" {
 		return nil
 	}
-	world := os.Getenv(rank.EnvWorld)
+	world := os.Getenv(launch.EnvWorld)
 	return fmt.Errorf("--device sim under symmem launch: the simulator runs all ranks in one process, "+
 		"so each of the launcher's %s processes would run a separate simulation; "+
 		"run 'symmem %s --world %s' without launch, or launch it with --device cuda", world, command, world)

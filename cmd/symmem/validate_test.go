@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/launch"
 )
 
 // TestFlagsAreCheckedBeforeAnyWork: every bad flag is reported at once,
@@ -82,8 +82,8 @@ func TestSimulatorSizesThatCannotFitAreRefused(t *testing.T) {
 // TestSimulatorRefusesLaunch: under symmem launch (RANK set), the
 // simulated commands refuse to run a separate simulation per process.
 func TestSimulatorRefusesLaunch(t *testing.T) {
-	t.Setenv(rank.EnvRank, "0")
-	t.Setenv(rank.EnvWorld, "4")
+	t.Setenv(launch.EnvRank, "0")
+	t.Setenv(launch.EnvWorld, "4")
 	for _, cmd := range []string{"allreduce", "bench", "selftest"} {
 		_, err := runCmd(t, cmd)
 		want := "--device sim under symmem launch: the simulator runs all ranks in one process, so each of the launcher's 4 processes would run a separate simulation; run 'symmem " + cmd + " --world 4' without launch"
