@@ -15,11 +15,10 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/symmem/symmem/backend"
 	"github.com/symmem/symmem/bench"
 	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/launch"
 	"github.com/symmem/symmem/rank"
-	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -175,7 +174,7 @@ func (f *benchFlags) plan() (bench.Plan, []bench.Report, error) {
 				formatBytes(rank.LowLatencyMaxBytes), formatBytes(slices.Min(p.Sizes))))
 		}
 	}
-	errs = append(errs, checkWorld("world", f.world), checkTimeout(f.timeout), checkSimUnderLaunch("bench", f.dev))
+	errs = append(errs, checkWorld("world", f.world), checkTimeout(f.timeout))
 	if f.plotPath != "" {
 		if _, err := bench.PlotFormat(f.plotPath); err != nil {
 			errs = append(errs, fmt.Errorf("--plot: %w", err))
@@ -226,49 +225,20 @@ func runBench(a *app, f *benchFlags, out io.Writer) (err error) {
 		Timer: bench.TimerOf(f.dev == "sim"), Simulated: f.dev == "sim",
 		Warmup: p.Warmup, Iters: p.Iters, Loops: p.Loops,
 	}
-	switch f.dev {
-	case "sim":
-		s := newSink(out, rep, len(p.Cases()), f.progress)
-		res, err := simjob.Simulate(simjob.Config{World: f.world, Seed: f.seed, Timeout: f.timeout, Logger: a.log}, s.program(p))
-		if err == nil {
-			err = res.Err()
-		} else {
-			err = fmt.Errorf("simulation failed (replay with --seed %d): %w", f.seed, err)
-		}
-		return s.finish(f, refs, err)
-	case "cuda":
-		env, launched, err := launch.ProcessEnvFromOS()
-		if err != nil {
-			return err
-		}
-		if launched {
-			if env.World != f.world && f.worldSet {
-				return fmt.Errorf("--world %d but the launcher started %d ranks", f.world, env.World)
-			}
-			rep.World = env.World
-			dev, err := openCUDA(env.LocalRank)
-			if err != nil {
-				return fmt.Errorf("rank %d: %w", env.Rank, err)
-			}
-			defer dev.Close()
-			if env.Rank != 0 {
-				return launch.RunProcess(env, dev, a.log, f.timeout, bench.Program(p, nil))
-			}
-			s := newSink(out, rep, len(p.Cases()), f.progress)
-			err = launch.RunProcess(env, dev, a.log, f.timeout, s.program(p))
-			return s.finish(f, refs, err)
-		}
-		if err := checkCUDA(f.world); err != nil {
-			return err
-		}
-		s := newSink(out, rep, len(p.Cases()), f.progress)
-		errs := rank.RunInProcess(rank.LiveConfig{
-			World: f.world, Open: openCUDA, Logger: a.log, Timeout: f.timeout,
-			AllowOverlappingDevices: launch.AllowOverlappingFromEnv(),
-		}, s.program(p))
-		return s.finish(f, refs, errors.Join(errs...))
+	b, err := backend.Choose(backend.Options{Device: f.dev, World: f.world, WorldSet: f.worldSet, Seed: f.seed,
+		Timeout: f.timeout, Logger: a.log, Command: "bench"})
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("--device %q: want sim or cuda", f.dev)
+	rep.World = b.World()
+	if b.Rank() > 0 {
+		// Rank 0 of a launched job reports for every rank.
+		_, err := b.Run(bench.Program(p, nil))
+		return err
+	}
+	s := newSink(out, rep, len(p.Cases()), f.progress)
+	_, err = b.Run(s.program(p))
+	return s.finish(f, refs, err)
 }
 
 func readReports(paths []string) ([]bench.Report, error) {

@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/symmem/symmem/backend"
 	"github.com/symmem/symmem/conformance"
 	"github.com/symmem/symmem/launch"
 	"github.com/symmem/symmem/rank"
-	"github.com/symmem/symmem/simjob"
 )
 
 type selftestFlags struct {
@@ -63,7 +63,7 @@ const selftestLargest = 10 << 20
 
 // validate checks every flag before any work starts.
 func (f *selftestFlags) validate() error {
-	errs := []error{checkDevice(f.dev), checkTimeout(f.timeout), checkSimUnderLaunch("selftest", f.dev)}
+	errs := []error{checkDevice(f.dev), checkTimeout(f.timeout)}
 	if _, launched, _ := launch.ProcessEnvFromOS(); !launched || f.dev != "cuda" {
 		errs = append(errs, checkWorld("world", f.world))
 	}
@@ -86,23 +86,12 @@ func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
 	if err := f.validate(); err != nil {
 		return err
 	}
-	env, launched, err := launch.ProcessEnvFromOS()
+	b, err := backend.Choose(backend.Options{Device: f.dev, World: f.world, Seed: f.seed, Timeout: f.timeout,
+		Logger: a.log, Command: "selftest"})
 	if err != nil {
 		return err
 	}
-	world, mode := f.world, f.dev
-	switch {
-	case f.dev == "sim":
-	case f.dev == "cuda" && launched:
-		world, mode = env.World, "cuda multi-process"
-	case f.dev == "cuda":
-		if err := checkCUDA(world); err != nil {
-			return err
-		}
-		mode = "cuda in-process"
-	default:
-		return fmt.Errorf("--device %q: want sim or cuda", f.dev)
-	}
+	world, mode := b.World(), b.Kind().String()
 	cases, err := conformance.Select(conformance.Options{Cycles: f.cycles, Seed: f.seed}, f.cases, world)
 	if err != nil {
 		return err
@@ -113,27 +102,12 @@ func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
 	var results []caseResult
 	for _, c := range cases {
 		start := time.Now()
-		var errs []error
-		switch {
-		case f.dev == "sim":
-			res, err := simjob.Simulate(simjob.Config{World: world, Seed: f.seed, Timeout: f.timeout, Logger: a.log}, c.Program)
-			errs = append(errs, err, res.Err())
-		case launched:
-			dev, err := openCUDA(env.LocalRank)
-			if err == nil {
-				err = launch.RunProcess(env, dev, a.log, f.timeout, c.Program)
-				dev.Close()
-			}
-			errs = append(errs, err)
-		default:
-			errs = rank.RunInProcess(rank.LiveConfig{World: world, Open: openCUDA, Logger: a.log, Timeout: f.timeout,
-				AllowOverlappingDevices: launch.AllowOverlappingFromEnv()}, c.Program)
-		}
-		results = append(results, caseResult{name: c.Name, elapsed: time.Since(start), err: errors.Join(errs...)})
+		_, err := b.Run(c.Program)
+		results = append(results, caseResult{name: c.Name, elapsed: time.Since(start), err: err})
 	}
 	who := "all ranks"
-	if launched {
-		who = fmt.Sprintf("rank %d", env.Rank)
+	if r := b.Rank(); r >= 0 {
+		who = fmt.Sprintf("rank %d", r)
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "case\tmode\tworld\tchecked by\ttime\tresult\n")

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/backend"
 	"github.com/symmem/symmem/device/sim"
 )
 
@@ -26,7 +27,7 @@ func newTopoCmd() *cobra.Command {
 			var m [][]int
 			switch dev {
 			case "cuda":
-				d, err := openCUDA(0)
+				d, err := backend.OpenGPU(0)
 				if err != nil {
 					return err
 				}

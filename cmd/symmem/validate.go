@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/hostmem"
-	"github.com/symmem/symmem/launch"
 	"github.com/symmem/symmem/simjob"
 )
 
@@ -84,17 +83,4 @@ func checkSimMemory(flags string, world int, bytes uint64) error {
 // gib prints a memory size in GiB with one decimal.
 func gib(n uint64) string {
 	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-}
-
-// checkSimUnderLaunch refuses --device sim in a rank process started by
-// symmem launch: the simulator runs every rank of a job in one process, so
-// each launched process would run a separate job of its own.
-func checkSimUnderLaunch(command, dev string) error {
-	if dev != "sim" || os.Getenv(launch.EnvRank) == "" {
-		return nil
-	}
-	world := os.Getenv(launch.EnvWorld)
-	return fmt.Errorf("--device sim under symmem launch: the simulator runs all ranks in one process, "+
-		"so each of the launcher's %s processes would run a separate simulation; "+
-		"run 'symmem %s --world %s' without launch, or launch it with --device cuda", world, command, world)
 }
