@@ -38,7 +38,7 @@ func (t *Task) Halted() bool { return t.halted }
 
 func (s *Scheduler) halt(t *Task, reason string) {
 	t.halted = true
-	s.trace.Add(s.steps, t.id, "halt", fmt.Sprintf("%s: %s", t.name, reason))
+	s.trace.Add(s.steps, t.id, "halt", fmt.Sprintf("%s: %s", t.label.Name, reason))
 }
 
 // haltNew halts a task just started when an earlier Halt selects it.

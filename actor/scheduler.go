@@ -45,7 +45,7 @@ const (
 // kernel block or a signalling lane.
 type Task struct {
 	id     int
-	name   string
+	label  Label
 	resume chan bool // its worker's resumptions: true aborts the task
 	state  taskState
 	point  string // the scheduling point the task is parked at
@@ -63,7 +63,10 @@ type Task struct {
 func (t *Task) ID() int { return t.id }
 
 // Name is the name the task was started with.
-func (t *Task) Name() string { return t.name }
+func (t *Task) Name() string { return t.label.Name }
+
+// Label is the label the task was started with.
+func (t *Task) Label() Label { return t.label }
 
 // Point is the scheduling point the task is parked at.
 func (t *Task) Point() string { return t.point }
@@ -130,12 +133,20 @@ func (s *Scheduler) Current() *Task { return s.cur }
 // Go starts a task. It may be called before Run or from a running task.
 func (s *Scheduler) Go(name string, fn func()) { s.Spawn(name, fn) }
 
-// Spawn starts a task and returns it.
+// GoLabeled is Go for a task that says what it is (see [Label]).
+func (s *Scheduler) GoLabeled(l Label, fn func()) { s.SpawnLabeled(l, fn) }
+
+// Spawn starts a task (of kind OtherTask) and returns it.
 func (s *Scheduler) Spawn(name string, fn func()) *Task {
-	t := &Task{id: s.nextID, name: name, point: "start", deadline: -1}
+	return s.SpawnLabeled(Label{Name: name}, fn)
+}
+
+// SpawnLabeled starts a task labelled l and returns it.
+func (s *Scheduler) SpawnLabeled(l Label, fn func()) *Task {
+	t := &Task{id: s.nextID, label: l, point: "start", deadline: -1}
 	s.nextID++
 	s.tasks = append(s.tasks, t)
-	s.Recordf("spawn", "%d %s", t.id, name)
+	s.Recordf("spawn", "%d %s", t.id, l.Name)
 	s.haltNew(t)
 	var w *worker
 	if n := len(s.idle); n > 0 {
@@ -161,9 +172,9 @@ func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
 	aborted := true
 	defer func() {
 		if r := recover(); r != nil && s.failure == nil {
-			s.failure = &PanicError{Task: t.name, Value: r, Stack: string(debug.Stack())}
+			s.failure = &PanicError{Task: t.label.Name, Value: r, Stack: string(debug.Stack())}
 		} else if !aborted {
-			s.Record("exit", t.name)
+			s.Record("exit", t.label.Name)
 		}
 		t.state = taskDone
 		s.reapDue = true
@@ -226,7 +237,7 @@ func (s *Scheduler) Yield(point string) {
 func (s *Scheduler) Wait(what string, ready func() bool, timeout time.Duration) error {
 	t := s.mustCurrent("Wait")
 	if t.aborting {
-		return fmt.Errorf("%s: %w while waiting for %s", t.name, ErrAborted, what)
+		return fmt.Errorf("%s: %w while waiting for %s", t.label.Name, ErrAborted, what)
 	}
 	t.state = taskBlocked
 	t.point = "wait " + what
@@ -239,7 +250,7 @@ func (s *Scheduler) Wait(what string, ready func() bool, timeout time.Duration) 
 	t.timedOut = false
 	s.park(t)
 	if t.timedOut {
-		return &TimeoutError{Task: t.name, What: what, After: timeout}
+		return &TimeoutError{Task: t.label.Name, What: what, After: timeout}
 	}
 	return nil
 }
@@ -413,7 +424,7 @@ func (s *Scheduler) deadlock() error {
 	d := &DeadlockError{Now: s.now}
 	for _, t := range s.tasks {
 		if !t.halted {
-			d.Blocked = append(d.Blocked, BlockedTask{ID: t.id, Name: t.name, What: t.what})
+			d.Blocked = append(d.Blocked, BlockedTask{ID: t.id, Name: t.label.Name, What: t.what})
 		}
 	}
 	s.trace.Add(s.steps, -1, "deadlock", d.Error())

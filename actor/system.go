@@ -23,13 +23,19 @@ func (s *Scheduler) Dispatcher() pa.Dispatcher { return s.NamedDispatcher("mailb
 
 // NamedDispatcher is Dispatcher with the tasks it starts named name, so
 // deadlock reports say whose mailbox run is blocked.
-func (s *Scheduler) NamedDispatcher(name string) pa.Dispatcher { return schedDispatcher{s, name} }
-
-type schedDispatcher struct {
-	s    *Scheduler
-	name string
+func (s *Scheduler) NamedDispatcher(name string) pa.Dispatcher {
+	return s.LabeledDispatcher(Label{Name: name})
 }
 
-func (d schedDispatcher) Schedule(fn func()) { d.s.Go(d.name, fn) }
+// LabeledDispatcher is Dispatcher with the tasks it starts labelled l (a
+// rank's program: kind ProgramTask and its rank).
+func (s *Scheduler) LabeledDispatcher(l Label) pa.Dispatcher { return schedDispatcher{s, l} }
+
+type schedDispatcher struct {
+	s     *Scheduler
+	label Label
+}
+
+func (d schedDispatcher) Schedule(fn func()) { d.s.GoLabeled(d.label, fn) }
 
 func (d schedDispatcher) Throughput() int { return 1 << 30 }

@@ -7,13 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
-	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -322,7 +323,7 @@ func TestPlanValidateAndCases(t *testing.T) {
 		cases[7] != (Case{4096, device.Float32, device.Sum, workload.Auto}) {
 		t.Errorf("cases out of order: %v", cases)
 	}
-	if got := (Case{Bytes: 1 << 20, Algo: workload.Auto}).AlgoName(); got != "auto/two-shot" {
+	if got := (Case{Bytes: 1 << 20, Algo: workload.Auto}).AlgoName(4); got != "auto/two-shot" {
 		t.Errorf("auto at 1 MiB is named %q", got)
 	}
 	bad := p
@@ -405,7 +406,7 @@ func TestRunOnSimulator(t *testing.T) {
 		Warmup: 1, Iters: 2, Loops: 2, Seed: 3, Check: true,
 	}
 	var rows []Row
-	res, err := rank.Simulate(rank.SimConfig{World: 3, Seed: 5}, Program(p, func(r Row) { rows = append(rows, r) }))
+	res, err := simjob.Simulate(simjob.Config{World: 3, Seed: 5}, Program(p, func(r Row) { rows = append(rows, r) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +419,7 @@ func TestRunOnSimulator(t *testing.T) {
 	}
 	for i, r := range rows {
 		c := cases[i]
-		if r.Bytes != c.Bytes || r.Algo != c.AlgoName() || r.DType != c.DType.String() || r.Op != c.Op.String() || r.World != 3 {
+		if r.Bytes != c.Bytes || r.Algo != c.AlgoName(3) || r.DType != c.DType.String() || r.Op != c.Op.String() || r.World != 3 {
 			t.Errorf("row %d = %+v, want case %+v", i, r, c)
 		}
 		if r.Wrong != 0 {
@@ -442,7 +443,7 @@ func TestRunReportsWrongElements(t *testing.T) {
 	p := Plan{Sizes: []uint64{1024}, DTypes: []device.DType{device.Float32}, Ops: []device.ReduceOp{device.Sum},
 		Algos: []workload.Algo{workload.TwoShot}, Warmup: 0, Iters: 1, Loops: 1, Seed: 1, Check: true}
 	var rows []Row
-	res, err := rank.Simulate(rank.SimConfig{World: 2, Seed: 1, WrapDevice: func(_ int, d device.Device) device.Device {
+	res, err := simjob.Simulate(simjob.Config{World: 2, Seed: 1, WrapDevice: func(_ int, d device.Device) device.Device {
 		return flipRead{d}
 	}}, Program(p, func(r Row) { rows = append(rows, r) }))
 	if err != nil || res.Err() != nil {
@@ -465,11 +466,52 @@ func (f flipRead) Read(s device.Stream, dst []byte, src device.Ptr) error {
 }
 
 func TestRunRejectsBadPlan(t *testing.T) {
-	res, err := rank.Simulate(rank.SimConfig{World: 2, Seed: 1}, Program(Plan{}, nil))
+	res, err := simjob.Simulate(simjob.Config{World: 2, Seed: 1}, Program(Plan{}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e := res.Err(); e == nil || !strings.Contains(e.Error(), "bench plan") {
 		t.Fatalf("empty plan: %v", e)
+	}
+}
+
+// TestPlotOfMixedWorlds: a plot of reports of worlds 2 and 4 is titled with
+// both, its curves name their world, and "+graph" survives in the labels
+// (auto's choices included).
+func TestPlotOfMixedWorlds(t *testing.T) {
+	row := func(world int, algo string, bytes uint64) Row {
+		return Row{Impl: "symmem", Algo: algo, DType: "bfloat16", Op: "sum", World: world, Bytes: bytes, TimeUs: 10, BusBW: 1}
+	}
+	two := Report{World: 2, Rows: []Row{row(2, "auto/one-shot+graph", 1024), row(2, "auto/two-shot+graph", 1<<20), row(2, "one-shot", 1024)}}
+	four := Report{World: 4, Rows: []Row{row(4, "auto/one-shot+graph", 1024), row(4, "one-shot", 1024)}}
+	var names []string
+	for _, s := range seriesOf(append(two.Rows, four.Rows...)) {
+		names = append(names, s.name)
+	}
+	want := []string{"symmem auto+graph world 2", "symmem one-shot world 2", "symmem auto+graph world 4", "symmem one-shot world 4"}
+	if !slices.Equal(names, want) {
+		t.Errorf("series %q, want %q", names, want)
+	}
+	if got := seriesOf(two.Rows)[0].name; got != "symmem auto+graph" {
+		t.Errorf("one world's series %q, want no world in it", got)
+	}
+	var svg bytes.Buffer
+	if err := WritePlot(&svg, "svg", "", two, four); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range append(want, "all-reduce, worlds 2 and 4") {
+		if !strings.Contains(svg.String(), w) {
+			t.Errorf("svg lacks %q", w)
+		}
+	}
+	// One point: both log axes span a single value.
+	if err := WritePlot(&svg, "svg", "", Report{Rows: []Row{row(2, "one-shot", 1024)}}); err != nil {
+		t.Errorf("plot of one point: %v", err)
+	}
+	if got := worldsOf([]Report{two}); got != ", world 2" {
+		t.Errorf("worldsOf(world 2) = %q", got)
+	}
+	if got := worldsOf([]Report{{World: 8}, two, four}); got != ", worlds 2, 4 and 8" {
+		t.Errorf("worldsOf(8, 2, 4) = %q", got)
 	}
 }

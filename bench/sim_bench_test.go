@@ -7,6 +7,7 @@ import (
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -78,7 +79,7 @@ func simAllReduce(b *testing.B, world int, size uint64, algo workload.Algo) {
 		}
 		return nil
 	}
-	res, err := rank.Simulate(rank.SimConfig{World: world, Seed: 1}, program)
+	res, err := simjob.Simulate(simjob.Config{World: world, Seed: 1}, program)
 	if err != nil {
 		b.Fatal(err)
 	}

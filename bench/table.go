@@ -108,19 +108,6 @@ func WriteFooter(w io.Writer, rows []Row) error {
 	return err
 }
 
-// WriteTable writes a whole report as a table.
-func WriteTable(w io.Writer, rep Report) error {
-	if err := WriteHeader(w, rep); err != nil {
-		return err
-	}
-	for _, r := range rep.Rows {
-		if _, err := fmt.Fprintln(w, FormatRow(r)); err != nil {
-			return err
-		}
-	}
-	return WriteFooter(w, rep.Rows)
-}
-
 func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 
 func maxOf(xs []float64) float64 {
@@ -141,14 +128,14 @@ type series struct {
 // them by implementation and algorithm, plus dtype and op where rows
 // differ in them.
 func seriesOf(rows []Row) []series {
-	dtypes, ops := map[string]bool{}, map[string]bool{}
+	worlds, dtypes, ops := map[int]bool{}, map[string]bool{}, map[string]bool{}
 	for _, r := range rows {
-		dtypes[r.DType], ops[r.Op] = true, true
+		worlds[r.World], dtypes[r.DType], ops[r.Op] = true, true, true
 	}
 	var out []series
 	index := map[string]int{}
 	for _, r := range rows {
-		name := r.Series(len(dtypes) > 1, len(ops) > 1)
+		name := r.Series(len(worlds) > 1, len(dtypes) > 1, len(ops) > 1)
 		i, ok := index[name]
 		if !ok {
 			i = len(out)

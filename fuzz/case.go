@@ -7,7 +7,7 @@ import (
 
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device/sim"
-	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -197,8 +197,8 @@ func (c Case) Command() string {
 
 // simConfig is the simulator configuration of the case, hooked to in
 // when its plan has faults, run by strategy st.
-func (c Case) simConfig(st actor.Strategy, in *injector, keep bool) rank.SimConfig {
-	cfg := rank.SimConfig{
+func (c Case) simConfig(st actor.Strategy, in *injector, keep bool) simjob.Config {
+	cfg := simjob.Config{
 		World:        c.Spec.World,
 		Seed:         c.Seed,
 		Strategy:     st,

@@ -287,7 +287,7 @@ func (g *Generator) Case(seed uint64) (Case, error) {
 
 // estimate returns the run length of spec's shape.
 func (g *Generator) estimate(spec workload.Spec) (int64, error) {
-	k := shape{world: spec.World, bytes: spec.Bytes, algo: spec.Algo.Resolve(spec.Bytes)}
+	k := shape{world: spec.World, bytes: spec.Bytes, algo: spec.Algo.Resolve(spec.Bytes, spec.World)}
 	g.mu.Lock()
 	e := g.steps[k]
 	if e == nil {

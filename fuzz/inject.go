@@ -5,16 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/actor/store"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
-	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/rank/ipc"
 	"github.com/symmem/symmem/signal"
+	"github.com/symmem/symmem/simjob"
 )
 
 // ErrInjected is wrapped by the errors of injected Store failures.
@@ -41,9 +40,15 @@ type injector struct {
 	requests []int64
 	messages []int64
 	crashed  []bool
-	// ownStreams names the stream workers the injector itself uses, which
+	// ownStreams are the streams the injector itself uses, whose workers
 	// a crash of their device's rank must not stop.
-	ownStreams map[string]bool
+	ownStreams map[ownStream]bool
+}
+
+// ownStream is a stream of the injector: device and stream.
+type ownStream struct {
+	device int
+	stream uint64
 }
 
 func newInjector(plan Plan, world int) *injector {
@@ -51,7 +56,7 @@ func newInjector(plan Plan, world int) *injector {
 		plan: plan, fired: make([]bool, len(plan)), world: world,
 		devOps: make([]int64, world), launches: make([]int64, world),
 		requests: make([]int64, world), messages: make([]int64, world),
-		crashed: make([]bool, world), ownStreams: map[string]bool{},
+		crashed: make([]bool, world), ownStreams: map[ownStream]bool{},
 	}
 }
 
@@ -82,7 +87,7 @@ func (in *injector) due(r int, n int64, kinds ...Kind) int {
 }
 
 // setup is the job's Setup hook.
-func (in *injector) setup(job rank.SimJob) error {
+func (in *injector) setup(job simjob.Job) error {
 	in.sched = job.Scheduler
 	in.pids = map[int]int{}
 	for r := range in.world {
@@ -170,24 +175,22 @@ func (p *promptStrategy) Next(step int64, runnable []*actor.Task) int {
 }
 
 // own reports whether t is one of the injector's tasks.
-func (in *injector) own(t *actor.Task) bool { return in.ownName(t.Name()) }
+func (in *injector) own(t *actor.Task) bool { return in.ownLabel(t.Label()) }
 
-// ownName reports whether the task named name is one of the injector's.
-func (in *injector) ownName(name string) bool {
-	return strings.HasPrefix(name, faultTaskPrefix) || in.ownStreams[name]
+// ownLabel reports whether the task labelled l is one of the injector's:
+// a fault task or the worker of one of its streams.
+func (in *injector) ownLabel(l actor.Label) bool {
+	return l.Kind == actor.FaultTask || (l.Kind == actor.StreamTask && in.ownStreams[ownStream{l.Device, l.Stream}])
 }
 
-// faultTaskPrefix starts the name of every task the injector starts.
-const faultTaskPrefix = "fault "
-
-// crash stops the program and device tasks of the rank of fault i.
+// crash stops the program and device tasks of the rank of fault i (its
+// device is the one of the same ordinal).
 func (in *injector) crash(i int) {
 	r := in.plan[i].Rank
 	in.crashed[r] = true
-	program, dev := fmt.Sprintf("rank%d", r), fmt.Sprintf("dev%d ", r)
 	n := in.sched.Halt(fmt.Sprintf("rank %d crashed", r), func(t *actor.Task) bool {
-		name := t.Name()
-		return name == program || (strings.HasPrefix(name, dev) && !in.ownStreams[name])
+		l := t.Label()
+		return (l.Kind == actor.ProgramTask && l.Rank == r) || (l.OnDevice(r) && !in.ownLabel(l))
 	})
 	in.fire(i, fmt.Sprintf("%d tasks stopped", n))
 }
@@ -285,12 +288,12 @@ func (d *faultDevice) Launch(s device.Stream, l device.Launch) error {
 		in.sched.Record("fault", fmt.Sprintf("%v: not injected: %v", in.plan[i], err))
 		return d.Device.Launch(s, l)
 	}
-	in.ownStreams[fmt.Sprintf("dev%d stream%d", d.rank, st)] = true
+	in.ownStreams[ownStream{d.rank, uint64(st)}] = true
 	if err := d.Device.Launch(s, l); err != nil {
 		_ = d.Device.DestroyStream(st)
 		return err
 	}
-	in.sched.Go(fmt.Sprintf("%s%s rank %d", faultTaskPrefix, in.plan[i].Kind, d.rank), func() {
+	in.sched.GoLabeled(actor.Label{Kind: actor.FaultTask, Name: fmt.Sprintf("fault %s rank %d", in.plan[i].Kind, d.rank), Rank: d.rank}, func() {
 		d.writeSlot(i, st, addr, detail)
 	})
 	return nil
@@ -300,16 +303,15 @@ func (d *faultDevice) Launch(s device.Stream, l device.Launch) error {
 // kernel uses (pad p, a channel below the grid size, a source other than
 // p), as mapped on this rank's device.
 func (d *faultDevice) slot(i int, l device.Launch) (device.Ptr, string, error) {
-	var padArray device.Ptr
-	var world int
-	switch a := l.Args.(type) {
-	case kernels.AllReduceArgs:
-		padArray, world = a.PadPtrs, int(a.World)
-	case kernels.SignalArgs:
-		padArray, world = a.PadPtrs, int(a.World)
-	default:
-		return 0, "", fmt.Errorf("kernel %s has no signal pads", l.Kernel)
+	k, ok := kernels.Lookup(l.Kernel)
+	if !ok {
+		return 0, "", fmt.Errorf("unknown kernel %q", l.Kernel)
 	}
+	pads, err := k.Pads(l.Args)
+	if err != nil {
+		return 0, "", err
+	}
+	padArray, world := pads.Ptrs, pads.World
 	if world < 2 {
 		return 0, "", fmt.Errorf("kernel %s runs on %d rank: no peer slots", l.Kernel, world)
 	}
@@ -317,7 +319,7 @@ func (d *faultDevice) slot(i int, l device.Launch) (device.Ptr, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	d.in.ownStreams[fmt.Sprintf("dev%d stream%d", d.rank, st)] = true
+	d.in.ownStreams[ownStream{d.rank, uint64(st)}] = true
 	defer func() { _ = d.Device.DestroyStream(st) }()
 	raw := make([]byte, 8*world)
 	if err := d.Device.Read(st, raw, padArray); err != nil {
@@ -360,21 +362,15 @@ func (d *faultDevice) writeSlot(i int, st device.Stream, addr device.Ptr, where 
 	in.fire(i, fmt.Sprintf("wrote %#x into the %s", v, where))
 }
 
-// wrapStore is the job's WrapStore hook. A client that keeps no sequence
-// counters (none of the store package's do) is left alone.
+// wrapStore is the job's WrapStore hook.
 func (in *injector) wrapStore(r int, c store.Client) store.Client {
-	seq, ok := c.(store.Sequencer)
-	if !ok {
-		return c
-	}
-	return &faultStore{c: c, seq: seq, in: in, rank: r}
+	return &faultStore{c: c, in: in, rank: r}
 }
 
 // faultStore counts a rank's Store requests, delaying or failing one when
 // the plan says so.
 type faultStore struct {
 	c    store.Client
-	seq  store.Sequencer
 	in   *injector
 	rank int
 }
@@ -454,4 +450,4 @@ func (s *faultStore) NumKeys() (int, error) {
 
 // NextSequence keeps the wrapped client's sequence counters, so exchanges
 // over the wrapper number their rounds as over the client itself.
-func (s *faultStore) NextSequence(scope string) uint64 { return s.seq.NextSequence(scope) }
+func (s *faultStore) NextSequence(scope string) uint64 { return s.c.NextSequence(scope) }

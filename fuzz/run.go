@@ -14,6 +14,7 @@ import (
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/device/sim/race"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -112,18 +113,18 @@ func run(c Case, keep bool) (Outcome, error) {
 	cfg := c.simConfig(in.crashes(rec), in, keep)
 	var world *sim.World
 	setup := cfg.Setup
-	cfg.Setup = func(job rank.SimJob) error {
+	cfg.Setup = func(job simjob.Job) error {
 		world = job.World
 		if setup != nil {
 			return setup(job)
 		}
 		return nil
 	}
-	var res rank.Result
+	var res simjob.Result
 	var simErr error
 	withSystem(func(sys *pa.ActorSystem) {
 		cfg.System = sys
-		res, simErr = rank.Simulate(cfg, program)
+		res, simErr = simjob.Simulate(cfg, program)
 	})
 	if world != nil {
 		world.Release() // the memory that ranks which failed never freed
@@ -134,7 +135,7 @@ func run(c Case, keep bool) (Outcome, error) {
 	}
 	if res.Races != nil {
 		for _, r := range res.Races.Races {
-			if !in.ownName(r.FirstTask) && !in.ownName(r.SecondTask) {
+			if !in.ownLabel(r.FirstTask) && !in.ownLabel(r.SecondTask) {
 				o.Races = append(o.Races, r)
 			}
 		}

@@ -24,13 +24,111 @@ type collective struct {
 	out         []byte
 }
 
+// The collective kernels of this file. one_shot_all_reduce: enough
+// threads (a multiple of 32, at least world) to give every thread one
+// vector, up to OneShotThreads per block, then up to OneShotMaxBlocks
+// blocks. two_shot_all_reduce does the same per rank's chunk, up to
+// TwoShotThreads threads and TwoShotMaxBlocks blocks. Vectors are the
+// widest of 16/8/4 bytes dividing the size; blocks never exceed the
+// device's multiprocessors. Both have CUDA entries specialised for every
+// dtype and the world sizes 2, 4 and 8, which take 16-byte vectors.
+var (
+	_ = Register(Descriptor[AllReduceArgs]{
+		Name:       OneShotAllReduce,
+		Collective: true,
+		Check:      checkOneShot,
+		Shape: func(p ShapeParams) (int, int) {
+			return elementwise(p.Numel, p.DType, 1, p.blockLimit(OneShotMaxBlocks), OneShotThreads, p.World, p.SMCount)
+		},
+		CheckLaunch: func(blocks, threads int, a AllReduceArgs) error {
+			if threads > OneShotThreads {
+				return fmt.Errorf("kernel %s: %d threads per block (at most %d)", OneShotAllReduce, threads, OneShotThreads)
+			}
+			return a.checkCollectiveLaunch(OneShotAllReduce, blocks, threads)
+		},
+		Run:         oneShotKernel,
+		Specialised: specialisedAllReduce("OneShot", OneShotThreads),
+	})
+	_ = Register(Descriptor[AllReduceArgs]{
+		Name:       TwoShotAllReduce,
+		Collective: true,
+		Check:      checkTwoShot,
+		Shape: func(p ShapeParams) (int, int) {
+			return elementwise(p.Numel, p.DType, p.World, p.blockLimit(TwoShotMaxBlocks), TwoShotThreads, p.World, p.SMCount)
+		},
+		CheckLaunch: func(blocks, threads int, a AllReduceArgs) error {
+			return a.checkCollectiveLaunch(TwoShotAllReduce, blocks, threads)
+		},
+		Run:         twoShotKernel,
+		Specialised: specialisedAllReduce("TwoShot", TwoShotThreads),
+	})
+)
+
+// specialisedAllReduce describes the entries of an all-reduce kernel
+// compiled for every dtype and the world sizes 2, 4 and 8 with 16-byte
+// vectors, running the C++ body template body.
+func specialisedAllReduce(body string, bounds int) *Specialised[AllReduceArgs] {
+	return &Specialised[AllReduceArgs]{
+		Body:   body,
+		Bounds: bounds,
+		DTypes: []device.DType{device.Float32, device.BFloat16, device.Float16},
+		Worlds: []int{2, 4, 8},
+		Match: func(a AllReduceArgs) (device.DType, int, bool) {
+			if !a.DType.Valid() {
+				return 0, 0, false
+			}
+			size := uint64(a.DType.Size())
+			if a.Numel == 0 || a.Numel > ^uint64(0)/size || a.Offset%16 != 0 || a.Numel*size%16 != 0 {
+				return 0, 0, false
+			}
+			return a.DType, int(a.World), true
+		},
+	}
+}
+
+// checkOneShot: one-shot needs an output, and its input (the copy form)
+// and output aligned to the vector.
+func checkOneShot(a AllReduceArgs) error {
+	vec, err := a.check(OneShotAllReduce)
+	if err != nil {
+		return err
+	}
+	if a.Output == 0 {
+		return fmt.Errorf("kernel %s: Output is null (one-shot needs an output tensor)", OneShotAllReduce)
+	}
+	return a.checkVectors(OneShotAllReduce, vec)
+}
+
+// checkTwoShot: two-shot has no copy form; its output (the "_out" form)
+// is aligned to the vector.
+func checkTwoShot(a AllReduceArgs) error {
+	vec, err := a.check(TwoShotAllReduce)
+	if err != nil {
+		return err
+	}
+	if a.Input != 0 {
+		return fmt.Errorf("kernel %s: Input must be null (two-shot has no copy form)", TwoShotAllReduce)
+	}
+	return a.checkVectors(TwoShotAllReduce, vec)
+}
+
+// checkCollectiveLaunch: the one-shot and two-shot kernels need a thread
+// per rank for their barriers and at most one block per pad channel
+// (block b uses channel b).
+func (a AllReduceArgs) checkCollectiveLaunch(kernel string, blocks, threads int) error {
+	if threads < int(a.World) {
+		return fmt.Errorf("kernel %s: %d threads for world size %d (one per rank needed)", kernel, threads, a.World)
+	}
+	if ch := signal.Channels(a.PadBytes, int(a.World)); blocks > ch {
+		return fmt.Errorf("kernel %s: %d blocks but the pad of %d bytes has %d channels for world size %d",
+			kernel, blocks, a.PadBytes, ch, a.World)
+	}
+	return nil
+}
+
 // newCollective validates args and reads the pointer arrays. It returns nil
 // (and no error) when there is nothing to do.
-func newCollective(kernel string, b Block, args any) (*collective, error) {
-	a, err := asAllReduceArgs(kernel, args)
-	if err != nil {
-		return nil, err
-	}
+func newCollective(kernel string, b Block, a AllReduceArgs) (*collective, error) {
 	vec, err := a.check(kernel)
 	if err != nil {
 		return nil, err
@@ -125,7 +223,7 @@ func (c *collective) barrier(putOrder signal.Order) error {
 // oneShotKernel: every rank reduces the whole tensor from every peer into
 // Output. With Input set (the "_copy" form) this block first copies its
 // share of Input into its own buffer.
-func oneShotKernel(b Block, args any) error {
+func oneShotKernel(b Block, args AllReduceArgs) error {
 	c, err := newCollective(OneShotAllReduce, b, args)
 	if c == nil {
 		return err
@@ -171,7 +269,7 @@ func oneShotKernel(b Block, args any) error {
 // twoShotKernel: rank r reduces chunk r and writes it into every rank's
 // buffer (Output 0), or into its own buffer and then gathers every chunk into
 // Output (the "_out" form).
-func twoShotKernel(b Block, args any) error {
+func twoShotKernel(b Block, args AllReduceArgs) error {
 	c, err := newCollective(TwoShotAllReduce, b, args)
 	if c == nil {
 		return err

@@ -82,6 +82,16 @@ type AllReduceArgs struct {
 	SlotBytes uint64
 }
 
+// Pads implements [Args].
+func (a SignalArgs) Pads() Pads {
+	return Pads{Rank: int(a.Rank), World: int(a.World), Ptrs: a.PadPtrs, Bytes: a.PadBytes}
+}
+
+// Pads implements [Args].
+func (a AllReduceArgs) Pads() Pads {
+	return Pads{Rank: int(a.Rank), World: int(a.World), Ptrs: a.PadPtrs, Bytes: a.PadBytes}
+}
+
 // CheckAlignment checks that a tensor at byte offset offsetBytes of
 // sizeBytes bytes can be reduced: both must be multiples of max(4, element
 // size). It returns the vector width: the largest of 16, 8 and 4 bytes that
@@ -103,48 +113,6 @@ func CheckAlignment(offsetBytes, sizeBytes uint64, dt device.DType) (vecBytes in
 		}
 	}
 	return 4, nil // unreachable: both are multiples of 4
-}
-
-// Shape is the reference launch shape of kernel for numel elements of dt on
-// world ranks and a device with smCount multiprocessors (<= 0: no cap).
-//
-// put_signal and wait_signal run 1 block of 1 thread; barrier 1 block of
-// world threads. one_shot_all_reduce: enough threads (a multiple of 32, at
-// least world) to give every thread one vector, up to 512 per block, then
-// up to OneShotMaxBlocks blocks. two_shot_all_reduce does the same per
-// rank's chunk, up to 1024 threads and TwoShotMaxBlocks blocks. Vectors are the widest of 16/8/4 bytes dividing the size.
-// Blocks never exceed smCount. Unknown kernels get (0, 0).
-//
-// Block b of an all-reduce waits for block b of every peer, so the blocks
-// of every rank must be resident at once: one rank per device, or, where
-// ranks share a device (tests), smCount divided among them.
-func Shape(kernel string, numel uint64, dt device.DType, world int, smCount int) (blocks, threads int) {
-	return ShapeMax(kernel, numel, dt, world, smCount, 0)
-}
-
-// ShapeMax is Shape with the all-reduce kernels' block limit replaced by
-// maxBlocks when it is positive (still capped by smCount).
-func ShapeMax(kernel string, numel uint64, dt device.DType, world, smCount, maxBlocks int) (blocks, threads int) {
-	world = max(world, 1)
-	limit := func(def int) int {
-		if maxBlocks > 0 {
-			return maxBlocks
-		}
-		return def
-	}
-	switch kernel {
-	case PutSignal, WaitSignal:
-		return 1, 1
-	case Barrier:
-		return 1, world
-	case OneShotAllReduce:
-		return elementwise(numel, dt, 1, limit(OneShotMaxBlocks), OneShotThreads, world, smCount)
-	case LowLatencyAllReduce:
-		return lowLatencyShape(numel, dt, smCount, limit(LowLatencyMaxBlocks))
-	case TwoShotAllReduce:
-		return elementwise(numel, dt, world, limit(TwoShotMaxBlocks), TwoShotThreads, world, smCount)
-	}
-	return 0, 0
 }
 
 // elementwise splits numel elements into splits equal parts and sizes a grid
@@ -213,39 +181,14 @@ func Chunk(numel uint64, vecElems, world int) uint64 {
 	return roundUp(numel, uint64(vecElems)*uint64(world)) / uint64(world)
 }
 
-// asSignalArgs accepts SignalArgs or *SignalArgs.
-func asSignalArgs(kernel string, args any) (SignalArgs, error) {
-	switch a := args.(type) {
-	case SignalArgs:
-		return a, nil
-	case *SignalArgs:
-		if a != nil {
-			return *a, nil
-		}
-	}
-	return SignalArgs{}, fmt.Errorf("kernel %s: arguments are %T, want kernels.SignalArgs", kernel, args)
-}
-
-// asAllReduceArgs accepts AllReduceArgs or *AllReduceArgs.
-func asAllReduceArgs(kernel string, args any) (AllReduceArgs, error) {
-	switch a := args.(type) {
-	case AllReduceArgs:
-		return a, nil
-	case *AllReduceArgs:
-		if a != nil {
-			return *a, nil
-		}
-	}
-	return AllReduceArgs{}, fmt.Errorf("kernel %s: arguments are %T, want kernels.AllReduceArgs", kernel, args)
-}
-
-// check validates signal kernel arguments (the channel against the pad).
-func (a SignalArgs) check(kernel string) error {
+// check validates signal kernel arguments (the channel against the pad);
+// withPeer checks Peer too (put and wait, not barrier).
+func (a SignalArgs) check(kernel string, withPeer bool) error {
 	world := int(a.World)
 	if err := signal.CheckRank(int(a.Rank), world); err != nil {
 		return fmt.Errorf("kernel %s: %w", kernel, err)
 	}
-	if kernel != Barrier {
+	if withPeer {
 		if err := signal.CheckRank(int(a.Peer), world); err != nil {
 			return fmt.Errorf("kernel %s: peer: %w", kernel, err)
 		}
@@ -265,7 +208,8 @@ func (a SignalArgs) check(kernel string) error {
 	return nil
 }
 
-// check validates all-reduce arguments and returns the vector width.
+// check validates what every all-reduce kernel needs of its arguments and
+// returns the vector width; each kernel's own check adds its rules.
 func (a AllReduceArgs) check(kernel string) (vecBytes int, err error) {
 	world := int(a.World)
 	if err := signal.CheckRank(int(a.Rank), world); err != nil {
@@ -297,47 +241,41 @@ func (a AllReduceArgs) check(kernel string) (vecBytes int, err error) {
 	if a.TimeoutNs < 0 {
 		return 0, fmt.Errorf("kernel %s: negative timeout %dns", kernel, a.TimeoutNs)
 	}
-	switch kernel {
-	case LowLatencyAllReduce:
-		return a.checkLowLatency()
-	case OneShotAllReduce:
-		if a.Output == 0 {
-			return 0, fmt.Errorf("kernel %s: Output is null (one-shot needs an output tensor)", kernel)
-		}
-	case TwoShotAllReduce:
-		if a.Input != 0 {
-			return 0, fmt.Errorf("kernel %s: Input must be null (two-shot has no copy form)", kernel)
-		}
-	}
+	return vec, nil
+}
+
+// checkVectors checks that Input and Output (where set) are aligned to the
+// vector width.
+func (a AllReduceArgs) checkVectors(kernel string, vec int) error {
 	if a.Input%device.Ptr(vec) != 0 {
-		return 0, fmt.Errorf("kernel %s: Input %v is not aligned to the %d-byte vector", kernel, a.Input, vec)
+		return fmt.Errorf("kernel %s: Input %v is not aligned to the %d-byte vector", kernel, a.Input, vec)
 	}
 	if a.Output%device.Ptr(vec) != 0 {
-		return 0, fmt.Errorf("kernel %s: Output %v is not aligned to the %d-byte vector", kernel, a.Output, vec)
+		return fmt.Errorf("kernel %s: Output %v is not aligned to the %d-byte vector", kernel, a.Output, vec)
 	}
-	return vec, nil
+	return nil
 }
 
 // checkLowLatency validates what the low-latency kernel adds: a local
 // input and an output (4-byte aligned, possibly the same) and a slot
 // stride that holds the packets of the tensor. Its data moves in 4-byte
 // words.
-func (a AllReduceArgs) checkLowLatency() (vecBytes int, err error) {
+func (a AllReduceArgs) checkLowLatency() error {
 	const kernel = LowLatencyAllReduce
 	bytes := a.Numel * uint64(a.DType.Size())
 	switch {
 	case a.Input == 0 || a.Output == 0:
-		return 0, fmt.Errorf("kernel %s: Input and Output are required (Input %v, Output %v)", kernel, a.Input, a.Output)
+		return fmt.Errorf("kernel %s: Input and Output are required (Input %v, Output %v)", kernel, a.Input, a.Output)
 	case a.Input%4 != 0 || a.Output%4 != 0:
-		return 0, fmt.Errorf("kernel %s: Input %v or Output %v is not 4-byte aligned", kernel, a.Input, a.Output)
+		return fmt.Errorf("kernel %s: Input %v or Output %v is not 4-byte aligned", kernel, a.Input, a.Output)
 	case a.Offset%8 != 0 || a.SlotBytes%8 != 0:
-		return 0, fmt.Errorf("kernel %s: workspace offset %d or slot stride %d is not a multiple of 8", kernel, a.Offset, a.SlotBytes)
+		return fmt.Errorf("kernel %s: workspace offset %d or slot stride %d is not a multiple of 8", kernel, a.Offset, a.SlotBytes)
 	case bytes > math.MaxUint64/2 || a.SlotBytes < 2*bytes:
-		return 0, fmt.Errorf("kernel %s: slot stride %d bytes cannot hold the packets of %d bytes (%d needed)", kernel, a.SlotBytes, bytes, 2*bytes)
+		return fmt.Errorf("kernel %s: slot stride %d bytes cannot hold the packets of %d bytes (%d needed)", kernel, a.SlotBytes, bytes, 2*bytes)
 	case a.SlotBytes > (math.MaxUint64-a.Offset-LowLatencyControlBytes)/(2*uint64(max(a.World, 1))):
-		return 0, fmt.Errorf("kernel %s: workspace of 2 x %d slots of %d bytes overflows the address space", kernel, a.World, a.SlotBytes)
+		return fmt.Errorf("kernel %s: workspace of 2 x %d slots of %d bytes overflows the address space", kernel, a.World, a.SlotBytes)
 	}
-	return 4, nil
+	return nil
 }
 
 // LowLatencyControlBytes is the size of the low-latency workspace's

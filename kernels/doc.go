@@ -1,8 +1,17 @@
-// Package kernels owns every device kernel once: its name, its argument
-// struct, its launch shape and its Go body, which the simulator runs against
-// a [Block] (one thread block's view of its device). The CUDA twins of these
-// bodies must compute bitwise the same results; the rules they must follow
-// are written down here.
+// Package kernels owns every device kernel once, as one [Descriptor]
+// passed to [Register]: its name, its argument struct and their checks,
+// its launch shape and launch-shape checks, its Go body, which the
+// simulator runs against a [Block] (one thread block's view of its
+// device), and the CUDA entry points it has. The C side of the arguments
+// and entries is package kernels/cabi, which generates cuda/abi.cuh.
+//
+// Adding a kernel is: its descriptor and Go body here, its CUDA body in
+// cuda/kernels.cu, then `go generate ./kernels/...` and
+// scripts/build-fatbin.sh. A new argument struct also joins [Args] and
+// gets its C layout in kernels/cabi.
+//
+// The CUDA twins of the bodies must compute bitwise the same results; the
+// rules they must follow are written down here.
 //
 // # Arithmetic
 //

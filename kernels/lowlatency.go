@@ -10,6 +10,36 @@ import (
 	"github.com/symmem/symmem/signal"
 )
 
+// ll_all_reduce gives every thread one 4-byte word: up to
+// LowLatencyThreads threads per block, then up to LowLatencyMaxBlocks
+// blocks (and never more than the device's multiprocessors). Its blocks
+// do not synchronise with each other, so the pad's channels do not bound
+// its grid.
+var _ = Register(Descriptor[AllReduceArgs]{
+	Name:       LowLatencyAllReduce,
+	Collective: true,
+	Check:      checkLowLatency,
+	Shape: func(p ShapeParams) (int, int) {
+		return lowLatencyShape(p.Numel, p.DType, p.SMCount, p.blockLimit(LowLatencyMaxBlocks))
+	},
+	CheckLaunch: func(blocks, threads int, a AllReduceArgs) error {
+		if threads > LowLatencyThreads {
+			return fmt.Errorf("kernel %s: %d threads per block (at most %d)", LowLatencyAllReduce, threads, LowLatencyThreads)
+		}
+		return nil
+	},
+	Run: lowLatencyKernel,
+})
+
+// checkLowLatency adds to the all-reduce checks what the low-latency
+// kernel needs (see [AllReduceArgs.checkLowLatency]).
+func checkLowLatency(a AllReduceArgs) error {
+	if _, err := a.check(LowLatencyAllReduce); err != nil {
+		return err
+	}
+	return a.checkLowLatency()
+}
+
 // lowLatencyKernel: every block sends its share of Input, one packet per
 // 4-byte word, to the slot of this rank in every rank's workspace (peers
 // in rotated order starting with this rank), then waits for the packets of
@@ -26,13 +56,9 @@ import (
 // call stored, and the last block to finish stores its own. Every rank
 // makes the same calls, so the numbers agree without the host passing
 // them, and a captured graph of calls replays correctly.
-func lowLatencyKernel(b Block, args any) error {
+func lowLatencyKernel(b Block, a AllReduceArgs) error {
 	const kernel = LowLatencyAllReduce
-	a, err := asAllReduceArgs(kernel, args)
-	if err != nil {
-		return err
-	}
-	if _, err := a.check(kernel); err != nil {
+	if err := checkLowLatency(a); err != nil {
 		return err
 	}
 	if a.Numel == 0 {
@@ -184,4 +210,10 @@ func dataTimeout(b Block, rank, peer int, seq uint32, timeout time.Duration) err
 		Kernel: b.Kernel(), Rank: rank, Block: b.Index(), Peer: peer, Channel: -1, Slot: -1,
 		Timeout: timeout, Reason: DataTimeoutReason(seq),
 	}
+}
+
+// DataTimeoutReason is how a low-latency kernel's timeout reads: the
+// packets of call seq did not all arrive.
+func DataTimeoutReason(seq uint32) string {
+	return fmt.Sprintf("data of call %d did not arrive", seq)
 }

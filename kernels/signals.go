@@ -108,26 +108,52 @@ func barrier(b Block, rank, world int, pads []device.Ptr, padBytes uint64, chann
 	})
 }
 
+// The signal kernels: put_signal and wait_signal run one block of one
+// thread, barrier one block of a thread per rank.
+var (
+	_ = Register(Descriptor[SignalArgs]{
+		Name:  PutSignal,
+		Check: func(a SignalArgs) error { return a.check(PutSignal, true) },
+		Shape: func(ShapeParams) (int, int) { return 1, 1 },
+		Run:   putSignalKernel,
+	})
+	_ = Register(Descriptor[SignalArgs]{
+		Name:  WaitSignal,
+		Check: func(a SignalArgs) error { return a.check(WaitSignal, true) },
+		Shape: func(ShapeParams) (int, int) { return 1, 1 },
+		Run:   waitSignalKernel,
+	})
+	_ = Register(Descriptor[SignalArgs]{
+		Name:  Barrier,
+		Check: func(a SignalArgs) error { return a.check(Barrier, false) },
+		Shape: func(p ShapeParams) (int, int) { return 1, p.World },
+		CheckLaunch: func(blocks, threads int, a SignalArgs) error {
+			if threads < int(a.World) {
+				return fmt.Errorf("kernel %s: %d threads for world size %d (one per rank needed)", Barrier, threads, a.World)
+			}
+			return nil
+		},
+		Run: barrierKernel,
+	})
+)
+
 // signalSetup validates the arguments and reads the pad array; ok is false
 // for blocks other than 0, which do nothing.
-func signalSetup(kernel string, b Block, args any) (a SignalArgs, pads []device.Ptr, ok bool, err error) {
-	if a, err = asSignalArgs(kernel, args); err != nil {
-		return a, nil, false, err
-	}
-	if err = a.check(kernel); err != nil {
-		return a, nil, false, err
+func signalSetup(kernel string, b Block, a SignalArgs, withPeer bool) (pads []device.Ptr, ok bool, err error) {
+	if err = a.check(kernel, withPeer); err != nil {
+		return nil, false, err
 	}
 	if b.Index() != 0 {
-		return a, nil, false, nil
+		return nil, false, nil
 	}
 	pads, err = loadPtrs(b, a.PadPtrs, int(a.World), "pad")
-	return a, pads, err == nil, err
+	return pads, err == nil, err
 }
 
 // putSignalKernel raises the slot of this rank in the pad of rank Peer on
 // Channel (release, system scope).
-func putSignalKernel(b Block, args any) error {
-	a, pads, ok, err := signalSetup(PutSignal, b, args)
+func putSignalKernel(b Block, a SignalArgs) error {
+	pads, ok, err := signalSetup(PutSignal, b, a, true)
 	if !ok {
 		return err
 	}
@@ -140,8 +166,8 @@ func putSignalKernel(b Block, args any) error {
 
 // waitSignalKernel consumes the signal from rank Peer on Channel in this
 // rank's pad (acquire, system scope).
-func waitSignalKernel(b Block, args any) error {
-	a, pads, ok, err := signalSetup(WaitSignal, b, args)
+func waitSignalKernel(b Block, a SignalArgs) error {
+	pads, ok, err := signalSetup(WaitSignal, b, a, true)
 	if !ok {
 		return err
 	}
@@ -154,8 +180,8 @@ func waitSignalKernel(b Block, args any) error {
 
 // barrierKernel: lane p puts to peer p (release) and waits for it (acquire)
 // on Channel, for every peer other than this rank.
-func barrierKernel(b Block, args any) error {
-	a, pads, ok, err := signalSetup(Barrier, b, args)
+func barrierKernel(b Block, a SignalArgs) error {
+	pads, ok, err := signalSetup(Barrier, b, a, false)
 	if !ok {
 		return err
 	}

@@ -1,218 +1,28 @@
 package rank
 
 import (
-	"errors"
+	"context"
 	"fmt"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
-
-	"go.uber.org/zap"
 
 	"github.com/symmem/symmem/actor/store"
 )
 
-// FailureKey is the Store key under which a launcher (`symmem launch`)
-// publishes the first failure of a rank process of the job, as
-// [PeerFailedError.Value] encodes it. Rank processes started by
-// [RunProcess] watch it and abort their blocking waits when it appears.
-const FailureKey = "symmem/launch/failure"
-
-// watchPoll bounds each Store wait of the failure watcher: a wait returns
-// as soon as the key appears, so this only sets how long a stopped watcher
-// may linger and how soon it retries after a Store error.
-const watchPoll = 5 * time.Second
-
-// PeerFailedError reports that another rank of the job died or failed while
-// this rank was waiting for it, as the launcher observed it. Rank
-// processes' blocking waits (Store waits, waits for the rank's stream)
-// return it, wrapped with what was being waited for, once the launcher has
-// published the failure under [FailureKey].
-type PeerFailedError struct {
-	// Rank is the global rank that failed; -1 when the launcher's report
-	// did not name one.
-	Rank int
-	// Status says how it ended: "was killed by signal killed", "exited
-	// with status 3".
-	Status string
-}
-
-// Error reads like "peer rank 1 was killed by signal killed (reported by
-// the launcher)".
-func (e *PeerFailedError) Error() string {
-	if e.Rank < 0 {
-		return fmt.Sprintf("a peer rank failed: %s (reported by the launcher)", e.Status)
-	}
-	return fmt.Sprintf("peer rank %d %s (reported by the launcher)", e.Rank, e.Status)
-}
-
-// Value is what a launcher stores under [FailureKey]: "rank 1 was killed by
-// signal killed". [ParsePeerFailure] reads it back.
-func (e *PeerFailedError) Value() []byte {
-	return []byte(fmt.Sprintf("rank %d %s", e.Rank, e.Status))
-}
-
-// ParsePeerFailure decodes a value stored under [FailureKey] ("rank N
-// STATUS").
-func ParsePeerFailure(v []byte) (*PeerFailedError, error) {
-	s := string(v)
-	rest, ok := strings.CutPrefix(s, "rank ")
-	num, status, ok2 := strings.Cut(rest, " ")
-	if !ok || !ok2 || status == "" {
-		return nil, fmt.Errorf("failure report %q: want \"rank N STATUS\"", s)
-	}
-	n, err := strconv.Atoi(num)
-	if err != nil || n < 0 {
-		return nil, fmt.Errorf("failure report %q: bad rank %q", s, num)
-	}
-	return &PeerFailedError{Rank: n, Status: status}, nil
-}
-
-// PublishFailure stores e under [FailureKey] through c, telling every rank
-// process of the job that watches the Store to stop waiting.
-func PublishFailure(c store.Client, e *PeerFailedError) error {
-	if err := c.Set(FailureKey, e.Value()); err != nil {
-		return fmt.Errorf("publish the failure of rank %d: %w", e.Rank, err)
-	}
-	return nil
-}
-
-// abort is a rank's knowledge that a peer failed: done closes once, after
-// err is set.
-type abort struct {
-	once sync.Once
-	done chan struct{}
-	err  *PeerFailedError
-}
-
-func newAbort() *abort { return &abort{done: make(chan struct{})} }
-
-// fire records the failure and wakes every wait; later calls do nothing.
-func (a *abort) fire(err *PeerFailedError) {
-	a.once.Do(func() {
-		a.err = err
-		close(a.done)
-	})
-}
-
-// failed returns the peer's failure once it is known, else nil.
-func (a *abort) failed() *PeerFailedError {
-	select {
-	case <-a.done:
-		return a.err
-	default:
-		return nil
-	}
-}
-
-// failureWatch is the goroutine that waits for [FailureKey] on behalf of a
-// rank process.
-type failureWatch struct {
-	ab       *abort
-	stop     chan struct{}
-	stopOnce sync.Once
-	exited   chan struct{} // closed when the goroutine returns
-}
-
-// watchFailures starts watching c for [FailureKey] on behalf of rank self,
-// waiting up to poll per Store wait. When the key appears it fires the
-// returned watch's abort and logs the failure at error level; it stops at
-// that point or once stop is called.
-func watchFailures(c store.Client, self int, poll time.Duration, log *zap.Logger) *failureWatch {
-	if log == nil {
-		log = zap.NewNop()
-	}
-	w := &failureWatch{ab: newAbort(), stop: make(chan struct{}), exited: make(chan struct{})}
-	go w.run(c, self, poll, log)
-	return w
-}
-
-func (w *failureWatch) stopped() bool {
-	select {
-	case <-w.stop:
-		return true
-	default:
-		return false
-	}
-}
-
-func (w *failureWatch) run(c store.Client, self int, poll time.Duration, log *zap.Logger) {
-	defer close(w.exited)
-	warned := false
-	for !w.stopped() {
-		err := c.Wait([]string{FailureKey}, poll)
-		if w.stopped() {
-			return
-		}
-		var mk *store.MissingKeysError
-		if errors.As(err, &mk) {
-			continue
-		}
-		if err == nil {
-			var v []byte
-			if v, err = c.Get(FailureKey); err == nil {
-				pf, perr := ParsePeerFailure(v)
-				if perr != nil {
-					pf = &PeerFailedError{Rank: -1, Status: string(v)}
-				}
-				log.Error(fmt.Sprintf("rank %d: %v; aborting this rank's waits", self, pf))
-				w.ab.fire(pf)
-				return
-			}
-		}
-		// The Store is unreachable or closed: the launcher is gone or the
-		// rank is finishing. Retry after a pause; every wait of the rank
-		// still has its own timeout.
-		if !warned {
-			log.Warn(fmt.Sprintf("rank %d: watching the Store for peer failures", self), zap.Error(err))
-			warned = true
-		}
-		select {
-		case <-w.stop:
-			return
-		case <-time.After(poll):
-		}
-	}
-}
-
-// Stop ends the watch; a Store wait in flight is left to finish (at most
-// the poll interval) in the background.
-func (w *failureWatch) Stop() { w.stopOnce.Do(func() { close(w.stop) }) }
-
-// abortClient is a Store client whose blocking calls (Get, Wait) return a
-// [*PeerFailedError] as soon as the rank's abort fires, instead of waiting
-// for the missing keys until the timeout.
+// abortClient is a Store client whose blocking calls (Get, Wait) return the
+// cause of the rank's abort (a launcher-reported peer failure) as soon as
+// it fires, instead of waiting for the missing keys until the timeout.
 type abortClient struct {
 	store.Client
-	ab *abort
+	abort context.Context
 }
 
-// abortSeqClient keeps the wrapped client's sequence counters visible to
-// store.NewExchange.
-type abortSeqClient struct {
-	*abortClient
-	seq store.Sequencer
+// Abortable wraps c so that its blocking calls (Get, Wait) give up once
+// abort is done, returning its cause wrapped with what was waited for. A
+// rank wraps its Store client so when [Params.Abort] is set; a launched
+// rank process also wraps the client it joins the job with.
+func Abortable(c store.Client, abort context.Context) store.Client {
+	return &abortClient{Client: c, abort: abort}
 }
-
-func (s *abortSeqClient) NextSequence(scope string) uint64 { return s.seq.NextSequence(scope) }
-
-// abortable wraps c so that its blocking calls give up once ab fires.
-func abortable(c store.Client, ab *abort) store.Client {
-	a := &abortClient{Client: c, ab: ab}
-	if seq, ok := c.(store.Sequencer); ok {
-		return &abortSeqClient{abortClient: a, seq: seq}
-	}
-	return a
-}
-
-// aborter is implemented by the Store clients of ranks that can be
-// aborted; [Rank.waitStream] finds the abort through it.
-type aborter interface {
-	rankAbort() *abort
-}
-
-func (a *abortClient) rankAbort() *abort { return a.ab }
 
 // describeKeys names the keys a wait was for, eliding long lists.
 func describeKeys(keys []string) string {
@@ -222,27 +32,27 @@ func describeKeys(keys []string) string {
 	return fmt.Sprintf("%q and %d more", keys[:4], len(keys)-4)
 }
 
-// race runs call in the background and returns its error, or the peer's
-// failure wrapped with what was waited for if the abort fires first. A call
-// left behind finishes (at its own timeout) on its own.
-func (a *abortClient) race(what string, call func() error) error {
-	if pf := a.ab.failed(); pf != nil {
-		return fmt.Errorf("%s: %w", what, pf)
+// untilAbort runs call in the background and returns its error, or the
+// cause of ctx wrapped with what was waited for if ctx is done first. A
+// call left behind finishes (at its own timeout) on its own.
+func untilAbort(ctx context.Context, what string, call func() error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", what, context.Cause(ctx))
 	}
 	done := make(chan error, 1)
 	go func() { done <- call() }()
 	select {
 	case err := <-done:
 		return err
-	case <-a.ab.done:
-		return fmt.Errorf("%s: %w", what, a.ab.err)
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w", what, context.Cause(ctx))
 	}
 }
 
 // Get implements store.Client.
 func (a *abortClient) Get(key string) ([]byte, error) {
 	var v []byte
-	err := a.race(fmt.Sprintf("store get %q", key), func() error {
+	err := untilAbort(a.abort, fmt.Sprintf("store get %q", key), func() error {
 		var err error
 		v, err = a.Client.Get(key)
 		return err
@@ -255,31 +65,20 @@ func (a *abortClient) Get(key string) ([]byte, error) {
 
 // Wait implements store.Client.
 func (a *abortClient) Wait(keys []string, timeout time.Duration) error {
-	return a.race("store wait for "+describeKeys(keys), func() error { return a.Client.Wait(keys, timeout) })
+	return untilAbort(a.abort, "store wait for "+describeKeys(keys), func() error { return a.Client.Wait(keys, timeout) })
 }
 
-// waitStream waits for the work queued on the rank's stream. Ranks of a
-// launched job (whose Store client can be aborted) stop waiting as soon as
-// a peer's failure is known and return a [*PeerFailedError]; the kernel
-// keeps running on the device until its own timeout. Other ranks (the
-// simulator, ranks of one process) synchronize directly, on the calling
-// task, which keeps simulations deterministic.
+// waitStream waits for the work queued on the rank's stream. Ranks with an
+// abort context ([Params.Abort]: the ranks of a launched job) stop waiting
+// as soon as it is done and return its cause (a peer's failure); the
+// kernel keeps running on the device until its own timeout. Other ranks
+// (the simulator, ranks of one process) synchronize directly, on the
+// calling task, which keeps simulations deterministic.
 func (r *Rank) waitStream() error {
-	ab, ok := r.store.(aborter)
-	if !ok {
+	if r.abort == nil {
 		return r.dev.Synchronize(r.stream)
 	}
-	a := ab.rankAbort()
-	what := fmt.Sprintf("wait for the work on stream %d", r.stream)
-	if pf := a.failed(); pf != nil {
-		return fmt.Errorf("%s: %w", what, pf)
-	}
-	done := make(chan error, 1)
-	go func() { done <- r.dev.Synchronize(r.stream) }()
-	select {
-	case err := <-done:
-		return err
-	case <-a.done:
-		return fmt.Errorf("%s: %w", what, a.err)
-	}
+	return untilAbort(r.abort, fmt.Sprintf("wait for the work on stream %d", r.stream), func() error {
+		return r.dev.Synchronize(r.stream)
+	})
 }

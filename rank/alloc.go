@@ -15,14 +15,15 @@ var ErrNotSymmetric = errors.New("not a symmetric allocation")
 // ErrFreed is returned for a pointer whose allocation was already freed.
 var ErrFreed = errors.New("symmetric allocation already freed")
 
-// block is one symmetric allocation: [signal pad | data] in one physical
-// allocation, mapped at base.
+// block is one symmetric allocation: [PadRegions signal pads | data] in
+// one physical allocation, mapped at base.
 type block struct {
 	id        string // persistent allocation id, "" if none
 	base      device.Ptr
 	data      device.Ptr
-	padSize   uint64
-	padOffset uint64 // always 0: the pad comes first
+	padSize   uint64 // the size of each group's pad
+	padOffset uint64 // always 0: the pads come first
+	padsInUse uint64 // bit i: pad i belongs to a group's rendezvous
 	bufSize   uint64 // requested size rounded up to 16 bytes
 	size      uint64 // whole block, a multiple of the granularity
 	handle    device.Handle
@@ -31,9 +32,10 @@ type block struct {
 
 // reservation is the address range kept for a persistent allocation id.
 type reservation struct {
-	base device.Ptr
-	size uint64
-	live bool
+	base  device.Ptr
+	size  uint64
+	asked uint64 // the size the id was first allocated with
+	live  bool
 }
 
 // plain is a non-symmetric device allocation (outputs, local inputs).
@@ -71,12 +73,13 @@ func (r *Rank) Alloc(size uint64) (device.Ptr, error) { return r.AllocID(size, "
 
 // AllocID is Alloc with a persistent allocation id: allocating the same id
 // again after Free returns the same address. Allocating an id that is still
-// alive is an error.
+// alive, or with another size than its first allocation, is an error.
 func (r *Rank) AllocID(size uint64, id string) (device.Ptr, error) {
 	p, err := r.alloc.alloc(size, id)
 	if err != nil {
 		return 0, fmt.Errorf("rank %d: alloc %d bytes: %w", r.id, size, err)
 	}
+	r.logAlloc(size, id, p)
 	return p, nil
 }
 
@@ -92,7 +95,7 @@ func (a *allocator) alloc(size uint64, id string) (device.Ptr, error) {
 		return 0, fmt.Errorf("size %d exceeds the limit of %d bytes", size, uint64(maxAlloc))
 	}
 	dev := a.r.dev
-	padOffset := roundUp(a.r.padSize, 128)
+	padOffset := roundUp(a.r.padSize*PadRegions, 128)
 	b := &block{id: id, padSize: a.r.padSize, bufSize: roundUp(size, 16), handles: map[string]*SymmetricMemory{}}
 	b.size = roundUp(padOffset+b.bufSize, a.granularity())
 	var res *reservation
@@ -101,8 +104,8 @@ func (a *allocator) alloc(size uint64, id string) (device.Ptr, error) {
 		if res != nil && res.live {
 			return 0, fmt.Errorf("allocation id %q is still alive", id)
 		}
-		if res != nil && res.size < b.size {
-			return 0, fmt.Errorf("allocation id %q reserved %d bytes, %d asked", id, res.size, b.size)
+		if res != nil && res.asked != size {
+			return 0, fmt.Errorf("allocation id %q was first allocated with %d bytes, now %d asked: an id keeps its size", id, res.asked, size)
 		}
 	}
 	var at device.Ptr
@@ -114,7 +117,7 @@ func (a *allocator) alloc(size uint64, id string) (device.Ptr, error) {
 		return 0, err
 	}
 	undo := func() { a.unmapRelease(b.base, b.size, b.handle, res == nil) }
-	if err := dev.Memset(a.r.stream, b.base, 0, b.padSize); err != nil {
+	if err := dev.Memset(a.r.stream, b.base, 0, b.padSize*PadRegions); err != nil {
 		undo()
 		return 0, fmt.Errorf("zero signal pad: %w", err)
 	}
@@ -125,7 +128,7 @@ func (a *allocator) alloc(size uint64, id string) (device.Ptr, error) {
 	b.data = b.base.Add(padOffset)
 	if id != "" {
 		if res == nil {
-			res = &reservation{base: b.base, size: b.size}
+			res = &reservation{base: b.base, size: b.size, asked: size}
 			a.ids[id] = res
 		}
 		res.live = true
@@ -156,6 +159,11 @@ func (a *allocator) lookup(p device.Ptr, n uint64) *block {
 	return nil
 }
 
+// padAddr is the address of pad region within a block mapped at base.
+func (b *block) padAddr(base device.Ptr, region int) device.Ptr {
+	return base.Add(b.padOffset + uint64(region)*b.padSize)
+}
+
 // AllocSize is the usable size of the symmetric allocation at p.
 func (r *Rank) AllocSize(p device.Ptr) (uint64, error) {
 	b, err := r.alloc.find(p, 0)
@@ -171,6 +179,7 @@ func (r *Rank) Free(p device.Ptr) error {
 	if err := r.alloc.free(p); err != nil {
 		return fmt.Errorf("rank %d: free: %w", r.id, err)
 	}
+	r.logFree(p)
 	return nil
 }
 
@@ -209,16 +218,24 @@ func (a *allocator) release(b *block) error {
 // Empty allocates a plain (non-symmetric) tensor on the rank's device. Its
 // contents are undefined.
 func (r *Rank) Empty(numel uint64, dt device.DType) (Tensor, error) {
+	t, err := r.empty(numel, dt)
+	if err != nil {
+		return Tensor{}, fmt.Errorf("rank %d: %w", r.id, err)
+	}
+	return t, nil
+}
+
+func (r *Rank) empty(numel uint64, dt device.DType) (Tensor, error) {
 	if !dt.Valid() {
-		return Tensor{}, fmt.Errorf("rank %d: empty tensor: invalid dtype %v", r.id, dt)
+		return Tensor{}, fmt.Errorf("empty tensor: invalid dtype %v", dt)
 	}
 	bytes := numel * uint64(dt.Size())
 	if numel > maxAlloc || bytes > maxAlloc {
-		return Tensor{}, fmt.Errorf("rank %d: empty tensor of %d elements exceeds the limit of %d bytes", r.id, numel, uint64(maxAlloc))
+		return Tensor{}, fmt.Errorf("empty tensor of %d elements exceeds the limit of %d bytes", numel, uint64(maxAlloc))
 	}
 	p, err := r.alloc.plainAlloc(bytes)
 	if err != nil {
-		return Tensor{}, fmt.Errorf("rank %d: empty tensor of %d bytes: %w", r.id, bytes, err)
+		return Tensor{}, fmt.Errorf("empty tensor of %d bytes: %w", bytes, err)
 	}
 	return Tensor{Ptr: p, DType: dt, Numel: numel}, nil
 }

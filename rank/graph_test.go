@@ -1,4 +1,4 @@
-package rank
+package rank_test
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 )
 
 // Replays of captured collectives with fresh inputs are checked by the
@@ -16,7 +18,7 @@ import (
 // failed capture leaves no graph and a working stream, and a closed graph
 // refuses replays.
 func TestCaptureRefusals(t *testing.T) {
-	res, err := Simulate(SimConfig{World: 2, Seed: 12}, func(r *Rank) error {
+	res, err := simjob.Simulate(simjob.Config{World: 2, Seed: 12}, func(r *rank.Rank) error {
 		a, err := r.Empty(16, device.Float32)
 		if err != nil {
 			return err

@@ -1,4 +1,4 @@
-package rank
+package rank_test
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 )
 
 // encodeInputs returns world seeded float32 tensors of numel elements.
@@ -31,13 +33,13 @@ func TestLowLatencyBackToBack(t *testing.T) {
 	const world = 3
 	sizes := []int{4, 1000, 17, 4096, 1}
 	got := make([][][]byte, world)
-	res, err := Simulate(SimConfig{World: world, Seed: 5}, func(r *Rank) error {
-		l, err := r.NewLowLatency(WorldGroup, 4096*4)
+	res, err := simjob.Simulate(simjob.Config{World: world, Seed: 5}, func(r *rank.Rank) error {
+		l, err := r.NewLowLatency(rank.WorldGroup, 4096*4)
 		if err != nil {
 			return err
 		}
 		r.SetAsync(true)
-		var outs []Tensor
+		var outs []rank.Tensor
 		for k, n := range sizes {
 			in, err := r.Empty(uint64(n), device.Float32)
 			if err != nil {
@@ -88,14 +90,14 @@ func TestLowLatencyBackToBack(t *testing.T) {
 // TestLowLatencyRefusals: each invalid call is refused with its reason and
 // the next valid call still works.
 func TestLowLatencyRefusals(t *testing.T) {
-	res, err := Simulate(SimConfig{World: 2, Seed: 6}, func(r *Rank) error {
+	res, err := simjob.Simulate(simjob.Config{World: 2, Seed: 6}, func(r *rank.Rank) error {
 		if _, err := r.NewLowLatency("nope", 0); err == nil || !strings.Contains(err.Error(), `unknown group "nope"`) {
 			return errors.New("unknown group accepted")
 		}
-		if _, err := r.NewLowLatency(WorldGroup, 6); err == nil || !strings.Contains(err.Error(), "multiple of 4") {
+		if _, err := r.NewLowLatency(rank.WorldGroup, 6); err == nil || !strings.Contains(err.Error(), "multiple of 4") {
 			return errors.New("a largest tensor of 6 bytes accepted")
 		}
-		l, err := r.NewLowLatency(WorldGroup, 64)
+		l, err := r.NewLowLatency(rank.WorldGroup, 64)
 		if err != nil {
 			return err
 		}
@@ -103,7 +105,7 @@ func TestLowLatencyRefusals(t *testing.T) {
 		big, _ := r.Empty(32, device.Float32)
 		odd, _ := r.Empty(3, device.BFloat16)
 		for _, c := range []struct {
-			in, out Tensor
+			in, out rank.Tensor
 			op      device.ReduceOp
 			want    string
 		}{
@@ -111,7 +113,7 @@ func TestLowLatencyRefusals(t *testing.T) {
 			{a, big, device.Sum, "does not match"},
 			{odd, odd, device.Sum, "not a multiple of 4"},
 			{a, a, device.ReduceOp(9), "unsupported reduce op"},
-			{Tensor{DType: device.Float32, Numel: 4}, Tensor{DType: device.Float32, Numel: 4}, device.Sum, "non-null"},
+			{rank.Tensor{DType: device.Float32, Numel: 4}, rank.Tensor{DType: device.Float32, Numel: 4}, device.Sum, "non-null"},
 		} {
 			if err := l.AllReduce(c.in, c.op, c.out); err == nil || !strings.Contains(err.Error(), c.want) {
 				return errors.New("refusal: got " + errString(err) + ", want " + c.want)
@@ -148,8 +150,8 @@ func errString(err error) string {
 // timeout naming rank 1.
 func TestLowLatencyMissingPeerTimesOut(t *testing.T) {
 	var syncErr error
-	res, err := Simulate(SimConfig{World: 2, Seed: 7, Timeout: time.Second}, func(r *Rank) error {
-		l, err := r.NewLowLatency(WorldGroup, 64)
+	res, err := simjob.Simulate(simjob.Config{World: 2, Seed: 7, Timeout: time.Second}, func(r *rank.Rank) error {
+		l, err := r.NewLowLatency(rank.WorldGroup, 64)
 		if err != nil {
 			return err
 		}

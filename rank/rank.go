@@ -1,6 +1,8 @@
 package rank
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -16,8 +18,38 @@ import (
 // WorldGroup is the name of the group of every rank of a job.
 const WorldGroup = "world"
 
+// DefaultTimeout bounds every wait of a rank unless configured otherwise.
+const DefaultTimeout = 30 * time.Second
+
+// Program is what every rank of a job runs.
+type Program func(r *Rank) error
+
+// Run builds a rank from p, runs program on it and closes the rank: what
+// every runner (the simulated job, in-process ranks, a rank process) does
+// with each rank.
+func Run(p Params, program Program) error {
+	r, err := New(p)
+	if err != nil {
+		return err
+	}
+	err = program(r)
+	if cerr := r.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("rank %d: close: %w", p.ID, cerr))
+	}
+	return err
+}
+
 // DefaultSignalPadSize is the size of each allocation's signal pad in bytes.
 const DefaultSignalPadSize = 2048
+
+// PadRegions is how many groups one allocation can be rendezvoused on. Each
+// (allocation, group) pair gets a signal pad of its own, so that a group's
+// barriers and signals can never consume another group's: an allocation
+// holds PadRegions pads of the pad size (16 KiB at the default size) before
+// its data, and the members of a group agree at rendezvous on the lowest
+// pad none of them uses yet on that allocation. A rendezvous on one group
+// more is refused.
+const PadRegions = 8
 
 // Rank is one participant of a job. Its methods must be called from the
 // rank's own program (one task); a Rank is not safe for concurrent use.
@@ -29,6 +61,7 @@ type Rank struct {
 	dev     device.Device
 	rt      actor.Runtime
 	store   store.Client
+	abort   context.Context // nil: waits for the stream cannot be aborted
 	ipc     ipc.Channel
 	stream  device.Stream
 	log     *zap.Logger
@@ -41,6 +74,7 @@ type Rank struct {
 	groups         map[string][]int
 	intraNodeCount int
 	alloc          *allocator
+	stage          Tensor // see staging
 }
 
 // Params are what a [Rank] is built from; [Run] fills them for each rank.
@@ -53,6 +87,12 @@ type Params struct {
 	Store     store.Client
 	IPC       ipc.Channel
 	Logger    *zap.Logger
+	// Abort, when not nil, ends the rank's waits for its stream early:
+	// once it is done they return its cause (in a launched job the
+	// [*PeerFailedError] of the peer that failed), wrapped with what was
+	// waited for. Nil (the simulator, ranks of one process) waits for the
+	// device on the calling task, which keeps simulations deterministic.
+	Abort context.Context
 	// Timeout bounds every wait (store, fd passing, signals); 0 waits forever.
 	Timeout time.Duration
 	// AllowOverlappingDevices lets several ranks of one host share a device.
@@ -93,7 +133,7 @@ func New(p Params) (*Rank, error) {
 	}
 	r := &Rank{
 		id: p.ID, world: p.World, host: p.Host, pid: p.PID,
-		dev: p.Device, rt: p.Runtime, store: p.Store, ipc: p.IPC, stream: s,
+		dev: p.Device, rt: p.Runtime, store: p.Store, abort: p.Abort, ipc: p.IPC, stream: s,
 		log: log.With(zap.Int("rank", p.ID)), timeout: p.Timeout,
 		allowOverlap: p.AllowOverlappingDevices, padSize: pad,
 		groups: map[string][]int{WorldGroup: world},
@@ -130,23 +170,30 @@ func (r *Rank) Timeout() time.Duration { return r.timeout }
 // NewGroup registers a group of global ranks under name, on this rank. Every
 // member must register the same group before using it.
 func (r *Rank) NewGroup(name string, ranks []int) error {
+	if err := r.newGroup(name, ranks); err != nil {
+		return fmt.Errorf("rank %d: %w", r.id, err)
+	}
+	return nil
+}
+
+func (r *Rank) newGroup(name string, ranks []int) error {
 	if name == "" {
-		return fmt.Errorf("rank %d: empty group name", r.id)
+		return errors.New("empty group name")
 	}
 	if _, ok := r.groups[name]; ok {
-		return fmt.Errorf("rank %d: group %q already exists", r.id, name)
+		return fmt.Errorf("group %q already exists", name)
 	}
 	if len(ranks) == 0 {
-		return fmt.Errorf("rank %d: group %q has no ranks", r.id, name)
+		return fmt.Errorf("group %q has no ranks", name)
 	}
 	sorted := slices.Clone(ranks)
 	slices.Sort(sorted)
 	for i, g := range sorted {
 		if g < 0 || g >= r.world {
-			return fmt.Errorf("rank %d: group %q: rank %d out of range [0, %d)", r.id, name, g, r.world)
+			return fmt.Errorf("group %q: rank %d out of range [0, %d)", name, g, r.world)
 		}
 		if i > 0 && sorted[i-1] == g {
-			return fmt.Errorf("rank %d: group %q: rank %d listed twice", r.id, name, g)
+			return fmt.Errorf("group %q: rank %d listed twice", name, g)
 		}
 	}
 	r.groups[name] = sorted
@@ -157,7 +204,7 @@ func (r *Rank) NewGroup(name string, ranks []int) error {
 func (r *Rank) group(name string) ([]int, error) {
 	g, ok := r.groups[name]
 	if !ok {
-		return nil, fmt.Errorf("rank %d: unknown group %q", r.id, name)
+		return nil, fmt.Errorf("unknown group %q", name)
 	}
 	return g, nil
 }

@@ -27,12 +27,13 @@ type request struct {
 	BufferSize uint64
 	PadOffset  uint64
 	PadSize    uint64
+	PadsInUse  uint64 // bit i: the rank's pad i of this allocation is taken
 	Multicast  bool
 }
 
 // requestSize is the encoded size of a request: every rank's payload has the
 // same size, as the exchange requires.
-const requestSize = 4 + 4 + maxHost + 4*8 + 1
+const requestSize = 4 + 4 + maxHost + 5*8 + 1
 
 func (q request) encode() ([]byte, error) {
 	if len(q.Host) > maxHost {
@@ -47,7 +48,7 @@ func (q request) encode() ([]byte, error) {
 	var host [maxHost]byte
 	copy(host[:], q.Host)
 	b = append(b, host[:]...)
-	for _, v := range []uint64{q.BlockSize, q.BufferSize, q.PadOffset, q.PadSize} {
+	for _, v := range []uint64{q.BlockSize, q.BufferSize, q.PadOffset, q.PadSize, q.PadsInUse} {
 		b = binary.LittleEndian.AppendUint64(b, v)
 	}
 	var mc byte
@@ -78,12 +79,13 @@ func decodeRequest(b []byte) (request, error) {
 	q.BufferSize = binary.LittleEndian.Uint64(b[o+8:])
 	q.PadOffset = binary.LittleEndian.Uint64(b[o+16:])
 	q.PadSize = binary.LittleEndian.Uint64(b[o+24:])
-	switch b[o+32] {
+	q.PadsInUse = binary.LittleEndian.Uint64(b[o+32:])
+	switch b[o+40] {
 	case 0:
 	case 1:
 		q.Multicast = true
 	default:
-		return request{}, fmt.Errorf("rendezvous request: multicast flag %d, want 0 or 1", b[o+32])
+		return request{}, fmt.Errorf("rendezvous request: multicast flag %d, want 0 or 1", b[o+40])
 	}
 	if q.Device < 0 || q.PID <= 0 {
 		return request{}, fmt.Errorf("rendezvous request: device %d, pid %d", q.Device, q.PID)
@@ -129,6 +131,29 @@ func validate(group string, members []int, reqs []request, allowOverlap bool) er
 	return nil
 }
 
+// padRegion picks the group's pad on the allocation: the lowest one that no
+// member uses yet. Every member computes it from the same requests, so all
+// agree.
+func padRegion(group string, members []int, reqs []request) (int, error) {
+	var used uint64
+	for _, q := range reqs {
+		used |= q.PadsInUse
+	}
+	for i := range PadRegions {
+		if used&(1<<i) == 0 {
+			return i, nil
+		}
+	}
+	for i, q := range reqs {
+		if q.PadsInUse&(1<<PadRegions-1) == 1<<PadRegions-1 {
+			return 0, fmt.Errorf("group %q: rank %d's allocation is already rendezvoused on %d groups, the most one allocation can serve (rank.PadRegions)",
+				group, members[i], PadRegions)
+		}
+	}
+	return 0, fmt.Errorf("group %q: the members' allocations have no signal pad free in common among their %d (rank.PadRegions): each member's is taken by another group",
+		group, PadRegions)
+}
+
 // sharingDevice counts the members whose requests name the same host and
 // device as member pos's (1 unless overlapping devices are allowed).
 func sharingDevice(reqs []request, pos int) int {
@@ -147,6 +172,7 @@ func sharingDevice(reqs []request, pos int) int {
 func (r *Rank) Rendezvous(p device.Ptr, group string) (*SymmetricMemory, error) {
 	h, err := r.rendezvous(p, group)
 	if err != nil {
+		r.logFailure("rendezvous", group, err)
 		return nil, fmt.Errorf("rank %d: rendezvous %q: %w", r.id, group, err)
 	}
 	return h, nil
@@ -183,7 +209,7 @@ func (r *Rank) rendezvous(p device.Ptr, group string) (*SymmetricMemory, error) 
 	mine := request{
 		Device: int32(attrs.Index), PID: int32(r.pid), Host: r.host,
 		BlockSize: b.size, BufferSize: b.bufSize, PadOffset: b.padOffset, PadSize: b.padSize,
-		Multicast: attrs.MulticastSupported,
+		PadsInUse: b.padsInUse, Multicast: attrs.MulticastSupported,
 	}
 	payload, err := mine.encode()
 	if err != nil {
@@ -195,6 +221,7 @@ func (r *Rank) rendezvous(p device.Ptr, group string) (*SymmetricMemory, error) 
 	}
 	defer r.dev.CloseFD(fd)
 	r.rt.Record("rendezvous", fmt.Sprintf("rank %d group %s start", r.id, group))
+	r.logRendezvous("rendezvous start", group, members, b.bufSize)
 	raw, err := ex.AllGather(payload)
 	if err != nil {
 		return nil, fmt.Errorf("exchange requests: %w", err)
@@ -208,6 +235,10 @@ func (r *Rank) rendezvous(p device.Ptr, group string) (*SymmetricMemory, error) 
 	if err := validate(group, members, reqs, r.allowOverlap); err != nil {
 		return nil, err
 	}
+	region, err := padRegion(group, members, reqs)
+	if err != nil {
+		return nil, err
+	}
 	pids := make([]int, len(reqs))
 	for i, q := range reqs {
 		pids[i] = int(q.PID)
@@ -218,7 +249,7 @@ func (r *Rank) rendezvous(p device.Ptr, group string) (*SymmetricMemory, error) 
 	}
 	h := &SymmetricMemory{
 		r: r, blk: b, group: group, members: members, rank: pos,
-		bufferSize: b.bufSize, padSize: b.padSize, sharing: sharingDevice(reqs, pos),
+		bufferSize: b.bufSize, padSize: b.padSize, padRegion: region, sharing: sharingDevice(reqs, pos),
 	}
 	if err := h.mapPeers(fds); err != nil {
 		_ = h.release()
@@ -229,6 +260,8 @@ func (r *Rank) rendezvous(p device.Ptr, group string) (*SymmetricMemory, error) 
 		return nil, fmt.Errorf("final barrier: %w", err)
 	}
 	b.handles[group] = h
+	b.padsInUse |= 1 << region
 	r.rt.Record("rendezvous", fmt.Sprintf("rank %d group %s done", r.id, group))
+	r.logRendezvous("rendezvous done", group, members, b.bufSize)
 	return h, nil
 }

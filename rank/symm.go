@@ -21,6 +21,7 @@ type SymmetricMemory struct {
 	rank       int   // this rank's position in members
 	bufferSize uint64
 	padSize    uint64
+	padRegion  int // which of the allocation's pads is this group's
 	sharing    int // members on this rank's device, this one included
 
 	bufferPtrs []device.Ptr
@@ -46,6 +47,11 @@ func (h *SymmetricMemory) smBudget() int {
 		return max(sm/h.sharing, 1)
 	}
 	return sm
+}
+
+// label names the group in the errors of its launches.
+func (h *SymmetricMemory) label() *device.Group {
+	return &device.Group{Name: h.group, Ranks: h.members}
 }
 
 // Rank is this rank's position in the group.
@@ -158,11 +164,13 @@ func (h *SymmetricMemory) signal(kernel string, peer, channel int, timeout time.
 	}
 	r := h.r
 	blocks, threads := kernels.Shape(kernel, 0, device.Float32, len(h.members), r.dev.Attributes().SMCount)
-	l := device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: h.signalArgs(peer, channel, timeout)}
+	l := device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: h.signalArgs(peer, channel, timeout), Group: h.label()}
+	r.logLaunch(h.group, l)
 	if err := r.dev.Launch(r.stream, l); err != nil {
 		return fmt.Errorf("%s: %w", kernel, err)
 	}
 	if err := r.waitStream(); err != nil {
+		r.logFailure(kernel, h.group, err)
 		return fmt.Errorf("%s: %w", kernel, err)
 	}
 	return nil
@@ -179,7 +187,7 @@ func (h *SymmetricMemory) mapPeers(fds []int) error {
 	var err error
 	for i, fd := range fds {
 		if i == h.rank {
-			h.bufferPtrs[i], h.padPtrs[i] = b.data, b.base.Add(b.padOffset)
+			h.bufferPtrs[i], h.padPtrs[i] = b.data, b.padAddr(b.base, h.padRegion)
 			continue
 		}
 		if err != nil {
@@ -191,7 +199,7 @@ func (h *SymmetricMemory) mapPeers(fds []int) error {
 			err = fmt.Errorf("map rank %d's block: %w", h.members[i], err)
 			continue
 		}
-		h.bufferPtrs[i], h.padPtrs[i] = base.Add(dataOff), base.Add(b.padOffset)
+		h.bufferPtrs[i], h.padPtrs[i] = base.Add(dataOff), b.padAddr(base, h.padRegion)
 	}
 	if err != nil {
 		return err

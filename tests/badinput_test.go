@@ -9,6 +9,7 @@ import (
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 )
 
 // indexOverride reports a fixed device index, so two simulated ranks claim
@@ -49,7 +50,7 @@ func TestSharedDeviceSplitsMultiprocessors(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		var mu sync.Mutex
 		var grids []int
-		cfg := rank.SimConfig{World: 2, Seed: 3, AllowOverlappingDevices: shared, Device: sim.Config{SMCount: sm},
+		cfg := simjob.Config{World: 2, Seed: 3, AllowOverlappingDevices: shared, Device: sim.Config{SMCount: sm},
 			WrapDevice: func(r int, d device.Device) device.Device {
 				if shared {
 					d = indexOverride{d, 0}
@@ -78,7 +79,7 @@ func TestSharedDeviceSplitsMultiprocessors(t *testing.T) {
 // and mismatched sizes name the ranks; a valid rendezvous works after.
 func TestRendezvousValidation(t *testing.T) {
 	for _, allow := range []bool{false, true} {
-		cfg := rank.SimConfig{World: 2, Seed: 3, AllowOverlappingDevices: allow,
+		cfg := simjob.Config{World: 2, Seed: 3, AllowOverlappingDevices: allow,
 			WrapDevice: func(_ int, d device.Device) device.Device { return indexOverride{d, 0} }}
 		simulate(t, cfg, func(r *rank.Rank) error {
 			buf, err := r.Alloc(256)
@@ -92,7 +93,7 @@ func TestRendezvousValidation(t *testing.T) {
 			return conformance.ExpectErr("overlapping devices", err, "ranks 0 and 1 both use device 0", "SYMMEM_ALLOW_OVERLAPPING_DEVICES")
 		})
 	}
-	simulate(t, rank.SimConfig{World: 3, Seed: 5}, func(r *rank.Rank) error {
+	simulate(t, simjob.Config{World: 3, Seed: 5}, func(r *rank.Rank) error {
 		size := uint64(256)
 		if r.ID() == 2 {
 			size = 512

@@ -1,17 +1,17 @@
 package tests
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 )
 
 // simulate runs program on world simulated ranks and fails the test on a
 // simulation failure or any rank's error.
-func simulate(t *testing.T, cfg rank.SimConfig, program rank.Program) rank.Result {
+func simulate(t *testing.T, cfg simjob.Config, program rank.Program) simjob.Result {
 	t.Helper()
-	res, err := rank.Simulate(cfg, program)
+	res, err := simjob.Simulate(cfg, program)
 	if err != nil {
 		t.Fatalf("simulation (seed %d): %v", cfg.Seed, err)
 	}
@@ -19,11 +19,4 @@ func simulate(t *testing.T, cfg rank.SimConfig, program rank.Program) rank.Resul
 		t.Fatalf("ranks (seed %d): %v", cfg.Seed, err)
 	}
 	return res
-}
-
-// errorsAs is errors.As for tests that want the typed error back.
-func errorsAs[T error](err error) (T, bool) {
-	var target T
-	ok := errors.As(err, &target)
-	return target, ok
 }

@@ -7,13 +7,14 @@ import (
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 )
 
 var enabled = rank.IntraNodeOptions{Enabled: true}
 
 // TestIntraNodeCommSelection covers the size, dtype and alignment rules.
 func TestIntraNodeCommSelection(t *testing.T) {
-	simulate(t, rank.SimConfig{World: 2, Seed: 2}, func(r *rank.Rank) error {
+	simulate(t, simjob.Config{World: 2, Seed: 2}, func(r *rank.Rank) error {
 		c := r.NewIntraNodeComm(enabled)
 		if !c.Rendezvous() {
 			return fmt.Errorf("rendezvous refused")
@@ -54,19 +55,19 @@ func TestIntraNodeCommSelection(t *testing.T) {
 func TestIntraNodeCommRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  rank.SimConfig
+		cfg  simjob.Config
 		opts rank.IntraNodeOptions
 		want bool
 	}{
-		{"disabled", rank.SimConfig{World: 2}, rank.IntraNodeOptions{}, false},
-		{"world 1", rank.SimConfig{World: 1}, enabled, false},
-		{"world 9", rank.SimConfig{World: 9}, enabled, false},
-		{"two hosts", rank.SimConfig{World: 2, Hosts: []string{"a", "b"}}, enabled, false},
-		{"ring of 4", rank.SimConfig{World: 4, Device: sim.Config{Topology: sim.Ring()}}, enabled, false},
-		{"no nvlink", rank.SimConfig{World: 2, Device: sim.Config{Topology: sim.None()}}, enabled, false},
-		{"no nvlink, forced", rank.SimConfig{World: 2, Device: sim.Config{Topology: sim.None()}},
+		{"disabled", simjob.Config{World: 2}, rank.IntraNodeOptions{}, false},
+		{"world 1", simjob.Config{World: 1}, enabled, false},
+		{"world 9", simjob.Config{World: 9}, enabled, false},
+		{"two hosts", simjob.Config{World: 2, Hosts: []string{"a", "b"}}, enabled, false},
+		{"ring of 4", simjob.Config{World: 4, Device: sim.Config{Topology: sim.Ring()}}, enabled, false},
+		{"no nvlink", simjob.Config{World: 2, Device: sim.Config{Topology: sim.None()}}, enabled, false},
+		{"no nvlink, forced", simjob.Config{World: 2, Device: sim.Config{Topology: sim.None()}},
 			rank.IntraNodeOptions{Enabled: true, AssumeFullyConnected: true}, true},
-		{"ring of 3 is a full mesh", rank.SimConfig{World: 3, Device: sim.Config{Topology: sim.Ring()}}, enabled, true},
+		{"ring of 3 is a full mesh", simjob.Config{World: 3, Device: sim.Config{Topology: sim.Ring()}}, enabled, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := make([]bool, tc.cfg.World)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
-	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -31,7 +31,7 @@ func TestAllReduceProperty(t *testing.T) {
 		}
 		inputs := s.Inputs()
 		results := make([]workload.RankResult, s.World)
-		res, err := rank.Simulate(rank.SimConfig{World: s.World, Seed: s.Seed}, s.Program(inputs, results))
+		res, err := simjob.Simulate(simjob.Config{World: s.World, Seed: s.Seed}, s.Program(inputs, results))
 		if err == nil {
 			err = res.Err()
 		}
@@ -58,7 +58,7 @@ func TestAllReduceTraceDeterministic(t *testing.T) {
 		s := workload.Spec{World: 4, Bytes: 4096, DType: device.BFloat16, Op: device.Sum, Algo: workload.TwoShot, Seed: seed}
 		inputs := s.Inputs()
 		results := make([]workload.RankResult, s.World)
-		return simulate(t, rank.SimConfig{World: s.World, Seed: seed}, s.Program(inputs, results)).Trace
+		return simulate(t, simjob.Config{World: s.World, Seed: seed}, s.Program(inputs, results)).Trace
 	}
 	for seed := uint64(1); seed <= 5; seed++ {
 		a, b := run(seed), run(seed)

@@ -15,6 +15,7 @@ import (
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -42,7 +43,7 @@ func TestPTXConformance(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("%s/world%d", c.Name, world), func(t *testing.T) {
-				simulate(t, rank.SimConfig{World: world, Seed: uint64(world), Device: ptxDevice}, c.Program)
+				simulate(t, simjob.Config{World: world, Seed: uint64(world), Device: ptxDevice}, c.Program)
 			})
 		}
 	}
@@ -144,7 +145,7 @@ func differential(t *testing.T, world int, dev sim.Config) []labelled {
 		}
 		return nil
 	}
-	simulate(t, rank.SimConfig{World: world, Seed: 5, Device: dev}, program)
+	simulate(t, simjob.Config{World: world, Seed: 5, Device: dev}, program)
 	for r := 1; r < world; r++ {
 		for i, x := range results[r] {
 			if !bytes.Equal(x.out, results[0][i].out) {
@@ -208,7 +209,7 @@ func TestPTXSameSeedSameTrace(t *testing.T) {
 	trace := func(seed uint64) string {
 		inputs := spec.Inputs()
 		results := make([]workload.RankResult, spec.World)
-		res := simulate(t, rank.SimConfig{World: spec.World, Seed: seed, Device: ptxDevice}, spec.Program(inputs, results))
+		res := simulate(t, simjob.Config{World: spec.World, Seed: seed, Device: ptxDevice}, spec.Program(inputs, results))
 		if v := spec.Check(inputs, results); !v.OK() {
 			t.Fatalf("seed %d: %v", seed, v.Problems)
 		}
@@ -255,7 +256,7 @@ func TestPTXErrorsMatchGoTwins(t *testing.T) {
 	}
 	errs := map[bool]string{}
 	for _, ptx := range []bool{false, true} {
-		res, err := rank.Simulate(rank.SimConfig{World: 2, Seed: 1, Timeout: 50 * time.Millisecond,
+		res, err := simjob.Simulate(simjob.Config{World: 2, Seed: 1, Timeout: 50 * time.Millisecond,
 			Device: sim.Config{Kernels: sim.Kernels{PTX: ptx}}}, program)
 		if err != nil {
 			t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -302,7 +303,7 @@ func soakSimulation(world int, seed uint64, cycles int, run *soakRun) error {
 	if err != nil {
 		return err
 	}
-	res, err := rank.Simulate(rank.SimConfig{World: world, Seed: seed}, soakProgram(specs, cycles, run))
+	res, err := simjob.Simulate(simjob.Config{World: world, Seed: seed}, soakProgram(specs, cycles, run))
 	if err != nil {
 		return fmt.Errorf("simulation (seed %d): %w", seed, err)
 	}

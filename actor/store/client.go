@@ -43,13 +43,12 @@ type Client interface {
 	Delete(key string) (bool, error)
 	// NumKeys counts the keys in the whole store (prefix views included).
 	NumKeys() (int, error)
-}
-
-// Sequencer hands out sequence numbers for [Exchange]: NextSequence returns
-// 0, 1, 2, ... for each scope. Every client of this package implements it
-// with counters private to its connection, so the numbers follow what this
-// participant has done and nothing else in its process.
-type Sequencer interface {
+	// NextSequence hands out the sequence numbers of [Exchange]: 0, 1, 2,
+	// ... for each scope. The clients of this package keep the counters
+	// private to their connection, so the numbers follow what this
+	// participant has done and nothing else in its process; a prefix view
+	// counts in its underlying client, under the view's prefix. Wrappers
+	// that do not renumber delegate to the client they wrap.
 	NextSequence(scope string) uint64
 }
 
@@ -77,7 +76,7 @@ func newClient(name string, timeout time.Duration, tr transport) *client {
 	return &client{name: name, timeout: timeout, tr: tr, seqs: map[string]uint64{}}
 }
 
-// NextSequence implements [Sequencer].
+// NextSequence implements [Client].
 func (c *client) NextSequence(scope string) uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -237,23 +236,7 @@ func (p *prefixClient) Delete(key string) (bool, error) { return p.inner.Delete(
 
 func (p *prefixClient) NumKeys() (int, error) { return p.inner.NumKeys() }
 
-// sequencerOf finds the Sequencer behind c, looking through prefix views,
-// and the key prefix those views add.
-func sequencerOf(c Client) (Sequencer, string) {
-	var views []string
-	for {
-		switch v := c.(type) {
-		case *prefixClient:
-			views = append(views, v.prefix)
-			c = v.inner
-		case Sequencer:
-			var b strings.Builder
-			for i := len(views) - 1; i >= 0; i-- {
-				b.WriteString(views[i])
-			}
-			return v, b.String()
-		default:
-			return nil, ""
-		}
-	}
+// NextSequence counts in the inner client, under the view's prefix.
+func (p *prefixClient) NextSequence(scope string) uint64 {
+	return p.inner.NextSequence(p.prefix + scope)
 }

@@ -20,23 +20,20 @@ type Group struct {
 // in the same order.
 //
 // The n-th collective of a group under a prefix uses the keys
-// <prefix>/<group>/<n>/<rank>. n comes from the client's [Sequencer], one
+// <prefix>/<group>/<n>/<rank>. n comes from [Client.NextSequence], one
 // counter per (connection, prefix, group), so a collective on a strict
 // subgroup does not shift the numbering of later ones on other groups, and a
 // new Exchange for the same group continues where the last one stopped.
 type Exchange struct {
-	c     Client
-	seq   Sequencer
-	scope string // the full key prefix of the group's keys, view prefixes included
-	base  string // <prefix>/<group>, as c sees it
-	g     Group
-	rank  int
-	pos   int
+	c    Client
+	base string // <prefix>/<group>, as c sees it; the scope of its sequence
+	g    Group
+	rank int
+	pos  int
 }
 
 // NewExchange prepares collectives for participant rank (a global rank in
-// g) under prefix ("" for none). c must come from this package or
-// implement [Sequencer].
+// g) under prefix ("" for none).
 func NewExchange(c Client, prefix string, g Group, rank int) (*Exchange, error) {
 	if err := g.validate(); err != nil {
 		return nil, fmt.Errorf("store exchange: %w", err)
@@ -45,22 +42,16 @@ func NewExchange(c Client, prefix string, g Group, rank int) (*Exchange, error) 
 	if !ok {
 		return nil, fmt.Errorf("store exchange: rank %d is not a member of group %q %v", rank, g.Name, g.Ranks)
 	}
-	seq, views := sequencerOf(c)
-	if seq == nil {
-		return nil, fmt.Errorf("store exchange: client %T keeps no sequence counters (implement store.Sequencer)", c)
-	}
 	base := g.Name
 	if prefix != "" {
 		base = prefix + "/" + g.Name
 	}
 	return &Exchange{
-		c:     c,
-		seq:   seq,
-		scope: views + base,
-		base:  base,
-		g:     Group{Name: g.Name, Ranks: slices.Clone(g.Ranks)},
-		rank:  rank,
-		pos:   pos,
+		c:    c,
+		base: base,
+		g:    Group{Name: g.Name, Ranks: slices.Clone(g.Ranks)},
+		rank: rank,
+		pos:  pos,
 	}, nil
 }
 
@@ -85,9 +76,6 @@ func (g *Group) validate() error {
 	return nil
 }
 
-// Group is the exchange's group.
-func (e *Exchange) Group() Group { return Group{Name: e.g.Name, Ranks: slices.Clone(e.g.Ranks)} }
-
 func (e *Exchange) key(seq uint64, rank int) string {
 	return fmt.Sprintf("%s/%d/%d", e.base, seq, rank)
 }
@@ -99,7 +87,7 @@ func (e *Exchange) key(seq uint64, rank int) string {
 // size, else every member gets an error wrapping [ErrSizeMismatch] that
 // lists which ranks sent which size.
 func (e *Exchange) AllGather(value []byte) ([][]byte, error) {
-	seq := e.seq.NextSequence(e.scope)
+	seq := e.c.NextSequence(e.base)
 	fail := func(err error) error {
 		return fmt.Errorf("all_gather %q seq %d (rank %d): %w", e.base, seq, e.rank, err)
 	}

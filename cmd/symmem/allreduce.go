@@ -11,9 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/symmem/symmem/backend"
 	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/launch"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/workload"
 )
@@ -88,11 +89,11 @@ launch should exit non-zero with rank R's status.`,
 	fl.StringVar(&f.bytes, "bytes", "64KiB", "tensor size in bytes (8196, 64KiB, 1MiB, ...)")
 	fl.StringVar(&f.dtype, "dtype", "bf16", "element type: float32|f32, bfloat16|bf16, float16|f16")
 	fl.StringVar(&f.op, "op", "sum", "reduction: sum, avg, max, min")
-	fl.StringVar(&f.algo, "algo", "auto", "algorithm: auto, one-shot, two-shot")
+	fl.StringVar(&f.algo, "algo", "auto", "algorithm: auto (ll up to 256KiB on up to 4 ranks, 64KiB above, else two-shot), one-shot, two-shot, ll (the low-latency one-shot, up to 256KiB)")
 	fl.Uint64Var(&f.offset, "offset", 0, "byte offset of the tensor inside the symmetric buffer")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the inputs and of the simulator's schedule")
 	fl.StringVar(&f.dev, "device", "sim", "device: sim or cuda")
-	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait (virtual time on sim)")
+	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait, > 0 (virtual time on sim)")
 	kernelsFlag(fl, &f.kernels)
 	return cmd
 }
@@ -104,98 +105,71 @@ func flagErr(name string, err error) error {
 	return fmt.Errorf("--%s: %w", name, err)
 }
 
-func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
+// validate checks every flag (and SYMMEM_FAULT_KILL) before any work
+// starts, reporting every problem at once.
+func (f *allReduceFlags) validate() (workload.Spec, faultKill, error) {
 	s, err := f.spec(f.seed)
-	if err != nil {
-		return err
+	errs := []error{err, checkTimeout(f.timeout), checkDevice(f.dev)}
+	if err == nil && s.Algo == workload.LowLatency && s.Bytes > rank.LowLatencyMaxBytes {
+		errs = append(errs, fmt.Errorf("--algo ll --bytes %s: the low-latency all-reduce takes tensors up to %s; use one-shot, two-shot or auto",
+			formatBytes(s.Bytes), formatBytes(rank.LowLatencyMaxBytes)))
+	}
+	if err == nil && f.dev == "sim" {
+		errs = append(errs, checkSimMemory(fmt.Sprintf("--world %d --bytes %s", s.World, formatBytes(s.Bytes)), s.World, s.Offset+s.Bytes))
 	}
 	fault, faulty, err := parseFaultKill(os.Getenv)
+	errs = append(errs, err)
+	if _, launched, _ := launch.ProcessEnvFromOS(); err == nil && faulty && (f.dev != "cuda" || !launched) {
+		errs = append(errs, fmt.Errorf("%s works only under symmem launch with --device cuda", faultKillEnv))
+	}
+	return s, fault, errors.Join(errs...)
+}
+
+func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
+	s, fault, err := f.validate()
 	if err != nil {
 		return err
 	}
-	if _, launched, _ := rank.ProcessEnvFromOS(); faulty && (f.dev != "cuda" || !launched) {
-		return fmt.Errorf("%s works only under symmem launch with --device cuda", faultKillEnv)
+	kern, err := simKernels(f.kernels)
+	if err != nil {
+		return err
 	}
+	o := backend.Options{Device: f.dev, World: s.World, WorldSet: f.worldSet, Seed: s.Seed, Timeout: f.timeout,
+		Logger: a.log, Command: "allreduce", Sim: kern}
+	if fault.point != "" {
+		o.WrapProcess = fault.apply
+	}
+	b, err := backend.Choose(o)
+	if err != nil {
+		return err
+	}
+	if fault.point != "" && fault.rank >= b.World() {
+		return fmt.Errorf("%s: rank %d out of range [0, %d)", faultKillEnv, fault.rank, b.World())
+	}
+	s.World = b.World()
 	inputs := s.Inputs()
 	results := make([]workload.RankResult, s.World)
-	var trace string
-	switch f.dev {
-	case "sim":
-		k, err := simKernels(f.kernels)
-		if err != nil {
-			return err
+	res, err := b.Run(s.Program(inputs, results))
+	if err != nil {
+		return err
+	}
+	if r := b.Rank(); r >= 0 {
+		// A launched rank process checks its own result.
+		v := s.CheckRank(inputs, r, results[r])
+		fmt.Fprintf(out, "rank %d: ", r)
+		printSummary(out, s, results[r:r+1], v)
+		if !v.OK() {
+			return fmt.Errorf("rank %d: all-reduce check failed: %d problems", r, len(v.Problems))
 		}
-		res, err := rank.Simulate(rank.SimConfig{World: s.World, Seed: s.Seed, Timeout: f.timeout, Logger: a.log,
-			Device: sim.Config{Kernels: k}}, s.Program(inputs, results))
-		if err != nil {
-			return fmt.Errorf("simulation failed (replay with --seed %d): %w", s.Seed, err)
-		}
-		if err := res.Err(); err != nil {
-			return err
-		}
-		trace = res.Trace
-	case "cuda":
-		env, launched, err := rank.ProcessEnvFromOS()
-		if err != nil {
-			return err
-		}
-		if launched {
-			return runAllReduceProcess(a, f, s, env, inputs, fault, out)
-		}
-		if err := checkCUDA(s.World); err != nil {
-			return err
-		}
-		if err := errors.Join(rank.RunInProcess(rank.LiveConfig{
-			World: s.World, Open: openCUDA, Logger: a.log, Timeout: f.timeout,
-			AllowOverlappingDevices: rank.AllowOverlappingFromEnv(),
-		}, s.Program(inputs, results))...); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("--device %q: want sim or cuda", f.dev)
+		return nil
 	}
 	v := s.Check(inputs, results)
 	printSummary(out, s, results, v)
-	if trace != "" {
-		fmt.Fprintf(out, "trace %s\n", trace)
+	if res.Trace != "" {
+		fmt.Fprintf(out, "trace %s\n", res.Trace)
 	}
 	if !v.OK() {
 		return fmt.Errorf("all-reduce check failed: %d problems", len(v.Problems))
-	}
-	return nil
-}
-
-// runAllReduceProcess runs this process's rank of a job started by
-// `symmem launch` and checks its own result.
-func runAllReduceProcess(a *app, f *allReduceFlags, s workload.Spec, env rank.ProcessEnv, inputs [][]byte, fault faultKill, out io.Writer) error {
-	if env.World != s.World {
-		if f.worldSet {
-			return fmt.Errorf("--world %d but the launcher started %d ranks", s.World, env.World)
-		}
-		s.World = env.World
-		inputs = s.Inputs()
-	}
-	dev, err := openCUDA(env.LocalRank)
-	if err != nil {
-		return fmt.Errorf("rank %d: %w", env.Rank, err)
-	}
-	defer dev.Close()
-	results := make([]workload.RankResult, s.World)
-	program, rdev := s.Program(inputs, results), dev
-	if fault.point != "" {
-		if fault.rank >= env.World {
-			return fmt.Errorf("%s: rank %d out of range [0, %d)", faultKillEnv, fault.rank, env.World)
-		}
-		program, rdev = fault.apply(env.Rank, program, dev)
-	}
-	if err := rank.RunProcess(env, rdev, a.log, f.timeout, program); err != nil {
-		return err
-	}
-	v := s.CheckRank(inputs, env.Rank, results[env.Rank])
-	fmt.Fprintf(out, "rank %d: ", env.Rank)
-	printSummary(out, s, results[env.Rank:env.Rank+1], v)
-	if !v.OK() {
-		return fmt.Errorf("rank %d: all-reduce check failed: %d problems", env.Rank, len(v.Problems))
 	}
 	return nil
 }

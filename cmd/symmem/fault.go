@@ -66,8 +66,7 @@ type killOnAllReduce struct {
 
 // Launch implements device.Device.
 func (d *killOnAllReduce) Launch(s device.Stream, l device.Launch) error {
-	switch l.Kernel {
-	case kernels.OneShotAllReduce, kernels.TwoShotAllReduce, kernels.LowLatencyAllReduce:
+	if k, ok := kernels.Lookup(l.Kernel); ok && k.Collective {
 		return killSelf(d.what)
 	}
 	return d.Device.Launch(s, l)

@@ -102,7 +102,7 @@ func (f *fuzzFlags) config() (fuzz.Config, error) {
 	if err != nil {
 		return fuzz.Config{}, fmt.Errorf("--worlds: %w", err)
 	}
-	kern, err := simKernels(f.kernels)
+	kern, err := parseKernels(f.kernels)
 	if err != nil {
 		return fuzz.Config{}, err
 	}

@@ -87,7 +87,7 @@ fails or the trace differs from the one expected.`,
 // buildCase turns the flags into a case; expected is the trace hash a
 // schedule file recorded ("" when none).
 func (f *replayFlags) buildCase() (c fuzz.Case, expected string, err error) {
-	kern, err := simKernels(f.kernels)
+	kern, err := parseKernels(f.kernels)
 	if err != nil {
 		return c, "", err
 	}

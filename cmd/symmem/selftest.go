@@ -4,14 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/symmem/symmem/backend"
 	"github.com/symmem/symmem/conformance"
-	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/launch"
 	"github.com/symmem/symmem/rank"
 )
 
@@ -44,42 +46,58 @@ outcome. Exits non-zero if any case fails.`,
 	fl.IntVar(&f.world, "world", 2, "number of ranks (under launch: the launcher's)")
 	fl.StringVar(&f.dev, "device", "sim", "device: sim or cuda")
 	fl.StringVar(&f.cases, "cases", ".", "regular expression selecting cases by name")
-	fl.IntVar(&f.cycles, "cycles", 500, "alloc/rendezvous/all-reduce/free cycles of the leak case")
+	fl.IntVar(&f.cycles, "cycles", 500, "alloc/rendezvous/all-reduce/free cycles of the leak case, >= 1")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of inputs and schedules")
-	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait")
+	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait, > 0 (virtual time on sim)")
 	kernelsFlag(fl, &f.kernels)
 	return cmd
 }
 
 type caseResult struct {
-	name     string
-	elapsed  time.Duration
-	err      error
-	rankNote string
+	name    string
+	elapsed time.Duration
+	err     error
+}
+
+// selftestLargest is the largest tensor a conformance case reduces (the
+// intra-node-comm case's 10 MiB), for the simulator's memory check.
+const selftestLargest = 10 << 20
+
+// validate checks every flag before any work starts.
+func (f *selftestFlags) validate() error {
+	errs := []error{checkDevice(f.dev), checkTimeout(f.timeout)}
+	if _, launched, _ := launch.ProcessEnvFromOS(); !launched || f.dev != "cuda" {
+		errs = append(errs, checkWorld("world", f.world))
+	}
+	if f.cycles < 1 {
+		errs = append(errs, fmt.Errorf("--cycles %d: want at least 1", f.cycles))
+	}
+	if _, err := regexp.Compile(f.cases); err != nil {
+		errs = append(errs, fmt.Errorf("--cases %q: %w", f.cases, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if f.dev == "sim" {
+		return checkSimMemory(fmt.Sprintf("--world %d", f.world), f.world, selftestLargest)
+	}
+	return nil
 }
 
 func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
-	env, launched, err := rank.ProcessEnvFromOS()
-	if err != nil {
+	if err := f.validate(); err != nil {
 		return err
-	}
-	world, mode := f.world, f.dev
-	switch {
-	case f.dev == "sim":
-	case f.dev == "cuda" && launched:
-		world, mode = env.World, "cuda multi-process"
-	case f.dev == "cuda":
-		if err := checkCUDA(world); err != nil {
-			return err
-		}
-		mode = "cuda in-process"
-	default:
-		return fmt.Errorf("--device %q: want sim or cuda", f.dev)
 	}
 	kern, err := simKernels(f.kernels)
 	if err != nil {
 		return err
 	}
+	b, err := backend.Choose(backend.Options{Device: f.dev, World: f.world, Seed: f.seed, Timeout: f.timeout,
+		Logger: a.log, Command: "selftest", Sim: kern})
+	if err != nil {
+		return err
+	}
+	world, mode := b.World(), b.Kind().String()
 	cases, err := conformance.Select(conformance.Options{Cycles: f.cycles, Seed: f.seed}, f.cases, world)
 	if err != nil {
 		return err
@@ -90,27 +108,12 @@ func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
 	var results []caseResult
 	for _, c := range cases {
 		start := time.Now()
-		var errs []error
-		switch {
-		case f.dev == "sim":
-			res, err := rank.Simulate(rank.SimConfig{World: world, Seed: f.seed, Timeout: f.timeout, Logger: a.log,
-				Device: sim.Config{Kernels: kern}}, c.Program)
-			errs = append(errs, err, res.Err())
-		case launched:
-			dev, err := openCUDA(env.LocalRank)
-			if err == nil {
-				err = rank.RunProcess(env, dev, a.log, f.timeout, c.Program)
-				dev.Close()
-			}
-			errs = append(errs, err)
-		default:
-			errs = rank.RunInProcess(rank.LiveConfig{World: world, Open: openCUDA, Logger: a.log, Timeout: f.timeout}, c.Program)
-		}
-		results = append(results, caseResult{name: c.Name, elapsed: time.Since(start), err: errors.Join(errs...)})
+		_, err := b.Run(c.Program)
+		results = append(results, caseResult{name: c.Name, elapsed: time.Since(start), err: err})
 	}
 	who := "all ranks"
-	if launched {
-		who = fmt.Sprintf("rank %d", env.Rank)
+	if r := b.Rank(); r >= 0 {
+		who = fmt.Sprintf("rank %d", r)
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "case\tmode\tworld\tchecked by\ttime\tresult\n")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/backend"
 	"github.com/symmem/symmem/device/sim"
 )
 
@@ -19,10 +21,13 @@ func newTopoCmd() *cobra.Command {
 		Short: "Print the NVLink topology matrix and whether it is fully connected",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := errors.Join(checkDevice(dev), checkWorld("world", world)); err != nil {
+				return err
+			}
 			var m [][]int
 			switch dev {
 			case "cuda":
-				d, err := openCUDA(0)
+				d, err := backend.OpenGPU(0)
 				if err != nil {
 					return err
 				}
@@ -46,7 +51,7 @@ func newTopoCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&dev, "device", "sim", "device: sim or cuda")
-	cmd.Flags().IntVar(&world, "world", 4, "number of simulated devices")
+	cmd.Flags().IntVar(&world, "world", 4, "number of simulated devices (sim only)")
 	return cmd
 }
 

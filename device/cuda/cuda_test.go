@@ -10,6 +10,7 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/kernels/cabi"
 )
 
 func TestNoDriver(t *testing.T) {
@@ -126,27 +127,60 @@ func TestDriverError(t *testing.T) {
 func TestTakeError(t *testing.T) {
 	rec := make([]uint64, recordBytes/8)
 	st := &stream{rec: unsafe.Pointer(&rec[0]), launches: 5}
-	st.names[3] = kernels.WaitSignal
-	buf := unsafe.Slice((*byte)(st.rec), kernels.ErrorRecordSize)
+	back := &device.Group{Name: "back", Ranks: []int{2, 3}}
+	st.names[3] = launchLabel{kernel: kernels.WaitSignal, group: back}
+	buf := unsafe.Slice((*byte)(st.rec), cabi.ErrorRecordSize)
 	if st.takeError() != nil {
 		t.Fatal("clear record reported an error")
 	}
-	copy(buf, kernels.EncodeErrorRecord(kernels.ErrorRecord{Launch: 3, Reason: kernels.ReasonWaitTimeout,
-		Rank: 0, Peer: 1, Channel: 2, Slot: 5, Pad: 0, TimeoutNs: int64(time.Millisecond)}))
+	copy(buf, errorRecordBytes(t, map[string]uint64{"launch": 3, "reason": cabi.ReasonWaitTimeout,
+		"rank": 0, "peer": 1, "channel": 2, "slot": 5, "pad": 0, "timeout_ns": uint64(time.Millisecond)}))
 	err := st.takeError()
 	want := &device.KernelError{Kernel: kernels.WaitSignal, Peer: 1, Channel: 2, Slot: 5, Timeout: time.Millisecond,
-		Reason: "wait timed out (no signal arrived)"}
+		Reason: "wait timed out (no signal arrived)", Group: back}
 	if err == nil || *err != *want {
 		t.Fatalf("takeError = %+v, want %+v", err, want)
+	}
+	const text = `kernel wait_signal: group "back": rank 2 (position 0) block 0: wait timed out (no signal arrived) waiting for rank 3 (position 1) on channel 2 (pad slot 5) after 1ms`
+	if err.Error() != text {
+		t.Fatalf("takeError's text:\n%s\nwant\n%s", err, text)
 	}
 	if st.takeError() != nil {
 		t.Fatal("record not cleared after it was taken")
 	}
 	// A launch the ring no longer remembers is reported without a name.
-	copy(buf, kernels.EncodeErrorRecord(kernels.ErrorRecord{Launch: 5, Reason: kernels.ReasonWaitTimeout}))
+	copy(buf, errorRecordBytes(t, map[string]uint64{"launch": 5, "reason": cabi.ReasonWaitTimeout}))
 	if err := st.takeError(); err == nil || err.Kernel != "unknown kernel" {
 		t.Fatalf("future launch: %+v", err)
 	}
+}
+
+// errorRecordBytes is a record as a kernel writes it: state 2 (written)
+// and the given members, at the offsets of the ABI's ErrorRecord.
+func errorRecordBytes(t *testing.T, members map[string]uint64) []byte {
+	t.Helper()
+	for _, s := range cabi.Structs() {
+		if s.Name != "ErrorRecord" {
+			continue
+		}
+		b := make([]byte, s.Size)
+		for _, m := range s.Members {
+			v, ok := members[m.Name]
+			if m.Name == "state" {
+				v, ok = 2, true
+			}
+			switch {
+			case !ok:
+			case m.Size == 4:
+				binary.LittleEndian.PutUint32(b[m.Offset:], uint32(v))
+			default:
+				binary.LittleEndian.PutUint64(b[m.Offset:], v)
+			}
+		}
+		return b
+	}
+	t.Fatal("the ABI has no ErrorRecord")
+	return nil
 }
 
 func TestLaunchChecksArgumentsFirst(t *testing.T) {
@@ -158,7 +192,7 @@ func TestLaunchChecksArgumentsFirst(t *testing.T) {
 		l    device.Launch
 		want string
 	}{
-		{device.Launch{Kernel: "nope", Blocks: 1, Threads: 1}, "no C argument layout"},
+		{device.Launch{Kernel: "nope", Blocks: 1, Threads: 1}, `unknown kernel "nope"`},
 		{device.Launch{Kernel: kernels.OneShotAllReduce, Blocks: 9, Threads: 32, Args: args}, "has 8 channels"},
 		{device.Launch{Kernel: kernels.OneShotAllReduce, Blocks: 1, Threads: 0, Args: args}, "1 to 1024 threads"},
 		{device.Launch{Kernel: kernels.OneShotAllReduce, Blocks: 1, Threads: 32, Args: kernels.AllReduceArgs{World: 2, PadBytes: 64}}, "null"},

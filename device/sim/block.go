@@ -62,6 +62,15 @@ func (c *blockCtx) name() string {
 	return string(b)
 }
 
+// label is the block's (or lane's) task label.
+func (c *blockCtx) label() actor.Label {
+	l := actor.Label{Kind: actor.BlockTask, Name: c.name(), Device: c.l.dev.index, Kernel: c.l.kernel, Launch: c.l.id, Block: c.index}
+	if c.lane >= 0 {
+		l.Kind, l.Lane = actor.LaneTask, c.lane
+	}
+	return l
+}
+
 // The prefixes of a block's and a lane's signal records: the fields of
 // their names.
 const (
@@ -226,7 +235,7 @@ func (c *blockCtx) Lanes(n int, fn func(kernels.Block) error) error {
 	done := 0
 	for i := 0; i < n; i++ {
 		lc := &blockCtx{l: c.l, index: c.index, lane: i}
-		w.sched.Go(lc.name(), func() {
+		w.sched.GoLabeled(lc.label(), func() {
 			lc.emit(Access{Kind: LaneStart, Parent: parent})
 			errs[i] = fn(lc)
 			lc.emit(Access{Kind: LaneEnd, Parent: -1})

@@ -390,32 +390,25 @@ func (d *simDevice) Launch(s device.Stream, l device.Launch) error {
 	if l.Threads < 1 || l.Threads > kernels.MaxThreads {
 		return fmt.Errorf("device %d: launch %s: %d threads per block out of range [1, %d]", d.index, l.Kernel, l.Threads, kernels.MaxThreads)
 	}
-	args := l.Args
-	switch a := args.(type) {
-	case *kernels.SignalArgs:
-		if a != nil {
-			args = *a
-		}
-	case *kernels.AllReduceArgs:
-		if a != nil {
-			args = *a
-		}
-	}
-	if err := k.Check(args); err != nil {
+	args, err := k.Args(l.Args)
+	if err != nil {
 		return fmt.Errorf("device %d: launch: %w", d.index, err)
 	}
 	// Reject the shapes a real device rejects, so both fail alike.
-	if err := kernels.CheckLaunch(l.Kernel, l.Blocks, l.Threads, args); err != nil {
+	if err := k.CheckLaunch(l.Blocks, l.Threads, args); err != nil {
 		return fmt.Errorf("device %d: launch: %w", d.index, err)
 	}
 	d.submit(st, func(st *stream) {
 		d.w.launches++
 		id := d.w.launches
 		d.enqueue(st, "kernel", k.Name, func(o *op) error {
+			run := d.runKernel
 			if d.w.cfg.Kernels.PTX {
-				return d.runPTX(o, k, id, l.Blocks, l.Threads, args)
+				run = d.runPTX
 			}
-			return d.runKernel(o, k, id, l.Blocks, l.Threads, args)
+			err := run(o, k, id, l.Blocks, l.Threads, args)
+			device.LabelKernelError(err, l.Group)
+			return err
 		})
 	})
 	return nil
@@ -430,13 +423,13 @@ func (d *simDevice) runKernel(o *op, k *kernels.Kernel, id uint64, grid, threads
 	d.record("kernel", "dev%d start %s#%d grid %d x %d", d.index, k.Name, id, grid, threads)
 	for b := 0; b < grid; b++ {
 		ctx := &blockCtx{l: ln, index: b, lane: -1}
-		d.w.sched.Go(ctx.name(), func() {
+		d.w.sched.GoLabeled(ctx.label(), func() {
 			ctx.emit(Access{Kind: BlockStart, Parent: parent})
 			var kb kernels.Block = ctx
 			if wrap := d.w.cfg.WrapBlock; wrap != nil {
 				kb = wrap(ctx)
 			}
-			errs[b] = k.Sim(kb, args)
+			errs[b] = k.Run(kb, args)
 			ctx.emit(Access{Kind: BlockEnd, Parent: -1})
 			done++
 		})

@@ -12,13 +12,14 @@ import (
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim/ptx"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/kernels/cabi"
 	"github.com/symmem/symmem/signal"
 )
 
 // Kernels selects the code kernel launches run.
 type Kernels struct {
 	// PTX runs, for every launch, the PTX entry point a GPU would run
-	// (kernels.Entry) thread by thread, instead of the kernel's Go twin.
+	// (cabi.Entry) thread by thread, instead of the kernel's Go twin.
 	PTX bool
 	// Module is the PTX to run; nil means the kernels' own (kernels.PTX).
 	Module *ptx.Module
@@ -87,14 +88,14 @@ func (d *simDevice) runPTX(o *op, k *kernels.Kernel, id uint64, grid, threads in
 			return err
 		}
 	}
-	entry := kernels.Entry(k.Name, args)
-	params, err := kernels.Pack(kernels.LaunchHeader{ErrorRecord: errRecordAddr, Launch: uint32(id)}, k.Name, args)
+	entry := cabi.Entry(k.Name, args)
+	params, err := cabi.Pack(cabi.LaunchHeader{ErrorRecord: errRecordAddr, Launch: uint32(id)}, k.Name, args)
 	if err != nil {
 		return err
 	}
 	grid, threads = ptxShape(cfg, grid, threads, args)
 	ln := &launch{dev: d, op: o, kernel: k.Name, id: id, grid: grid, threads: threads, args: args}
-	rec := make([]byte, kernels.ErrorRecordSize)
+	rec := make([]byte, cabi.ErrorRecordSize)
 	errs := make([]error, grid)
 	done := 0
 	parent := d.w.sched.Current().ID()
@@ -116,7 +117,7 @@ func (d *simDevice) runPTX(o *op, k *kernels.Kernel, id uint64, grid, threads in
 	if err := firstError(errs, "blocks"); err != nil {
 		return err
 	}
-	if r, ok := kernels.DecodeErrorRecord(rec); ok {
+	if r, ok := cabi.DecodeErrorRecord(rec); ok {
 		return r.KernelError(k.Name)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
 )
 
@@ -61,7 +62,10 @@ func (d *simDevice) enqueue(st *stream, name, kernel string, run func(o *op) err
 	}
 	if !st.working {
 		st.working = true
-		d.w.sched.Go("dev"+itoa(d.index)+" stream"+utoa(uint64(st.id)), st.work)
+		d.w.sched.GoLabeled(actor.Label{
+			Kind: actor.StreamTask, Name: "dev" + itoa(d.index) + " stream" + utoa(uint64(st.id)),
+			Device: d.index, Stream: uint64(st.id),
+		}, st.work)
 	}
 	return o
 }

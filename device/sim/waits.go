@@ -94,17 +94,15 @@ func (w *World) endWait(task int, timedOut bool) {
 // reading the pad pointer array the kernel itself reads. It leaves sw
 // undecoded when the launch has no pads or the address is in none of them.
 func (c *blockCtx) decodeSlot(sw *SignalWait) {
-	var rank, world int
-	var arr device.Ptr
-	var padBytes uint64
-	switch a := c.l.args.(type) {
-	case kernels.SignalArgs:
-		rank, world, arr, padBytes = int(a.Rank), int(a.World), a.PadPtrs, a.PadBytes
-	case kernels.AllReduceArgs:
-		rank, world, arr, padBytes = int(a.Rank), int(a.World), a.PadPtrs, a.PadBytes
-	default:
+	k, ok := kernels.Lookup(c.l.kernel)
+	if !ok {
 		return
 	}
+	p, err := k.Pads(c.l.args)
+	if err != nil {
+		return
+	}
+	rank, world, arr, padBytes := p.Rank, p.World, p.Ptrs, p.Bytes
 	if signal.CheckRank(rank, world) != nil {
 		return
 	}

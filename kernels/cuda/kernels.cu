@@ -1,11 +1,11 @@
 // The CUDA twins of the kernels in package kernels (signals.go,
 // allreduce.go). Entry points are extern "C" and named as the Go package
-// names them; each takes its argument struct (args.cuh) by value. Dtype,
+// names them; each takes its argument struct (abi.cuh) by value. Dtype,
 // vector width and world size (2, 4, 8 specialised, others generic) are
 // dispatched at run time inside the kernel.
 #include <cstdint>
 
-#include "args.cuh"
+#include "abi.cuh"
 #include "reduce.cuh"
 #include "signal.cuh"
 
@@ -410,7 +410,7 @@ __device__ void all_reduce(const AllReduceArgs& a) {
 
 // all_reduce_fixed is all_reduce compiled for one dtype, 16-byte vectors
 // and world size W: the entry points below, which the host picks when a
-// launch matches them (kernels.Entry), skip the run-time dispatch and get
+// launch matches them (cabi.Entry), skip the run-time dispatch and get
 // registers allotted for their one body. A launch that does not match is
 // refused with kWrongEntry.
 template <template <typename, int, int> class Body, typename T, int W>
@@ -473,29 +473,13 @@ extern "C" __global__ void __launch_bounds__(1024) two_shot_all_reduce(const __g
   symmem::all_reduce<symmem::TwoShot>(a);
 }
 
-// The specialised entry points: <kernel>_<dtype>_w<W>.
+// The specialised entry points: <kernel>_<dtype>_w<W>, listed by the
+// generated abi.cuh (kernels/cabi).
 #define SYMMEM_ENTRY(name, bounds, body, type, w)                                         \
   extern "C" __global__ void __launch_bounds__(bounds) name(const __grid_constant__ AllReduceArgs a) { \
     symmem::all_reduce_fixed<symmem::body, symmem::type, w>(a);                            \
   }
-SYMMEM_ENTRY(one_shot_all_reduce_f32_w2, 512, OneShot, F32, 2)
-SYMMEM_ENTRY(one_shot_all_reduce_f32_w4, 512, OneShot, F32, 4)
-SYMMEM_ENTRY(one_shot_all_reduce_f32_w8, 512, OneShot, F32, 8)
-SYMMEM_ENTRY(one_shot_all_reduce_bf16_w2, 512, OneShot, BF16, 2)
-SYMMEM_ENTRY(one_shot_all_reduce_bf16_w4, 512, OneShot, BF16, 4)
-SYMMEM_ENTRY(one_shot_all_reduce_bf16_w8, 512, OneShot, BF16, 8)
-SYMMEM_ENTRY(one_shot_all_reduce_f16_w2, 512, OneShot, F16, 2)
-SYMMEM_ENTRY(one_shot_all_reduce_f16_w4, 512, OneShot, F16, 4)
-SYMMEM_ENTRY(one_shot_all_reduce_f16_w8, 512, OneShot, F16, 8)
-SYMMEM_ENTRY(two_shot_all_reduce_f32_w2, 1024, TwoShot, F32, 2)
-SYMMEM_ENTRY(two_shot_all_reduce_f32_w4, 1024, TwoShot, F32, 4)
-SYMMEM_ENTRY(two_shot_all_reduce_f32_w8, 1024, TwoShot, F32, 8)
-SYMMEM_ENTRY(two_shot_all_reduce_bf16_w2, 1024, TwoShot, BF16, 2)
-SYMMEM_ENTRY(two_shot_all_reduce_bf16_w4, 1024, TwoShot, BF16, 4)
-SYMMEM_ENTRY(two_shot_all_reduce_bf16_w8, 1024, TwoShot, BF16, 8)
-SYMMEM_ENTRY(two_shot_all_reduce_f16_w2, 1024, TwoShot, F16, 2)
-SYMMEM_ENTRY(two_shot_all_reduce_f16_w4, 1024, TwoShot, F16, 4)
-SYMMEM_ENTRY(two_shot_all_reduce_f16_w8, 1024, TwoShot, F16, 8)
+SYMMEM_SPECIALISED_ENTRIES(SYMMEM_ENTRY)
 #undef SYMMEM_ENTRY
 
 // ll_all_reduce: the low-latency one-shot (packets with flags, no barrier).

@@ -10,10 +10,9 @@
 
 #include <cstdint>
 
-namespace symmem {
+#include "abi.cuh"
 
-enum DType : int { kFloat32 = 0, kBFloat16 = 1, kFloat16 = 2 };
-enum ReduceOp : int { kSum = 0, kAvg = 1, kMax = 2, kMin = 3 };
+namespace symmem {
 
 // Vec is VEC bytes (16, 8 or 4) loaded or stored with one access.
 template <int VEC>

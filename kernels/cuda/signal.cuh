@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "args.cuh"
+#include "abi.cuh"
 
 namespace symmem {
 

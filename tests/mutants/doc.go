@@ -15,12 +15,12 @@
 //     (one per barrier: start, middle, end) and skip a barrier, or rewrite
 //     the order of the compare-and-swaps inside it, or pretend a wait
 //     consumed its signal. The kernel code under test is the real one.
-//   - rank.SimConfig.WrapDevice replaces a rank's device: the channel-bound
+//   - simjob.Config.WrapDevice replaces a rank's device: the channel-bound
 //     mutant widens the pad size every launch declares by the world size
 //     (so the device-side bound is padBytes/4 instead of
 //     padBytes/(4*world)); the two-streams mutant issues the rank's signal
 //     kernels on a second stream of its own.
-//   - rank.SimConfig.WrapStore replaces a rank's Store client: the
+//   - simjob.Config.WrapStore replaces a rank's Store client: the
 //     StoreExchange mutant numbers collectives with one counter per process
 //     instead of one per (store, prefix, group).
 //

@@ -17,6 +17,7 @@ import (
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/signal"
+	"github.com/symmem/symmem/simjob"
 )
 
 // mutant is one deliberately broken variant of the protocol: a program,
@@ -26,7 +27,7 @@ type mutant struct {
 	world   int
 	program rank.Program // the mutated program
 	control rank.Program // the unmutated program: must pass
-	apply   func(cfg *rank.SimConfig)
+	apply   func(cfg *simjob.Config)
 }
 
 func mutants() []mutant {
@@ -41,10 +42,12 @@ func mutants() []mutant {
 			apply: wrapBlocks(barriermut.Mutation{Kernel: kernels.OneShotAllReduce, Barrier: 1, SkipWait: true})},
 		{name: "channel bound off by world size", world: 2, program: channelProbe,
 			apply: wrapDevices(func(d device.Device) device.Device { return &wideBound{Device: d} })},
-		{name: "one pad slot shared by two groups", world: 3, program: twoGroups(true), control: twoGroups(false),
-			apply: func(*rank.SimConfig) {}},
+		{name: "one pad shared by two groups", world: 3, program: overlappingGroups,
+			apply: func(cfg *simjob.Config) {
+				cfg.WrapStore = func(_ int, c store.Client) store.Client { return &unannouncedPads{Client: c} }
+			}},
 		{name: "StoreExchange sequence per process", world: 3, program: subgroupThenWorld,
-			apply: func(cfg *rank.SimConfig) {
+			apply: func(cfg *simjob.Config) {
 				cfg.WrapStore = func(_ int, c store.Client) store.Client { return &perProcessSeq{Client: c} }
 			}},
 		{name: "two streams on one pad", world: 2, program: barrierThenRead,
@@ -53,14 +56,14 @@ func mutants() []mutant {
 }
 
 // wrapBlocks installs a kernel mutation in every simulated device.
-func wrapBlocks(m barriermut.Mutation) func(*rank.SimConfig) {
-	return func(cfg *rank.SimConfig) { cfg.Device.WrapBlock = m.Wrap }
+func wrapBlocks(m barriermut.Mutation) func(*simjob.Config) {
+	return func(cfg *simjob.Config) { cfg.Device.WrapBlock = m.Wrap }
 }
 
 // Device mutants.
 
-func wrapDevices(wrap func(device.Device) device.Device) func(*rank.SimConfig) {
-	return func(cfg *rank.SimConfig) {
+func wrapDevices(wrap func(device.Device) device.Device) func(*simjob.Config) {
+	return func(cfg *simjob.Config) {
 		cfg.WrapDevice = func(_ int, d device.Device) device.Device { return wrap(d) }
 	}
 }
@@ -116,6 +119,24 @@ func (c *perProcessSeq) NextSequence(string) uint64 {
 	return c.n - 1
 }
 
+// unannouncedPads zeroes the pads-in-use field of every rendezvous request
+// a rank sends: each member then picks a group's pad from its own pads in
+// use alone, and members that took part in different groups disagree, so
+// that one group's signals land in another's pad.
+type unannouncedPads struct{ store.Client }
+
+// padsInUseAt is where a rendezvous request (rank/rendezvous.go) carries
+// its pads-in-use bitmask, and requestBytes its length.
+const padsInUseAt, requestBytes = 4 + 4 + 64 + 4*8, 4 + 4 + 64 + 5*8 + 1
+
+func (c *unannouncedPads) Set(key string, value []byte) error {
+	if strings.HasPrefix(key, "symm_mem/") && len(value) == requestBytes {
+		value = append([]byte(nil), value...)
+		clear(value[padsInUseAt : padsInUseAt+8])
+	}
+	return c.Client.Set(key, value)
+}
+
 // Schedules: the first two are fixed strategies, the rest seeded random
 // walks.
 
@@ -139,14 +160,14 @@ func schedule(n int) (actor.Strategy, string) {
 }
 
 // verdict runs one schedule and names every check that failed.
-func verdict(world int, program rank.Program, apply func(*rank.SimConfig), n int) (caught []string, detail string) {
+func verdict(world int, program rank.Program, apply func(*simjob.Config), n int) (caught []string, detail string) {
 	strat, _ := schedule(n)
-	cfg := rank.SimConfig{World: world, Seed: uint64(n), Strategy: strat, RaceDetector: true,
+	cfg := simjob.Config{World: world, Seed: uint64(n), Strategy: strat, RaceDetector: true,
 		Timeout: 5 * time.Second, MaxSteps: 500_000}
 	if apply != nil {
 		apply(&cfg)
 	}
-	res, err := rank.Simulate(cfg, program)
+	res, err := simjob.Simulate(cfg, program)
 	var dl *actor.DeadlockError
 	switch {
 	case errors.As(err, &dl):

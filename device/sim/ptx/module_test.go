@@ -10,6 +10,7 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/kernels/cabi"
 )
 
 func kernelsModule(t *testing.T) *Module {
@@ -34,7 +35,8 @@ func TestKernelsPTXDecodes(t *testing.T) {
 }
 
 // TestPTXEntriesAreTheKernels: the PTX's entry points are exactly the
-// __global__ functions of kernels.cu, and exactly the names kernels.Entry
+// __global__ functions of kernels.cu (the specialised ones through the
+// X-macro of abi.cuh), and exactly the names cabi.Entry
 // returns for the registered kernels.
 func TestPTXEntriesAreTheKernels(t *testing.T) {
 	entries := kernelsModule(t).Entries()
@@ -46,8 +48,12 @@ func TestPTXEntriesAreTheKernels(t *testing.T) {
 	for _, m := range regexp.MustCompile(`__global__ void __launch_bounds__\(\d+\) (\w+)\(`).FindAllSubmatch(src, -1) {
 		global = append(global, string(m[1]))
 	}
-	// The specialised entries come from one macro.
-	for _, m := range regexp.MustCompile(`(?m)^SYMMEM_ENTRY\((\w+),`).FindAllSubmatch(src, -1) {
+	// The specialised entries come from the X-macro of abi.cuh.
+	abi, err := os.ReadFile("../../../kernels/cuda/abi.cuh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\s*X\((\w+), \d+, \w+, \w+, \d+\)`).FindAllSubmatch(abi, -1) {
 		global = append(global, string(m[1]))
 	}
 	sort.Strings(global)
@@ -57,12 +63,12 @@ func TestPTXEntriesAreTheKernels(t *testing.T) {
 	// Every name Entry can return.
 	names := map[string]bool{}
 	for _, k := range kernels.Names() {
-		names[kernels.Entry(k, nil)] = true
+		names[cabi.Entry(k, nil)] = true
 		for _, dt := range []device.DType{device.Float32, device.BFloat16, device.Float16} {
 			for _, w := range []int32{2, 3, 4, 8} {
 				for _, off := range []uint64{0, 4} {
 					a := kernels.AllReduceArgs{World: w, DType: dt, Numel: 64, Offset: off}
-					names[kernels.Entry(k, a)] = true
+					names[cabi.Entry(k, a)] = true
 				}
 			}
 		}
@@ -73,7 +79,7 @@ func TestPTXEntriesAreTheKernels(t *testing.T) {
 	}
 	sort.Strings(want)
 	if !slices.Equal(entries, want) {
-		t.Fatalf("PTX entries %v\nkernels.Entry names %v", entries, want)
+		t.Fatalf("PTX entries %v\ncabi.Entry names %v", entries, want)
 	}
 }
 

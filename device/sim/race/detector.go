@@ -100,7 +100,7 @@ type rec struct {
 	id    uint64
 	ep    epoch
 	a     sim.Access
-	task  string
+	task  actor.Label
 	vc    vclock // atomic writes: the writer's clock, to explain races
 	fence vclock // atomic writes: the writer's kernel-start fence
 }
@@ -363,7 +363,7 @@ func (d *Detector) access(a sim.Access) {
 	d.next++
 	x := &rec{id: d.next, ep: epoch{t.slot, t.vc.get(t.slot)}, a: a}
 	if cur := d.sched.Current(); cur != nil {
-		x.task = cur.Name()
+		x.task = cur.Label()
 	}
 	sh := d.mem[a.Phys]
 	if sh == nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/symmem/symmem/device/sim/race"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 )
 
 // form is one way of running an all-reduce.
@@ -106,10 +107,10 @@ func reduceLoop(f form, iters int, size uint64) rank.Program {
 
 // simulate runs program with the race detector and fails the test when the
 // simulation itself fails.
-func simulate(t *testing.T, cfg rank.SimConfig, program rank.Program) rank.Result {
+func simulate(t *testing.T, cfg simjob.Config, program rank.Program) simjob.Result {
 	t.Helper()
 	cfg.RaceDetector = true
-	res, err := rank.Simulate(cfg, program)
+	res, err := simjob.Simulate(cfg, program)
 	if err != nil {
 		t.Fatalf("simulation (world %d, seed %d): %v", cfg.World, cfg.Seed, err)
 	}
@@ -117,7 +118,7 @@ func simulate(t *testing.T, cfg rank.SimConfig, program rank.Program) rank.Resul
 }
 
 // clean fails the test when a run reported races or rank errors.
-func clean(t *testing.T, what string, res rank.Result) {
+func clean(t *testing.T, what string, res simjob.Result) {
 	t.Helper()
 	if err := res.Err(); err != nil {
 		t.Fatalf("%s: %v", what, err)
@@ -125,7 +126,7 @@ func clean(t *testing.T, what string, res rank.Result) {
 }
 
 // races returns the run's races, failing the test when there are none.
-func races(t *testing.T, what string, res rank.Result) []race.Race {
+func races(t *testing.T, what string, res simjob.Result) []race.Race {
 	t.Helper()
 	if res.Races == nil {
 		t.Fatalf("%s: no race reported (rank errors: %v)", what, res.Err())

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/signal"
 )
@@ -12,8 +13,8 @@ import (
 // write, not both morally strong atomics, with no happens-before edge
 // between them.
 type Race struct {
-	First, Second         sim.Access // the earlier and the later access
-	FirstTask, SecondTask string     // their scheduler tasks
+	First, Second         sim.Access  // the earlier and the later access
+	FirstTask, SecondTask actor.Label // their scheduler tasks
 	// Phys, Offset and Size are the bytes both touch: physical allocation
 	// Phys (created by device Owner), bytes [Offset, Offset+Size). When
 	// the accesses share a 4-byte word but no byte, that word.
@@ -32,8 +33,8 @@ type Race struct {
 func (r Race) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "data race on %d bytes of device %d's memory (phys %d + %#x):\n", r.Size, r.Owner, r.Phys, r.Offset)
-	fmt.Fprintf(&b, "  first:  %s\n", Describe(r.First, r.FirstTask))
-	fmt.Fprintf(&b, "  second: %s\n", Describe(r.Second, r.SecondTask))
+	fmt.Fprintf(&b, "  first:  %s\n", Describe(r.First, r.FirstTask.Name))
+	fmt.Fprintf(&b, "  second: %s\n", Describe(r.Second, r.SecondTask.Name))
 	fmt.Fprintf(&b, "  missing edge: %s", r.Missing)
 	if r.Repeats > 0 {
 		fmt.Fprintf(&b, "\n  (%d more races between the same sites)", r.Repeats)

@@ -12,6 +12,7 @@ import (
 	"github.com/symmem/symmem/device/sim/race"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/signal"
+	"github.com/symmem/symmem/simjob"
 )
 
 // signalProgram rendezvouses a small buffer on the world and runs body.
@@ -34,7 +35,7 @@ func signalProgram(body func(r *rank.Rank, h *rank.SymmetricMemory) error) rank.
 // for the other's put form a cycle; each wait names its slot, what it
 // holds and needs, and who must put.
 func TestDeadlockGraphHasCycle(t *testing.T) {
-	res, err := rank.Simulate(rank.SimConfig{World: 2, Seed: 1}, signalProgram(func(r *rank.Rank, h *rank.SymmetricMemory) error {
+	res, err := simjob.Simulate(simjob.Config{World: 2, Seed: 1}, signalProgram(func(r *rank.Rank, h *rank.SymmetricMemory) error {
 		return h.WaitSignal(1-r.ID(), 2, 0)
 	}))
 	var dl *actor.DeadlockError
@@ -72,7 +73,7 @@ func TestDeadlockGraphHasCycle(t *testing.T) {
 // consumed the previous signal times out; the graph at that moment names
 // the receiver as the one that must wait, and there is no cycle.
 func TestTimeoutGraph(t *testing.T) {
-	res, err := rank.Simulate(rank.SimConfig{World: 2, Seed: 1}, signalProgram(func(r *rank.Rank, h *rank.SymmetricMemory) error {
+	res, err := simjob.Simulate(simjob.Config{World: 2, Seed: 1}, signalProgram(func(r *rank.Rank, h *rank.SymmetricMemory) error {
 		if r.ID() != 1 {
 			return nil
 		}

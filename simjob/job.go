@@ -1,4 +1,4 @@
-package rank
+package simjob
 
 import (
 	"errors"
@@ -13,20 +13,18 @@ import (
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/device/sim/race"
+	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/rank/ipc"
 )
 
-// DefaultTimeout bounds every wait of a rank unless configured otherwise.
-const DefaultTimeout = 30 * time.Second
-
-// SimConfig configures a simulated job: W ranks, one per simulated device,
+// Config configures a simulated job: W ranks, one per simulated device,
 // under one seeded scheduler.
-type SimConfig struct {
+type Config struct {
 	World    int
 	Seed     uint64
 	Strategy actor.Strategy // nil: a random walk seeded with Seed
 	MaxSteps int64          // 0: no bound
-	// Timeout bounds every wait in virtual time (0: DefaultTimeout).
+	// Timeout bounds every wait in virtual time (0: rank.DefaultTimeout).
 	Timeout time.Duration
 	Logger  *zap.Logger
 	// Device configures the simulated devices (its World is set to World).
@@ -35,7 +33,7 @@ type SimConfig struct {
 	Hosts []string
 	// AllowOverlappingDevices lets several ranks of a host share a device.
 	AllowOverlappingDevices bool
-	SignalPadSize           uint64 // 0: DefaultSignalPadSize
+	SignalPadSize           uint64 // 0: rank.DefaultSignalPadSize
 	KeepTrace               bool   // keep every trace event in Result.Events
 	// WrapDevice, when set, replaces each rank's device (fault injection,
 	// attribute overrides in tests).
@@ -46,7 +44,7 @@ type SimConfig struct {
 	// Setup, when set, is called with the job's parts once they exist and
 	// before any rank is built (fault injection, observers). An error
 	// aborts the simulation.
-	Setup func(SimJob) error
+	Setup func(Job) error
 	// System, when set, is the actor system the job's actors live in,
 	// instead of a new one per run (building one costs more than a small
 	// run). The job unregisters its named actors when it ends. Simulations
@@ -57,8 +55,8 @@ type SimConfig struct {
 	RaceDetector bool
 }
 
-// SimJob is what a simulated job runs on, as [SimConfig].Setup sees it.
-type SimJob struct {
+// Job is what a simulated job runs on, as [Config].Setup sees it.
+type Job struct {
 	Scheduler *actor.Scheduler
 	World     *sim.World
 	Network   *ipc.SimNetwork
@@ -71,8 +69,8 @@ type Result struct {
 	Steps       int64         // scheduling steps taken
 	VirtualTime time.Duration // virtual time at the end
 	Errs        []error       // each rank's error (nil when it succeeded)
-	Events      []actor.Event // every trace event, when SimConfig.KeepTrace
-	// Races lists the data races found when SimConfig.RaceDetector is set;
+	Events      []actor.Event // every trace event, when Config.KeepTrace
+	// Races lists the data races found when Config.RaceDetector is set;
 	// nil when none were found.
 	Races *race.Error
 	// Hang is the wait-for graph of the signal waits blocked when the run
@@ -90,9 +88,6 @@ func (r Result) Err() error {
 	return errors.Join(errs...)
 }
 
-// Program is what every rank of a job runs.
-type Program func(r *Rank) error
-
 // startProgram is the message that tells a Rank actor to run its program.
 type startProgram struct{}
 
@@ -100,7 +95,7 @@ type startProgram struct{}
 // reports a failure of the simulation itself (a deadlock naming what each
 // blocked task waits for, a panic, the step limit); ranks' own errors are in
 // Result.Errs. The same configuration and seed give the same trace.
-func Simulate(cfg SimConfig, program Program) (Result, error) {
+func Simulate(cfg Config, program rank.Program) (Result, error) {
 	if cfg.World < 1 || cfg.World > 72 {
 		return Result{}, fmt.Errorf("simulate: world size %d out of range [1, 72]", cfg.World)
 	}
@@ -109,7 +104,7 @@ func Simulate(cfg SimConfig, program Program) (Result, error) {
 	}
 	timeout := cfg.Timeout
 	if timeout == 0 {
-		timeout = DefaultTimeout
+		timeout = rank.DefaultTimeout
 	}
 	sched := actor.NewScheduler(actor.Config{Seed: cfg.Seed, Strategy: cfg.Strategy, MaxSteps: cfg.MaxSteps, KeepEvents: cfg.KeepTrace})
 	sys := cfg.System
@@ -134,7 +129,7 @@ func Simulate(cfg SimConfig, program Program) (Result, error) {
 	}
 	net := ipc.NewSimNetwork(sched, world)
 	if cfg.Setup != nil {
-		if err := cfg.Setup(SimJob{Scheduler: sched, World: world, Network: net, Store: srv}); err != nil {
+		if err := cfg.Setup(Job{Scheduler: sched, World: world, Network: net, Store: srv}); err != nil {
 			return Result{}, fmt.Errorf("simulate: setup: %w", err)
 		}
 	}
@@ -167,16 +162,16 @@ func Simulate(cfg SimConfig, program Program) (Result, error) {
 		if cfg.Hosts != nil {
 			host = cfg.Hosts[i]
 		}
-		p := Params{
+		p := rank.Params{
 			ID: i, World: cfg.World, Host: host, PID: pids[i], Device: dev, Runtime: sched,
 			Store: client, IPC: ch, Logger: cfg.Logger,
 			Timeout: timeout, AllowOverlappingDevices: cfg.AllowOverlappingDevices, SignalPadSize: cfg.SignalPadSize,
 		}
 		props := pa.PropsFromFunc(func(c pa.Context) {
 			if _, ok := c.Message().(startProgram); ok {
-				res.Errs[i] = runRank(p, program)
+				res.Errs[i] = rank.Run(p, program)
 			}
-		}, pa.WithDispatcher(sched.NamedDispatcher(fmt.Sprintf("rank%d", i))))
+		}, pa.WithDispatcher(sched.LabeledDispatcher(actor.Label{Kind: actor.ProgramTask, Name: fmt.Sprintf("rank%d", i), Rank: i})))
 		pid, err := sys.Root.SpawnNamed(props, fmt.Sprintf("rank%d", i))
 		if err != nil {
 			return Result{}, fmt.Errorf("simulate: spawn rank %d: %w", i, err)
@@ -201,17 +196,4 @@ func Simulate(cfg SimConfig, program Program) (Result, error) {
 		res.Hang = race.NewWaitFor("signal timeout", at, waits, nil)
 	}
 	return res, runErr
-}
-
-// runRank builds a rank, runs program and closes the rank.
-func runRank(p Params, program Program) error {
-	r, err := New(p)
-	if err != nil {
-		return err
-	}
-	err = program(r)
-	if cerr := r.Close(); cerr != nil {
-		err = errors.Join(err, fmt.Errorf("rank %d: close: %w", p.ID, cerr))
-	}
-	return err
 }

@@ -1,4 +1,4 @@
-package rank
+package simjob
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/rank"
 )
 
 func TestSimulateOneShot(t *testing.T) {
@@ -23,16 +24,16 @@ func TestSimulateOneShot(t *testing.T) {
 		}
 		ins[i], _ = kernels.Encode(device.Float32, vals)
 	}
-	res, err := Simulate(SimConfig{World: world, Seed: 1}, func(r *Rank) error {
+	res, err := Simulate(Config{World: world, Seed: 1}, func(r *rank.Rank) error {
 		p, err := r.Alloc(numel * 4)
 		if err != nil {
 			return err
 		}
-		in := Tensor{Ptr: p, DType: device.Float32, Numel: numel}
+		in := rank.Tensor{Ptr: p, DType: device.Float32, Numel: numel}
 		if err := r.Write(in, ins[r.ID()]); err != nil {
 			return err
 		}
-		out, err := r.OneShotAllReduce(in, device.Sum, WorldGroup)
+		out, err := r.OneShotAllReduce(in, device.Sum, rank.WorldGroup)
 		if err != nil {
 			return err
 		}
@@ -57,7 +58,7 @@ func TestSimulateOneShot(t *testing.T) {
 // others fail within the timeout (virtual time) with an error naming the
 // rank's missing key, and the simulation itself does not deadlock.
 func TestMissingRankTimesOutNamingIt(t *testing.T) {
-	res, err := Simulate(SimConfig{World: 3, Seed: 2, Timeout: 2 * time.Second}, func(r *Rank) error {
+	res, err := Simulate(Config{World: 3, Seed: 2, Timeout: 2 * time.Second}, func(r *rank.Rank) error {
 		if r.ID() == 2 {
 			return nil
 		}
@@ -65,7 +66,7 @@ func TestMissingRankTimesOutNamingIt(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_, err = r.Rendezvous(p, WorldGroup)
+		_, err = r.Rendezvous(p, rank.WorldGroup)
 		return err
 	})
 	if err != nil {
@@ -85,12 +86,12 @@ func TestMissingRankTimesOutNamingIt(t *testing.T) {
 // never comes leave the scheduler with nothing to run: the report names the
 // blocked kernel lanes.
 func TestDeadlockIsReported(t *testing.T) {
-	_, err := Simulate(SimConfig{World: 2, Seed: 3}, func(r *Rank) error {
+	_, err := Simulate(Config{World: 2, Seed: 3}, func(r *rank.Rank) error {
 		p, err := r.Alloc(64)
 		if err != nil {
 			return err
 		}
-		h, err := r.Rendezvous(p, WorldGroup)
+		h, err := r.Rendezvous(p, rank.WorldGroup)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package rank
+package simjob
 
 import (
 	"time"
@@ -13,26 +13,13 @@ import (
 // read-modify-writes do both. The rendezvous orders a rank's pad zeroing
 // before its peers' first signals this way.
 func syncedStore(c store.Client, d *race.Detector) store.Client {
-	s := &syncClient{c: c, d: d}
-	if seq, ok := c.(store.Sequencer); ok {
-		return &syncSeqClient{syncClient: s, seq: seq}
-	}
-	return s
+	return &syncClient{c: c, d: d}
 }
 
 type syncClient struct {
 	c store.Client
 	d *race.Detector
 }
-
-// syncSeqClient keeps the wrapped client's sequence counters visible to
-// store.NewExchange.
-type syncSeqClient struct {
-	*syncClient
-	seq store.Sequencer
-}
-
-func (s *syncSeqClient) NextSequence(scope string) uint64 { return s.seq.NextSequence(scope) }
 
 func (s *syncClient) Set(key string, value []byte) error {
 	s.d.Release(key)
@@ -84,3 +71,7 @@ func (s *syncClient) Check(keys []string) (bool, error) {
 func (s *syncClient) Delete(key string) (bool, error) { return s.c.Delete(key) }
 
 func (s *syncClient) NumKeys() (int, error) { return s.c.NumKeys() }
+
+// NextSequence keeps the wrapped client's sequence counters (no store
+// request, so no edge).
+func (s *syncClient) NextSequence(scope string) uint64 { return s.c.NextSequence(scope) }
