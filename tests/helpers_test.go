@@ -3,20 +3,14 @@ package tests
 import (
 	"testing"
 
+	"github.com/symmem/symmem/internal/simtest"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/simjob"
 )
 
-// simulate runs program on world simulated ranks and fails the test on a
+// simulate runs program on simulated ranks and fails the test on a
 // simulation failure or any rank's error.
 func simulate(t *testing.T, cfg simjob.Config, program rank.Program) simjob.Result {
 	t.Helper()
-	res, err := simjob.Simulate(cfg, program)
-	if err != nil {
-		t.Fatalf("simulation (seed %d): %v", cfg.Seed, err)
-	}
-	if err := res.Err(); err != nil {
-		t.Fatalf("ranks (seed %d): %v", cfg.Seed, err)
-	}
-	return res
+	return simtest.Simulate(t, cfg, program)
 }

@@ -1,4 +1,4 @@
-package tests
+package ptx
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/symmem/symmem/conformance"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/internal/simtest"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/simjob"
@@ -26,24 +27,22 @@ var ptxDevice = sim.Config{Kernels: sim.Kernels{PTX: true}}
 // TestPTXConformance runs the self-checking conformance cases with the
 // kernels' PTX, thread by thread, at worlds 2 to 8: the reference table
 // (every dtype, form, offset and size, checked bitwise), signals, bounds,
-// groups, bad inputs, leaks, and graph replays at world 2. Left out are the
-// cases whose tensors (300 KiB, 10 MiB) take minutes to interpret:
-// sim-conformance and intra-node-comm. Under Go's race detector, which
-// slows the interpreter several times, the table and the leak check run
-// at world 2 only and graphs not at all; a plain go test runs them all.
+// groups, bad inputs, leaks, and graph replays at world 2, under go test
+// -race too (about 4 minutes on two cores; the package runs beside package
+// tests). Left out are the cases whose tensors (300 KiB, 10 MiB) take
+// minutes to interpret: sim-conformance (the bitwise comparison with the
+// Go twins is TestPTXMatchesGoTwins here) and intra-node-comm.
 func TestPTXConformance(t *testing.T) {
 	for world := 2; world <= 8; world++ {
 		for _, c := range conformance.Cases(conformance.Options{Cycles: 3, Seed: 7}) {
 			switch {
 			case !c.Fits(world), c.Name == "sim-conformance", c.Name == "intra-node-comm":
 				continue
-			case c.Name == "graphs" && (raceBuild || world > 2):
-				continue
-			case raceBuild && world > 2 && (c.Name == "allreduce-table" || c.Name == "leaks"):
+			case c.Name == "graphs" && world > 2:
 				continue
 			}
 			t.Run(fmt.Sprintf("%s/world%d", c.Name, world), func(t *testing.T) {
-				simulate(t, simjob.Config{World: world, Seed: uint64(world), Device: ptxDevice}, c.Program)
+				simtest.Simulate(t, simjob.Config{World: world, Seed: uint64(world), Device: ptxDevice}, c.Program)
 			})
 		}
 	}
@@ -145,7 +144,7 @@ func differential(t *testing.T, world int, dev sim.Config) []labelled {
 		}
 		return nil
 	}
-	simulate(t, simjob.Config{World: world, Seed: 5, Device: dev}, program)
+	simtest.Simulate(t, simjob.Config{World: world, Seed: 5, Device: dev}, program)
 	for r := 1; r < world; r++ {
 		for i, x := range results[r] {
 			if !bytes.Equal(x.out, results[0][i].out) {
@@ -209,7 +208,7 @@ func TestPTXSameSeedSameTrace(t *testing.T) {
 	trace := func(seed uint64) string {
 		inputs := spec.Inputs()
 		results := make([]workload.RankResult, spec.World)
-		res := simulate(t, simjob.Config{World: spec.World, Seed: seed, Device: ptxDevice}, spec.Program(inputs, results))
+		res := simtest.Simulate(t, simjob.Config{World: spec.World, Seed: seed, Device: ptxDevice}, spec.Program(inputs, results))
 		if v := spec.Check(inputs, results); !v.OK() {
 			t.Fatalf("seed %d: %v", seed, v.Problems)
 		}
