@@ -10,6 +10,7 @@ import (
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/signal"
 )
 
 // RankVerdict is what one rank's program observed: how many results it
@@ -169,11 +170,18 @@ func (e *executor) step(i int, s Step) error {
 			}
 		}
 		e.r.SetAsync(false)
+		// Reads wait for the stream's earlier work; the kernels' failures
+		// come with the synchronize, before any result is judged.
+		for _, c := range calls {
+			if err := e.read(c); err != nil {
+				return errors.Join(err, e.r.Synchronize())
+			}
+		}
 		if err := e.r.Synchronize(); err != nil {
 			return err
 		}
 		for _, c := range calls {
-			if err := e.check(c, i, 0); err != nil {
+			if err := e.judge(c, i, 0); err != nil {
 				return err
 			}
 		}
@@ -217,6 +225,7 @@ type call struct {
 	span  rank.Tensor // in with its guards (bytes), for in-place forms
 	lead  uint64      // guard bytes before in, inside span
 	local rank.Tensor // one-shot-copy's plain input
+	got   []byte      // the result read back
 	out   rank.Tensor // the output, when not in place
 	ll    *rank.LowLatency
 }
@@ -332,28 +341,39 @@ func (e *executor) issue(k *call) error {
 
 // check reads a call's result and compares it bitwise with the reference.
 func (e *executor) check(k *call, step, it int) error {
+	if err := e.read(k); err != nil {
+		return err
+	}
+	return e.judge(k, step, it)
+}
+
+// read copies a call's result (with its guards, in place) to the host, in
+// stream order.
+func (e *executor) read(k *call) error {
 	r, c := e.r, k.c
-	var got []byte
 	var err error
 	switch {
 	case c.Form == TwoShot && k.span.Ptr != 0:
-		var span []byte
-		if span, err = r.Read(k.span); err != nil {
-			return err
-		}
-		got = span[k.lead : k.lead+c.Bytes]
-		for i, b := range span {
+		k.got, err = r.Read(k.span)
+	case c.Form == TwoShot, c.Form == IntraNode:
+		k.got, err = r.Read(k.in)
+	default:
+		k.got, err = r.Read(k.out)
+	}
+	return err
+}
+
+// judge compares the result read with the reference, bitwise, and the
+// guards with the sentinel.
+func (e *executor) judge(k *call, step, it int) error {
+	c, got := k.c, k.got
+	if c.Form == TwoShot && k.span.Ptr != 0 {
+		for i, b := range got {
 			if (uint64(i) < k.lead || uint64(i) >= k.lead+c.Bytes) && b != guardByte {
 				return e.wrong("step %d %s: guard byte %d bytes %s the tensor overwritten", step, c, distance(uint64(i), k.lead, c.Bytes), side(uint64(i), k.lead))
 			}
 		}
-	case c.Form == TwoShot, c.Form == IntraNode:
-		got, err = r.Read(k.in)
-	default:
-		got, err = r.Read(k.out)
-	}
-	if err != nil {
-		return err
+		got = got[k.lead : k.lead+c.Bytes]
 	}
 	members := e.p.Groups[c.Group]
 	inputs := make([][]byte, len(members))
@@ -473,10 +493,30 @@ func (e *executor) signals(step int, s Step) error {
 	e.v.Checked++
 	// Nobody may overwrite a region a peer still reads.
 	if s.Kind == StepBarrier {
-		return h.Barrier(ch+1, timeout)
+		if err := h.Barrier(ch+1, timeout); err != nil {
+			return err
+		}
+		return e.probeChannel(h, step)
 	}
 	if err := h.PutSignal(prev, ch+1, timeout); err != nil {
 		return err
 	}
 	return h.WaitSignal(next, ch+1, timeout)
+}
+
+// probeChannel launches a barrier on the first channel past the group's
+// pad, which the device must refuse at launch: a kernel that accepted it
+// would signal into memory past the pad.
+func (e *executor) probeChannel(h *rank.SymmetricMemory, step int) error {
+	r, w := e.r, h.WorldSize()
+	past := signal.Channels(h.SignalPadSize(), w)
+	args := kernels.SignalArgs{
+		Rank: int32(h.Rank()), World: int32(w), Channel: int32(past),
+		PadPtrs: h.SignalPadPtrsDev(), PadBytes: h.SignalPadSize(), TimeoutNs: int64(r.Timeout()),
+	}
+	if err := r.Device().Launch(r.Stream(), device.Launch{Kernel: kernels.Barrier, Blocks: 1, Threads: w, Args: args}); err == nil {
+		serr := r.Synchronize()
+		return e.wrong("step %d: a barrier on channel %d of a pad with %d channels was accepted (synchronize: %v)", step, past, past, serr)
+	}
+	return nil
 }

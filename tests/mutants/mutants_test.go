@@ -41,8 +41,6 @@ func mutants() []mutant {
 			apply: wrapBlocks(barriermut.Mutation{Kernel: kernels.OneShotAllReduce, Barrier: 1, SkipWait: true})},
 		{name: "channel bound off by world size", world: 2, program: channelProbe,
 			apply: wrapDevices(func(d device.Device) device.Device { return &wideBound{Device: d} })},
-		{name: "one pad slot shared by two groups", world: 3, program: twoGroups(true), control: twoGroups(false),
-			apply: func(*rank.SimConfig) {}},
 		{name: "StoreExchange sequence per process", world: 3, program: subgroupThenWorld,
 			apply: func(cfg *rank.SimConfig) {
 				cfg.WrapStore = func(_ int, c store.Client) store.Client { return &perProcessSeq{Client: c} }
@@ -223,7 +221,10 @@ func TestControlsPass(t *testing.T) {
 		schedules = 3
 	}
 	done := map[string]bool{}
-	for _, m := range mutants() {
+	// Two groups interleaving on one allocation, each with its own pad,
+	// and on allocations of their own.
+	extra := []mutant{{name: "two groups on one allocation", world: 3, program: twoGroups(true)}, {name: "two groups apart", world: 3, program: twoGroups(false)}}
+	for _, m := range append(mutants(), extra...) {
 		program, name := m.control, m.name+" (control)"
 		if program == nil {
 			program = m.program
