@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
@@ -30,7 +31,7 @@ const guardByte = 0xA5
 // executor runs a program on one rank.
 type executor struct {
 	p       Program
-	seed    uint64
+	d       *data
 	r       *rank.Rank
 	v       *RankVerdict
 	bufs    []device.Ptr
@@ -50,8 +51,9 @@ func (p Program) program(seed uint64, verdicts []RankVerdict) rank.Program {
 			}
 		}
 	}
+	d := newData(seed)
 	return func(r *rank.Rank) error {
-		e := &executor{p: p, seed: seed, r: r, v: &verdicts[r.ID()], ll: map[int]*rank.LowLatency{}, llBytes: llBytes}
+		e := &executor{p: p, d: d, r: r, v: &verdicts[r.ID()], ll: map[int]*rank.LowLatency{}, llBytes: llBytes}
 		err := e.run()
 		return errors.Join(err, e.close())
 	}
@@ -375,12 +377,7 @@ func (e *executor) judge(k *call, step, it int) error {
 		}
 		got = got[k.lead : k.lead+c.Bytes]
 	}
-	members := e.p.Groups[c.Group]
-	inputs := make([][]byte, len(members))
-	for j, m := range members {
-		inputs[j] = e.inputOf(m, step, k.idx, it, c)
-	}
-	want, err := kernels.Reference(c.DType, c.Op, inputs)
+	want, err := e.reference(step, k.idx, it, c)
 	if err != nil {
 		return err
 	}
@@ -413,11 +410,71 @@ func side(i, lead uint64) string {
 	return "after"
 }
 
-// inputOf is rank r's input to collective idx of a step in replay it:
+// dataKey names one collective call of a run: step, index in the step,
+// replay.
+type dataKey struct{ step, idx, it int }
+
+// data holds the inputs and references of a run, which every rank's
+// checks share: each is computed once. The ranks run one at a time; the
+// lock only keeps the sharing obviously safe.
+type data struct {
+	seed   uint64
+	mu     sync.Mutex
+	inputs map[dataKey][][]byte // by member rank
+	refs   map[dataKey][]byte
+}
+
+func newData(seed uint64) *data {
+	return &data{seed: seed, inputs: map[dataKey][][]byte{}, refs: map[dataKey][]byte{}}
+}
+
+// inputOf is rank r's input to collective idx of a step in replay it.
+func (e *executor) inputOf(r, step, idx, it int, c Coll) []byte {
+	d := e.d
+	k := dataKey{step, idx, it}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ins := d.inputs[k]
+	if ins == nil {
+		ins = make([][]byte, e.p.World)
+		d.inputs[k] = ins
+	}
+	if ins[r] == nil {
+		ins[r] = makeInput(d.seed, r, step, idx, it, c)
+	}
+	return ins[r]
+}
+
+// reference is the result every member must hold after collective idx of
+// a step in replay it.
+func (e *executor) reference(step, idx, it int, c Coll) ([]byte, error) {
+	k := dataKey{step, idx, it}
+	e.d.mu.Lock()
+	want := e.d.refs[k]
+	e.d.mu.Unlock()
+	if want != nil {
+		return want, nil
+	}
+	members := e.p.Groups[c.Group]
+	inputs := make([][]byte, len(members))
+	for j, m := range members {
+		inputs[j] = e.inputOf(m, step, idx, it, c)
+	}
+	want, err := kernels.Reference(c.DType, c.Op, inputs)
+	if err != nil {
+		return nil, err
+	}
+	e.d.mu.Lock()
+	e.d.refs[k] = want
+	e.d.mu.Unlock()
+	return want, nil
+}
+
+// makeInput is rank r's input to collective idx of a step in replay it:
 // seeded values in [-1, 1), exactly representable in the dtype, and a few
 // small integers.
-func (e *executor) inputOf(r, step, idx, it int, c Coll) []byte {
-	rng := rand.New(rand.NewPCG(e.seed^uint64(step)<<40^uint64(idx)<<32^uint64(it)<<24, uint64(r)+1))
+func makeInput(seed uint64, r, step, idx, it int, c Coll) []byte {
+	rng := rand.New(rand.NewPCG(seed^uint64(step)<<40^uint64(idx)<<32^uint64(it)<<24, uint64(r)+1))
 	numel := c.Bytes / uint64(c.DType.Size())
 	vals := make([]float32, numel)
 	for i := range vals {
