@@ -86,7 +86,10 @@ type FailureReport struct {
 	Signature string
 	Count     int
 	First     Outcome
-	Shrunk    *Shrunk // nil unless Config.Shrink
+	Shrunk    *Shrunk // nil unless Config.Shrink (and the shrink ran)
+	// ShrinkErr is why the shrink could not run, if it could not; the
+	// failure is reported all the same.
+	ShrinkErr error
 }
 
 // Report summarises a fuzzing session.
@@ -211,7 +214,8 @@ func Fuzz(ctx context.Context, cfg Config) (Report, error) {
 		for i := range rep.Failures {
 			s, err := Shrink(rep.Failures[i].First, cfg.Budget)
 			if err != nil {
-				return rep, fmt.Errorf("shrink %s: %w", rep.Failures[i].Signature, err)
+				rep.Failures[i].ShrinkErr = fmt.Errorf("shrink %s: %w", rep.Failures[i].Signature, err)
+				continue
 			}
 			rep.Failures[i].Shrunk = &s
 		}

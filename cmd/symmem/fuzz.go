@@ -258,6 +258,9 @@ func printReport(w io.Writer, cfg fuzz.Config, f *fuzzFlags, rep fuzz.Report) er
 			return err
 		}
 		fmt.Fprintf(&b, "  replay: %s\n", line)
+		if fr.ShrinkErr != nil {
+			fmt.Fprintf(&b, "  not shrunk: %v\n", fr.ShrinkErr)
+		}
 		if s := fr.Shrunk; s != nil {
 			m := s.Outcome
 			fmt.Fprintf(&b, "  shrunk in %d runs: %d of %d steps, %d of %d faults, %d of %d decisions: %v\n",
