@@ -546,6 +546,80 @@ func (p Program) withColls(i int, cs []Coll) Program {
 	return q
 }
 
+// withColl returns the program with collective j of step i replaced.
+func (p Program) withColl(i, j int, c Coll) Program {
+	q := p
+	q.Steps = slices.Clone(p.Steps)
+	q.Steps[i].Colls = slices.Clone(p.Steps[i].Colls)
+	q.Steps[i].Colls[j] = c
+	return q
+}
+
+// tidy returns the program without the groups and buffers no step uses,
+// renumbered, and whether there were any.
+func (p Program) tidy() (Program, bool) {
+	usedG, usedB := make([]bool, len(p.Groups)), make([]bool, len(p.Bufs))
+	usedG[0] = true
+	for _, s := range p.Steps {
+		switch s.Kind {
+		case StepRealloc:
+			usedB[s.Buf] = true
+		case StepBarrier, StepSignal:
+			usedG[s.Region.Group], usedB[s.Region.Buf] = true, true
+		default:
+			for _, c := range s.Colls {
+				usedG[c.Group], usedB[c.Buf] = true, true
+			}
+		}
+	}
+	if !slices.Contains(usedB, true) {
+		usedB[0] = true
+	}
+	newG, newB := renumber(usedG), renumber(usedB)
+	if !slices.Contains(newG, -1) && !slices.Contains(newB, -1) {
+		return p, false
+	}
+	q := Program{World: p.World}
+	for g, ms := range p.Groups {
+		if usedG[g] {
+			q.Groups = append(q.Groups, ms)
+		}
+	}
+	for b, n := range p.Bufs {
+		if usedB[b] {
+			q.Bufs = append(q.Bufs, n)
+		}
+	}
+	for _, s := range p.Steps {
+		s.Colls = slices.Clone(s.Colls)
+		for i := range s.Colls {
+			s.Colls[i].Group, s.Colls[i].Buf = newG[s.Colls[i].Group], newB[s.Colls[i].Buf]
+		}
+		switch s.Kind {
+		case StepRealloc:
+			s.Buf = newB[s.Buf]
+		case StepBarrier, StepSignal:
+			s.Region.Group, s.Region.Buf = newG[s.Region.Group], newB[s.Region.Buf]
+		}
+		q.Steps = append(q.Steps, s)
+	}
+	return q, true
+}
+
+// renumber maps the indices in use to 0, 1, ... and the others to -1.
+func renumber(used []bool) []int {
+	out := make([]int, len(used))
+	n := 0
+	for i, u := range used {
+		out[i] = -1
+		if u {
+			out[i] = n
+			n++
+		}
+	}
+	return out
+}
+
 // SpecProgram is the program of one checked all-reduce of spec on the
 // world: a buffer holding the tensor at spec's offset, between guards, and
 // one collective of spec's algorithm (auto resolved by size). Inputs are

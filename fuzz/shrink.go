@@ -90,6 +90,26 @@ func Shrink(o Outcome, budget int) (Shrunk, error) {
 			})
 		})
 	}
+	// Smaller tensors: each collective at the smallest size that keeps the
+	// failure.
+	for i := range cur.Program.Steps {
+		for j := range cur.Program.Steps[i].Colls {
+			for _, n := range []uint64{16, 64, 260, 1024} {
+				c := cur.Program.Steps[i].Colls[j]
+				if n >= c.Bytes || n%uint64(c.DType.Size()) != 0 {
+					continue
+				}
+				c.Bytes = n
+				if attempt(func(k *Case) { k.Program = k.Program.withColl(i, j, c) }) {
+					break
+				}
+			}
+		}
+	}
+	// Groups and buffers no step uses.
+	if p, ok := cur.Program.tidy(); ok {
+		attempt(func(k *Case) { k.Program = p })
+	}
 	// Decisions after the failure do not matter, and dropping late ones
 	// disturbs the run least: cut the tail first, then minimise.
 	fails := func(d Schedule) bool {
