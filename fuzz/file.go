@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// fileVersion is the version of the schedule file format.
+// fileVersion is the version of the case file format.
 const fileVersion = 2
 
 // caseFile is a saved case: everything that determines the run, the trace

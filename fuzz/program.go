@@ -204,21 +204,6 @@ func (p Program) String() string {
 	return b.String()
 }
 
-// Collectives counts the program's all-reduce calls (a capture's once per
-// replay).
-func (p Program) Collectives() int {
-	n := 0
-	for _, s := range p.Steps {
-		switch s.Kind {
-		case StepCapture:
-			n += len(s.Colls) * s.Replays
-		default:
-			n += len(s.Colls)
-		}
-	}
-	return n
-}
-
 // ParseProgram reads the text form of a program.
 func ParseProgram(s string) (Program, error) {
 	parts := strings.Split(s, ";")

@@ -82,7 +82,7 @@ non-zero when the case fails or the trace differs from the one expected.`,
 	fl.Int64Var(&f.maxSteps, "max-steps", fuzz.DefaultMaxSteps, "step bound")
 	fl.BoolVar(&f.race, "race", true, "run the happens-before race detector; a data race fails the case")
 	fl.StringVar(&f.expectTrace, "expect-trace", "", "fail unless the trace hash starts with this")
-	fl.StringVar(&f.save, "save", "", "write the (shrunk) case to this schedule file")
+	fl.StringVar(&f.save, "save", "", "write the (shrunk) case to this file, which --case reads")
 	fl.BoolVar(&f.shrink, "shrink", false, "shrink a failing case and show the minimal one")
 	fl.IntVar(&f.shrinkRuns, "shrink-runs", fuzz.DefaultShrinkRuns, "runs the shrink may take")
 	fl.BoolVar(&f.trace, "trace", false, "print every trace event")
@@ -91,7 +91,7 @@ non-zero when the case fails or the trace differs from the one expected.`,
 }
 
 // buildCase turns the flags into a case; expected is the trace hash a
-// schedule file recorded ("" when none).
+// case file recorded ("" when none).
 func (f *replayFlags) buildCase() (c fuzz.Case, expected string, err error) {
 	if f.caseFile != "" {
 		c, expected, err := fuzz.Load(f.caseFile)
