@@ -46,6 +46,12 @@ type Failure struct {
 
 func (f *Failure) Error() string { return fmt.Sprintf("%s: %s", f.Kind, f.Detail) }
 
+// Summary is the failure's kind and the first line of its detail.
+func (f *Failure) Summary() string {
+	line, _, _ := strings.Cut(f.Detail, "\n")
+	return fmt.Sprintf("%s: %s", f.Kind, line)
+}
+
 // Signature identifies a failure up to its numbers (ranks, steps,
 // addresses), so that the fuzzer reports each distinct failure once.
 func (f *Failure) Signature() string {

@@ -249,7 +249,7 @@ func printReport(w io.Writer, cfg fuzz.Config, f *fuzzFlags, rep fuzz.Report) er
 	saver := &caseSaver{dir: f.saveDir}
 	for i, fr := range rep.Failures {
 		o := fr.First
-		fmt.Fprintf(&b, "\nFAIL %d/%d (%d cases, first seed %d): %v\n", i+1, len(rep.Failures), fr.Count, o.Case.Seed, o.Failure)
+		fmt.Fprintf(&b, "\nFAIL %d/%d (%d cases, first seed %d): %s\n", i+1, len(rep.Failures), fr.Count, o.Case.Seed, o.Failure.Summary())
 		if len(o.Fired) > 0 {
 			fmt.Fprintf(&b, "  faults fired: %s\n", o.Fired)
 		}
@@ -263,8 +263,8 @@ func printReport(w io.Writer, cfg fuzz.Config, f *fuzzFlags, rep fuzz.Report) er
 		}
 		if s := fr.Shrunk; s != nil {
 			m := s.Outcome
-			fmt.Fprintf(&b, "  shrunk in %d runs: %d of %d steps, %d of %d faults, %d of %d decisions: %v\n",
-				s.Runs, len(m.Case.Program.Steps), s.Steps, len(m.Fired), s.Faults, len(m.Schedule), s.Decisions, m.Failure)
+			fmt.Fprintf(&b, "  shrunk in %d runs: %d of %d steps, %d of %d faults, %d of %d decisions: %s\n",
+				s.Runs, len(m.Case.Program.Steps), s.Steps, len(m.Fired), s.Faults, len(m.Schedule), s.Decisions, m.Failure.Summary())
 			line, err := saver.line(m, fmt.Sprintf("fuzz-seed-%d-shrunk.json", o.Case.Seed))
 			if err != nil {
 				return err
@@ -284,7 +284,8 @@ const maxInlineCommand = 400
 // else only those too long to print, to a temporary directory made on
 // first use.
 type caseSaver struct {
-	dir  string
+	dir  string // --save-dir
+	temp string // the temporary directory, once made
 	made bool
 }
 
@@ -292,22 +293,25 @@ type caseSaver struct {
 // saved to.
 func (s *caseSaver) line(o fuzz.Outcome, name string) (string, error) {
 	cmd := o.Case.Command() + " --expect-trace " + shortHash(o.Trace)
-	if s.dir == "" && len(cmd) <= maxInlineCommand {
+	dir := s.dir
+	switch {
+	case dir == "" && len(cmd) <= maxInlineCommand:
 		return cmd, nil
-	}
-	if s.dir == "" {
-		dir, err := os.MkdirTemp("", "symmem-fuzz-")
+	case dir == "" && s.temp == "":
+		temp, err := os.MkdirTemp("", "symmem-fuzz-")
 		if err != nil {
 			return "", fmt.Errorf("save a long case: %w", err)
 		}
-		s.dir = dir
-	} else if !s.made {
-		if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		s.temp, dir = temp, temp
+	case dir == "":
+		dir = s.temp
+	case !s.made:
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return "", fmt.Errorf("--save-dir: %w", err)
 		}
+		s.made = true
 	}
-	s.made = true
-	path := filepath.Join(s.dir, name)
+	path := filepath.Join(dir, name)
 	if err := fuzz.Save(path, o); err != nil {
 		return "", err
 	}
