@@ -322,7 +322,7 @@ func TestPlanValidateAndCases(t *testing.T) {
 		cases[7] != (Case{4096, device.Float32, device.Sum, workload.Auto}) {
 		t.Errorf("cases out of order: %v", cases)
 	}
-	if got := (Case{Bytes: 1 << 20, Algo: workload.Auto}).AlgoName(); got != "auto/two-shot" {
+	if got := (Case{Bytes: 1 << 20, Algo: workload.Auto}).AlgoName(4); got != "auto/two-shot" {
 		t.Errorf("auto at 1 MiB is named %q", got)
 	}
 	bad := p
@@ -418,7 +418,7 @@ func TestRunOnSimulator(t *testing.T) {
 	}
 	for i, r := range rows {
 		c := cases[i]
-		if r.Bytes != c.Bytes || r.Algo != c.AlgoName() || r.DType != c.DType.String() || r.Op != c.Op.String() || r.World != 3 {
+		if r.Bytes != c.Bytes || r.Algo != c.AlgoName(3) || r.DType != c.DType.String() || r.Op != c.Op.String() || r.World != 3 {
 			t.Errorf("row %d = %+v, want case %+v", i, r, c)
 		}
 		if r.Wrong != 0 {

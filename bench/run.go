@@ -67,11 +67,11 @@ func Run(r *rank.Rank, p Plan, emit func(Row)) error {
 	for _, c := range p.Cases() {
 		st, err := m.measure(c)
 		if err != nil {
-			return fmt.Errorf("rank %d: bench %s %v %v %s: %w", r.ID(), FormatSize(c.Bytes), c.DType, c.Op, c.AlgoName(), err)
+			return fmt.Errorf("rank %d: bench %s %v %v %s: %w", r.ID(), FormatSize(c.Bytes), c.DType, c.Op, c.AlgoName(r.World()), err)
 		}
 		all, err := m.ex.AllGather(st.encode())
 		if err != nil {
-			return fmt.Errorf("rank %d: bench %s %v %v %s: gather figures: %w", r.ID(), FormatSize(c.Bytes), c.DType, c.Op, c.AlgoName(), err)
+			return fmt.Errorf("rank %d: bench %s %v %v %s: gather figures: %w", r.ID(), FormatSize(c.Bytes), c.DType, c.Op, c.AlgoName(r.World()), err)
 		}
 		if r.ID() != 0 || emit == nil {
 			continue
@@ -128,7 +128,7 @@ func newMeter(r *rank.Rank, p Plan) (*meter, error) {
 		m.close()
 		return nil, err
 	}
-	if slices.Contains(p.Algos, workload.LowLatency) {
+	if slices.ContainsFunc(p.Cases(), func(c Case) bool { return c.Ran(r.World()) == workload.LowLatency }) {
 		if m.ll, err = r.NewLowLatency(rank.WorldGroup, min(roundUp4(largest), rank.LowLatencyMaxBytes)); err != nil {
 			m.close()
 			return nil, err
@@ -192,7 +192,7 @@ func (m *meter) measure(c Case) (stat, error) {
 	r, p := m.r, m.p
 	in := rank.Tensor{Ptr: m.buf, DType: c.DType, Numel: c.Numel()}
 	out := rank.Tensor{Ptr: m.out.Ptr, DType: c.DType, Numel: c.Numel()}
-	ran := c.Ran()
+	ran := c.Ran(r.World())
 	call := func() error {
 		switch ran {
 		case workload.OneShot:
@@ -303,7 +303,7 @@ func (m *meter) measure(c Case) (stat, error) {
 // the extremes over ranks, wrong elements summed.
 func makeRow(c Case, world int, timer string, stats []stat) Row {
 	row := Row{
-		Impl: Impl, Algo: c.AlgoName(), DType: c.DType.String(), Op: c.Op.String(),
+		Impl: Impl, Algo: c.AlgoName(world), DType: c.DType.String(), Op: c.Op.String(),
 		World: world, Bytes: c.Bytes, Count: c.Numel(), MinUs: math.Inf(1),
 	}
 	var devs, hosts []float64

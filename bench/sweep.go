@@ -83,14 +83,15 @@ type Case struct {
 // Numel is the number of elements reduced.
 func (c Case) Numel() uint64 { return c.Bytes / uint64(c.DType.Size()) }
 
-// Ran is the algorithm that runs for c: Auto resolved by size.
-func (c Case) Ran() workload.Algo { return c.Algo.Resolve(c.Bytes) }
+// Ran is the algorithm that runs for c on world ranks: Auto resolved by
+// size and world.
+func (c Case) Ran(world int) workload.Algo { return c.Algo.Resolve(c.Bytes, world) }
 
-// AlgoName is how reports name c's algorithm: "one-shot", "two-shot", or
-// "auto/one-shot" when Auto picked one-shot.
-func (c Case) AlgoName() string {
+// AlgoName is how reports name c's algorithm on world ranks: "one-shot",
+// "two-shot", "ll", or "auto/two-shot" when Auto picked two-shot.
+func (c Case) AlgoName(world int) string {
 	if c.Algo == workload.Auto {
-		return "auto/" + c.Ran().String()
+		return "auto/" + c.Ran(world).String()
 	}
 	return c.Algo.String()
 }

@@ -108,19 +108,6 @@ func WriteFooter(w io.Writer, rows []Row) error {
 	return err
 }
 
-// WriteTable writes a whole report as a table.
-func WriteTable(w io.Writer, rep Report) error {
-	if err := WriteHeader(w, rep); err != nil {
-		return err
-	}
-	for _, r := range rep.Rows {
-		if _, err := fmt.Fprintln(w, FormatRow(r)); err != nil {
-			return err
-		}
-	}
-	return WriteFooter(w, rep.Rows)
-}
-
 func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 
 func maxOf(xs []float64) float64 {

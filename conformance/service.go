@@ -16,12 +16,26 @@ import (
 
 // intraNodeUsage ports the reference test: bf16 sums of 4 KiB, 512 KiB and
 // 10 MiB use the service (counter 1, 2, 3) with the right result; avg and
-// 10 MiB + 2 bytes do not; algorithm none is refused.
+// 10 MiB + 2 bytes do not; algorithm none is refused. Ranks sharing a
+// device (a world larger than the GPU count) must be declined instead, and
+// then the service refuses to run.
 func intraNodeUsage(seed uint64) rank.Program {
 	return func(r *rank.Rank) error {
 		c := r.NewIntraNodeComm(rank.IntraNodeOptions{Enabled: true})
 		if !c.Rendezvous() {
-			return errors.New("intra-node comm refused a fully connected host")
+			why := c.Declined()
+			if !strings.Contains(why, "share device") {
+				return fmt.Errorf("intra-node comm refused a fully connected host: %s", why)
+			}
+			t, err := r.Empty(1024, device.BFloat16)
+			if err != nil {
+				return err
+			}
+			defer r.FreeTensor(t)
+			if c.SelectAlgo(t, device.Sum) != rank.AlgoNone || c.AllReduce(t, rank.AlgoOneShot) == nil {
+				return errors.New("intra-node comm declined ranks sharing a device, then offered or ran an all-reduce")
+			}
+			return nil
 		}
 		defer c.Close()
 		for i, n := range []uint64{4 << 10, 512 << 10, 10 << 20} {
@@ -174,7 +188,8 @@ func badInputs(r *rank.Rank) error {
 }
 
 // persistentAllocID: the same id gives the same address after free; an id
-// still alive is refused.
+// still alive is refused, and so is the id with another size than its
+// first (smaller or larger, the error naming both).
 func persistentAllocID(r *rank.Rank) error {
 	a, err := r.AllocID(4096, "weights")
 	if err != nil {
@@ -186,7 +201,13 @@ func persistentAllocID(r *rank.Rank) error {
 	if err := r.Free(a); err != nil {
 		return err
 	}
-	b, err := r.AllocID(1024, "weights")
+	for _, size := range []uint64{1024, 4092, 4100, 1 << 20} {
+		_, err := r.AllocID(size, "weights")
+		if err == nil || !strings.Contains(err.Error(), "4096") || !strings.Contains(err.Error(), fmt.Sprint(size)) {
+			return fmt.Errorf("id first allocated with 4096 bytes re-allocated with %d: %v, want an error naming both sizes", size, err)
+		}
+	}
+	b, err := r.AllocID(4096, "weights")
 	if err != nil {
 		return err
 	}
@@ -194,8 +215,8 @@ func persistentAllocID(r *rank.Rank) error {
 	if a != b {
 		return fmt.Errorf("id re-allocated at %v, first at %v", b, a)
 	}
-	if n, err := r.AllocSize(b); err != nil || n != 1024 {
-		return fmt.Errorf("alloc size %d (%v), want 1024", n, err)
+	if n, err := r.AllocSize(b); err != nil || n != 4096 {
+		return fmt.Errorf("alloc size %d (%v), want 4096", n, err)
 	}
 	return nil
 }

@@ -56,6 +56,28 @@ type Launch struct {
 	Blocks  int    // grid size
 	Threads int    // threads per block
 	Args    any    // the kernel's argument struct, defined in package kernels
+	// Group names the group a collective launch serves; a KernelError of
+	// the launch carries it, to name global ranks (nil: none).
+	Group *Group
+}
+
+// Group identifies the ranks of a collective launch: the group's name and
+// the global rank of each group position.
+type Group struct {
+	Name  string
+	Ranks []int
+}
+
+// rank names group position pos: its global rank, and the position too when
+// they differ.
+func (g *Group) rank(pos int) string {
+	if g == nil || pos < 0 || pos >= len(g.Ranks) {
+		return fmt.Sprintf("rank %d", pos)
+	}
+	if g.Ranks[pos] == pos {
+		return fmt.Sprintf("rank %d", pos)
+	}
+	return fmt.Sprintf("rank %d (position %d)", g.Ranks[pos], pos)
 }
 
 // Device is one accelerator as seen by one rank. Methods that take a Stream
@@ -154,15 +176,41 @@ type KernelError struct {
 	Slot    int           // index of the uint32 slot in the pad
 	Timeout time.Duration // how long it waited
 	Reason  string
+	// Group is the launch's group, when it named one: Rank and Peer are
+	// positions in it.
+	Group *Group
 }
 
 func (e *KernelError) Error() string {
-	if e.Channel < 0 {
-		return fmt.Sprintf("kernel %s: rank %d block %d: %s waiting for rank %d after %v",
-			e.Kernel, e.Rank, e.Block, e.Reason, e.Peer, e.Timeout)
+	where := fmt.Sprintf("kernel %s: ", e.Kernel)
+	if e.Group != nil {
+		where += fmt.Sprintf("group %q: ", e.Group.Name)
 	}
-	return fmt.Sprintf("kernel %s: rank %d block %d: %s waiting for rank %d on channel %d (pad slot %d) after %v",
-		e.Kernel, e.Rank, e.Block, e.Reason, e.Peer, e.Channel, e.Slot, e.Timeout)
+	if e.Channel < 0 {
+		return fmt.Sprintf("%s%s block %d: %s waiting for %s after %v",
+			where, e.Group.rank(e.Rank), e.Block, e.Reason, e.Group.rank(e.Peer), e.Timeout)
+	}
+	return fmt.Sprintf("%s%s block %d: %s waiting for %s on channel %d (pad slot %d) after %v",
+		where, e.Group.rank(e.Rank), e.Block, e.Reason, e.Group.rank(e.Peer), e.Channel, e.Slot, e.Timeout)
+}
+
+// LabelKernelError sets the group of every KernelError in err's tree to g;
+// devices call it on the errors of a launch that named its group.
+func LabelKernelError(err error, g *Group) {
+	if g == nil || err == nil {
+		return
+	}
+	if ke, ok := err.(*KernelError); ok {
+		ke.Group = g
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		LabelKernelError(u.Unwrap(), g)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			LabelKernelError(e, g)
+		}
+	}
 }
 
 // MemInfo is implemented by devices that report their memory: free and

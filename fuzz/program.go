@@ -613,7 +613,7 @@ func SpecProgram(spec workload.Spec) (Program, error) {
 	if err := spec.Validate(); err != nil {
 		return Program{}, err
 	}
-	form := map[workload.Algo]Form{workload.OneShot: OneShot, workload.TwoShot: TwoShot, workload.LowLatency: LL}[spec.Algo.Resolve(spec.Bytes)]
+	form := map[workload.Algo]Form{workload.OneShot: OneShot, workload.TwoShot: TwoShot, workload.LowLatency: LL}[spec.Algo.Resolve(spec.Bytes, spec.World)]
 	p := Program{
 		World:  spec.World,
 		Groups: [][]int{make([]int, spec.World)},

@@ -1,6 +1,10 @@
 package kernels
 
-import "github.com/symmem/symmem/device"
+import (
+	"slices"
+
+	"github.com/symmem/symmem/device"
+)
 
 // Entry is the name of the CUDA function that runs a launch of kernel with
 // args. The one-shot and two-shot all-reduce kernels have entry points
@@ -46,4 +50,21 @@ func Entry(kernel string, args any) string {
 		return kernel
 	}
 	return kernel + "_" + dt + "_" + world
+}
+
+// Entries lists every CUDA function a launch can run: each kernel's generic
+// entry and every specialised one [Entry] can return, sorted. The CUDA
+// device resolves them all when it opens, so that no kernel is loaded
+// while another one spins (see device/cuda).
+func Entries() []string {
+	names := Names()
+	for _, k := range []string{OneShotAllReduce, TwoShotAllReduce} {
+		for _, dt := range []device.DType{device.Float32, device.BFloat16, device.Float16} {
+			for _, w := range []int32{2, 4, 8} {
+				names = append(names, Entry(k, AllReduceArgs{World: w, DType: dt, Numel: 64}))
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
 }

@@ -32,9 +32,10 @@ type block struct {
 
 // reservation is the address range kept for a persistent allocation id.
 type reservation struct {
-	base device.Ptr
-	size uint64
-	live bool
+	base  device.Ptr
+	size  uint64
+	asked uint64 // the size the id was first allocated with
+	live  bool
 }
 
 // plain is a non-symmetric device allocation (outputs, local inputs).
@@ -72,7 +73,7 @@ func (r *Rank) Alloc(size uint64) (device.Ptr, error) { return r.AllocID(size, "
 
 // AllocID is Alloc with a persistent allocation id: allocating the same id
 // again after Free returns the same address. Allocating an id that is still
-// alive is an error.
+// alive, or with another size than its first allocation, is an error.
 func (r *Rank) AllocID(size uint64, id string) (device.Ptr, error) {
 	p, err := r.alloc.alloc(size, id)
 	if err != nil {
@@ -102,8 +103,8 @@ func (a *allocator) alloc(size uint64, id string) (device.Ptr, error) {
 		if res != nil && res.live {
 			return 0, fmt.Errorf("allocation id %q is still alive", id)
 		}
-		if res != nil && res.size < b.size {
-			return 0, fmt.Errorf("allocation id %q reserved %d bytes, %d asked", id, res.size, b.size)
+		if res != nil && res.asked != size {
+			return 0, fmt.Errorf("allocation id %q was first allocated with %d bytes, now %d asked: an id keeps its size", id, res.asked, size)
 		}
 	}
 	var at device.Ptr
@@ -126,7 +127,7 @@ func (a *allocator) alloc(size uint64, id string) (device.Ptr, error) {
 	b.data = b.base.Add(padOffset)
 	if id != "" {
 		if res == nil {
-			res = &reservation{base: b.base, size: b.size}
+			res = &reservation{base: b.base, size: b.size, asked: size}
 			a.ids[id] = res
 		}
 		res.live = true
@@ -215,16 +216,24 @@ func (a *allocator) release(b *block) error {
 // Empty allocates a plain (non-symmetric) tensor on the rank's device. Its
 // contents are undefined.
 func (r *Rank) Empty(numel uint64, dt device.DType) (Tensor, error) {
+	t, err := r.empty(numel, dt)
+	if err != nil {
+		return Tensor{}, fmt.Errorf("rank %d: %w", r.id, err)
+	}
+	return t, nil
+}
+
+func (r *Rank) empty(numel uint64, dt device.DType) (Tensor, error) {
 	if !dt.Valid() {
-		return Tensor{}, fmt.Errorf("rank %d: empty tensor: invalid dtype %v", r.id, dt)
+		return Tensor{}, fmt.Errorf("empty tensor: invalid dtype %v", dt)
 	}
 	bytes := numel * uint64(dt.Size())
 	if numel > maxAlloc || bytes > maxAlloc {
-		return Tensor{}, fmt.Errorf("rank %d: empty tensor of %d elements exceeds the limit of %d bytes", r.id, numel, uint64(maxAlloc))
+		return Tensor{}, fmt.Errorf("empty tensor of %d elements exceeds the limit of %d bytes", numel, uint64(maxAlloc))
 	}
 	p, err := r.alloc.plainAlloc(bytes)
 	if err != nil {
-		return Tensor{}, fmt.Errorf("rank %d: empty tensor of %d bytes: %w", r.id, bytes, err)
+		return Tensor{}, fmt.Errorf("empty tensor of %d bytes: %w", bytes, err)
 	}
 	return Tensor{Ptr: p, DType: dt, Numel: numel}, nil
 }

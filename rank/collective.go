@@ -20,49 +20,110 @@ func checkOp(in Tensor, op device.ReduceOp) error {
 }
 
 // prepare resolves a symmetric input: its allocation's handle on group (a
-// rendezvous on first use, collective like the reduction itself) and its
-// byte offset inside the buffer, checked for alignment.
-func (r *Rank) prepare(in Tensor, op device.ReduceOp, group string) (*SymmetricMemory, uint64, error) {
+// rendezvous on first use, collective like the reduction itself), its byte
+// offset inside the buffer, checked for alignment, and the width of the
+// kernel's vectors for it.
+func (r *Rank) prepare(in Tensor, op device.ReduceOp, group string) (h *SymmetricMemory, offset uint64, vec device.Ptr, err error) {
 	if err := checkOp(in, op); err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	if _, err := r.alloc.find(in.Ptr, in.Bytes()); err != nil {
-		return nil, 0, fmt.Errorf("input %v: %w", in, err)
+		return nil, 0, 0, fmt.Errorf("input %v: %w", in, err)
 	}
-	h, err := r.rendezvous(in.Ptr, group)
+	if h, err = r.rendezvous(in.Ptr, group); err != nil {
+		return nil, 0, 0, err
+	}
+	offset = uint64(in.Ptr - h.blk.data)
+	v, err := kernels.CheckAlignment(offset, in.Bytes(), in.DType)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, fmt.Errorf("input %v: %w", in, err)
 	}
-	offset := uint64(in.Ptr - h.blk.data)
-	if _, err := kernels.CheckAlignment(offset, in.Bytes(), in.DType); err != nil {
-		return nil, 0, fmt.Errorf("input %v: %w", in, err)
-	}
-	return h, offset, nil
+	return h, offset, device.Ptr(v), nil
 }
 
-func (r *Rank) checkOutput(in, out Tensor) error {
-	if out.DType != in.DType || out.Numel != in.Numel {
-		return fmt.Errorf("output %v does not match input %v", out, in)
+// checkPlain checks a plain tensor (an output, or the local input of a copy
+// form) against the symmetric input: the same dtype and length, 4-byte
+// aligned, and outside every symmetric buffer. 4 bytes is the whole rule:
+// a tensor that is not aligned to the kernel's vector is staged (see
+// [Rank.staged]).
+func (r *Rank) checkPlain(what string, in, t Tensor) error {
+	if t.DType != in.DType || t.Numel != in.Numel {
+		return fmt.Errorf("%s %v does not match input %v", what, t, in)
 	}
-	if out.Numel > 0 && out.Ptr%4 != 0 {
-		return fmt.Errorf("output %v is not 4-byte aligned", out)
+	if t.Numel > 0 && t.Ptr == 0 {
+		return fmt.Errorf("%s is a null pointer", what)
 	}
-	if out.Numel > 0 && r.alloc.lookup(out.Ptr, out.Bytes()) != nil {
-		return fmt.Errorf("output %v lies in a symmetric buffer; use a plain tensor", out)
+	if t.Numel > 0 && t.Ptr%4 != 0 {
+		return fmt.Errorf("%s %v is not 4-byte aligned", what, t)
+	}
+	if t.Numel > 0 && r.alloc.lookup(t.Ptr, t.Bytes()) != nil {
+		return fmt.Errorf("%s %v lies in a symmetric buffer; use a plain tensor", what, t)
 	}
 	return nil
 }
 
 // launch queues an all-reduce kernel on the rank's stream and, unless the
-// rank is asynchronous, waits for it.
-func (r *Rank) launch(kernel string, h *SymmetricMemory, args kernels.AllReduceArgs) error {
+// rank is asynchronous, waits for it. The kernels move vectors of vec bytes
+// and need their local input and output aligned to them: a local input
+// that is not is first copied into the symmetric buffer (as the copy form
+// would), and an output that is not receives the result through the rank's
+// staging tensor, copied after the kernel on the same stream.
+func (r *Rank) launch(kernel string, h *SymmetricMemory, vec device.Ptr, in Tensor, args kernels.AllReduceArgs) error {
 	world := len(h.members)
 	blocks, threads := kernels.ShapeMax(kernel, args.Numel, args.DType, world, h.smBudget(), r.maxBlocks)
 	blocks = min(blocks, signal.Channels(h.padSize, world))
 	args.Rank, args.World = int32(h.rank), int32(world)
 	args.BufferPtrs, args.PadPtrs, args.PadBytes = h.BufferPtrsDev(), h.SignalPadPtrsDev(), h.padSize
 	args.TimeoutNs = int64(r.timeout)
-	return r.enqueue(device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: args})
+	bytes := in.Bytes()
+	if args.Input != 0 && args.Input%vec != 0 {
+		if err := r.dev.Copy(r.stream, in.Ptr, args.Input, bytes); err != nil {
+			return fmt.Errorf("copy the local input into the buffer: %w", err)
+		}
+		args.Input = 0
+	}
+	out := args.Output
+	if out != 0 && out%vec != 0 {
+		var err error
+		if args.Output, err = r.staging(bytes); err != nil {
+			return err
+		}
+	}
+	l := device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: args, Group: h.label()}
+	if args.Output == out {
+		return r.enqueue(l)
+	}
+	if err := r.dev.Launch(r.stream, l); err != nil {
+		return err
+	}
+	if err := r.dev.Copy(r.stream, out, args.Output, bytes); err != nil {
+		return fmt.Errorf("copy the result to the output: %w", err)
+	}
+	if r.async {
+		return nil
+	}
+	return r.waitStream()
+}
+
+// staging returns the rank's staging tensor, at least bytes long and
+// aligned to every vector width; it grows as needed and lives until Close.
+// Work queued on the stream uses it in order, so one tensor serves every
+// call, asynchronous ones included.
+func (r *Rank) staging(bytes uint64) (device.Ptr, error) {
+	if r.stage.Bytes() < bytes {
+		if r.stage.Ptr != 0 {
+			if err := r.alloc.plainFree(r.stage.Ptr); err != nil {
+				return 0, fmt.Errorf("staging tensor: %w", err)
+			}
+			r.stage = Tensor{}
+		}
+		t, err := r.empty((bytes+3)/4, device.Float32)
+		if err != nil {
+			return 0, fmt.Errorf("staging tensor: %w", err)
+		}
+		r.stage = t
+	}
+	return r.stage.Ptr, nil
 }
 
 // enqueue launches l on the rank's stream and, unless the rank is
@@ -81,13 +142,14 @@ func (r *Rank) enqueue(l device.Launch) error {
 // offset on every member of group) and returns the result in a new plain
 // tensor. Every member reads every peer's whole tensor. Collective.
 func (r *Rank) OneShotAllReduce(in Tensor, op device.ReduceOp, group string) (Tensor, error) {
-	out, err := r.Empty(in.Numel, in.DType)
-	if err != nil {
-		return Tensor{}, fmt.Errorf("rank %d: one-shot all-reduce: %w", r.id, err)
+	out, err := r.empty(in.Numel, in.DType)
+	if err == nil {
+		if err = r.oneShot(in, Tensor{}, op, group, out); err != nil {
+			_ = r.alloc.plainFree(out.Ptr)
+		}
 	}
-	if err := r.OneShotAllReduceOut(in, op, group, out); err != nil {
-		_ = r.FreeTensor(out)
-		return Tensor{}, err
+	if err != nil {
+		return Tensor{}, fmt.Errorf("rank %d: one-shot all-reduce on %q: %w", r.id, group, err)
 	}
 	return out, nil
 }
@@ -100,36 +162,38 @@ func (r *Rank) OneShotAllReduceOut(in Tensor, op device.ReduceOp, group string, 
 	return nil
 }
 
-// OneShotAllReduceCopy first copies local (a plain tensor) into buf (a
-// view of a symmetric buffer of the same shape), then reduces buf into out.
+// OneShotAllReduceCopy first copies local (a plain tensor of the same
+// shape, 4-byte aligned) into buf (a view of a symmetric buffer), then
+// reduces buf into out.
 func (r *Rank) OneShotAllReduceCopy(buf, local Tensor, op device.ReduceOp, group string, out Tensor) error {
-	if local.DType != buf.DType || local.Numel != buf.Numel {
-		return fmt.Errorf("rank %d: one-shot all-reduce copy: local %v does not match buffer %v", r.id, local, buf)
-	}
-	if local.Numel > 0 && local.Ptr == 0 {
-		return fmt.Errorf("rank %d: one-shot all-reduce copy: local input is a null pointer", r.id)
-	}
-	if err := r.oneShot(buf, local, op, group, out); err != nil {
+	if err := r.oneShotCopy(buf, local, op, group, out); err != nil {
 		return fmt.Errorf("rank %d: one-shot all-reduce copy on %q: %w", r.id, group, err)
 	}
 	return nil
+}
+
+func (r *Rank) oneShotCopy(buf, local Tensor, op device.ReduceOp, group string, out Tensor) error {
+	if err := r.checkPlain("local input", buf, local); err != nil {
+		return err
+	}
+	return r.oneShot(buf, local, op, group, out)
 }
 
 func (r *Rank) oneShot(in, local Tensor, op device.ReduceOp, group string, out Tensor) error {
 	if err := checkOp(in, op); err != nil {
 		return err
 	}
-	if err := r.checkOutput(in, out); err != nil {
+	if err := r.checkPlain("output", in, out); err != nil {
 		return err
 	}
 	if in.Numel == 0 {
 		return nil
 	}
-	h, offset, err := r.prepare(in, op, group)
+	h, offset, vec, err := r.prepare(in, op, group)
 	if err != nil {
 		return err
 	}
-	return r.launch(kernels.OneShotAllReduce, h, kernels.AllReduceArgs{
+	return r.launch(kernels.OneShotAllReduce, h, vec, in, kernels.AllReduceArgs{
 		DType: in.DType, Op: op, Offset: offset, Numel: in.Numel, Input: local.Ptr, Output: out.Ptr,
 	})
 }
@@ -146,13 +210,11 @@ func (r *Rank) TwoShotAllReduce(in Tensor, op device.ReduceOp, group string) err
 // TwoShotAllReduceOut reduces into out, leaving in's other elements as the
 // reduction of this rank's chunk only.
 func (r *Rank) TwoShotAllReduceOut(in Tensor, op device.ReduceOp, group string, out Tensor) error {
-	if err := r.checkOutput(in, out); err != nil {
-		return fmt.Errorf("rank %d: two-shot all-reduce on %q: %w", r.id, group, err)
+	err := r.checkPlain("output", in, out)
+	if err == nil {
+		err = r.twoShot(in, op, group, out)
 	}
-	if out.Numel > 0 && out.Ptr == 0 {
-		return fmt.Errorf("rank %d: two-shot all-reduce on %q: output is a null pointer", r.id, group)
-	}
-	if err := r.twoShot(in, op, group, out); err != nil {
+	if err != nil {
 		return fmt.Errorf("rank %d: two-shot all-reduce on %q: %w", r.id, group, err)
 	}
 	return nil
@@ -165,11 +227,11 @@ func (r *Rank) twoShot(in Tensor, op device.ReduceOp, group string, out Tensor) 
 	if in.Numel == 0 {
 		return nil
 	}
-	h, offset, err := r.prepare(in, op, group)
+	h, offset, vec, err := r.prepare(in, op, group)
 	if err != nil {
 		return err
 	}
-	return r.launch(kernels.TwoShotAllReduce, h, kernels.AllReduceArgs{
+	return r.launch(kernels.TwoShotAllReduce, h, vec, in, kernels.AllReduceArgs{
 		DType: in.DType, Op: op, Offset: offset, Numel: in.Numel, Output: out.Ptr,
 	})
 }

@@ -67,6 +67,8 @@ type IntraNodeComm struct {
 	buf   device.Ptr
 	h     *SymmetricMemory
 	uses  int
+	// declined says why Rendezvous returned false ("" otherwise).
+	declined string
 }
 
 // NewIntraNodeComm returns an instance for r; call Rendezvous on every rank.
@@ -92,10 +94,15 @@ func (c *IntraNodeComm) Rendezvous() bool {
 		reason = err.Error()
 	}
 	if !ok {
+		c.declined = reason
 		c.r.log.Info("intra-node comm not used", zap.String("group", c.group), zap.String("reason", reason))
 	}
 	return ok
 }
+
+// Declined says why Rendezvous returned false, or "" when it returned true
+// or has not run.
+func (c *IntraNodeComm) Declined() string { return c.declined }
 
 type handshake struct {
 	host   string
@@ -137,17 +144,17 @@ func (c *IntraNodeComm) rendezvous() (bool, string, error) {
 	for i := range all {
 		all[i] = i
 	}
-	if err := r.NewGroup(c.group, all); err != nil {
+	if err := r.newGroup(c.group, all); err != nil {
 		return false, "", err
 	}
-	buf, err := r.Alloc(IntraNodeBufferSize)
+	buf, err := r.alloc.alloc(IntraNodeBufferSize, "")
 	if err != nil {
-		return false, "", err
+		return false, "", fmt.Errorf("alloc %d bytes: %w", uint64(IntraNodeBufferSize), err)
 	}
-	h, err := r.Rendezvous(buf, c.group)
+	h, err := r.rendezvous(buf, c.group)
 	if err != nil {
-		_ = r.Free(buf)
-		return false, "", err
+		_ = r.alloc.free(buf)
+		return false, "", fmt.Errorf("rendezvous %q: %w", c.group, err)
 	}
 	c.buf, c.h = buf, h
 	return true, "", nil
@@ -238,11 +245,11 @@ func (c *IntraNodeComm) AllReduce(t Tensor, algo Algo) error {
 	view := Tensor{Ptr: c.buf, DType: t.DType, Numel: t.Numel}
 	var err error
 	if algo == AlgoOneShot {
-		err = r.OneShotAllReduceCopy(view, t, device.Sum, c.group, t)
+		err = r.oneShotCopy(view, t, device.Sum, c.group, t)
 	} else {
 		err = r.dev.Copy(r.stream, view.Ptr, t.Ptr, t.Bytes())
 		if err == nil {
-			err = r.TwoShotAllReduce(view, device.Sum, c.group)
+			err = r.twoShot(view, device.Sum, c.group, Tensor{})
 		}
 		if err == nil {
 			err = r.dev.Copy(r.stream, t.Ptr, view.Ptr, t.Bytes())
@@ -263,5 +270,8 @@ func (c *IntraNodeComm) Close() error {
 		return nil
 	}
 	c.h = nil
-	return c.r.Free(c.buf)
+	if err := c.r.alloc.free(c.buf); err != nil {
+		return fmt.Errorf("rank %d: intra-node comm %s: close: %w", c.r.id, c.group, err)
+	}
+	return nil
 }

@@ -42,26 +42,27 @@ func (r *Rank) NewLowLatency(group string, maxBytes uint64) (*LowLatency, error)
 	if maxBytes%4 != 0 || maxBytes > 1<<30 {
 		return nil, fmt.Errorf("rank %d: low-latency all-reduce on %q: largest tensor of %d bytes (want a multiple of 4, at most 1 GiB)", r.id, group, maxBytes)
 	}
+	fail := func(err error) (*LowLatency, error) {
+		return nil, fmt.Errorf("rank %d: low-latency all-reduce on %q: %w", r.id, group, err)
+	}
 	members, err := r.group(group)
 	if err != nil {
-		return nil, fmt.Errorf("rank %d: low-latency all-reduce: %w", r.id, err)
+		return fail(err)
 	}
 	slot, total := kernels.LowLatencyWorkspace(maxBytes, len(members))
 	l := &LowLatency{r: r, group: group, maxBytes: maxBytes, slotBytes: slot}
-	fail := func(err error) (*LowLatency, error) {
-		if l.buf != 0 {
-			err = errors.Join(err, r.Free(l.buf))
-		}
-		return nil, fmt.Errorf("rank %d: low-latency all-reduce on %q: %w", r.id, group, err)
+	if l.buf, err = r.alloc.alloc(total, ""); err != nil {
+		return fail(fmt.Errorf("alloc %d bytes: %w", total, err))
 	}
-	if l.buf, err = r.Alloc(total); err != nil {
-		return fail(err)
+	fail = func(err error) (*LowLatency, error) {
+		err = errors.Join(err, r.alloc.free(l.buf))
+		return nil, fmt.Errorf("rank %d: low-latency all-reduce on %q: %w", r.id, group, err)
 	}
 	if err := r.dev.Memset(r.stream, l.buf, 0, total); err != nil {
 		return fail(fmt.Errorf("zero the workspace: %w", err))
 	}
-	if l.h, err = r.Rendezvous(l.buf, group); err != nil {
-		return fail(err)
+	if l.h, err = r.rendezvous(l.buf, group); err != nil {
+		return fail(fmt.Errorf("rendezvous: %w", err))
 	}
 	if err := l.h.Barrier(0, r.timeout); err != nil {
 		return fail(fmt.Errorf("barrier after zeroing the workspace: %w", err))
@@ -119,7 +120,7 @@ func (l *LowLatency) allReduce(in Tensor, op device.ReduceOp, out Tensor) error 
 		Numel: in.Numel, Input: in.Ptr, Output: out.Ptr, TimeoutNs: int64(r.timeout),
 		SlotBytes: l.slotBytes,
 	}
-	return r.enqueue(device.Launch{Kernel: kernels.LowLatencyAllReduce, Blocks: blocks, Threads: threads, Args: args})
+	return r.enqueue(device.Launch{Kernel: kernels.LowLatencyAllReduce, Blocks: blocks, Threads: threads, Args: args, Group: l.h.label()})
 }
 
 // Close frees the workspace. Collective only in that every member should
@@ -129,7 +130,7 @@ func (l *LowLatency) Close() error {
 		return nil
 	}
 	l.h = nil
-	if err := l.r.Free(l.buf); err != nil {
+	if err := l.r.alloc.free(l.buf); err != nil {
 		return fmt.Errorf("rank %d: low-latency all-reduce on %q: close: %w", l.r.id, l.group, err)
 	}
 	return nil

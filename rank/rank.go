@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -50,6 +51,7 @@ type Rank struct {
 	groups         map[string][]int
 	intraNodeCount int
 	alloc          *allocator
+	stage          Tensor // see staging
 }
 
 // Params are what a [Rank] is built from; [Run] fills them for each rank.
@@ -139,23 +141,30 @@ func (r *Rank) Timeout() time.Duration { return r.timeout }
 // NewGroup registers a group of global ranks under name, on this rank. Every
 // member must register the same group before using it.
 func (r *Rank) NewGroup(name string, ranks []int) error {
+	if err := r.newGroup(name, ranks); err != nil {
+		return fmt.Errorf("rank %d: %w", r.id, err)
+	}
+	return nil
+}
+
+func (r *Rank) newGroup(name string, ranks []int) error {
 	if name == "" {
-		return fmt.Errorf("rank %d: empty group name", r.id)
+		return errors.New("empty group name")
 	}
 	if _, ok := r.groups[name]; ok {
-		return fmt.Errorf("rank %d: group %q already exists", r.id, name)
+		return fmt.Errorf("group %q already exists", name)
 	}
 	if len(ranks) == 0 {
-		return fmt.Errorf("rank %d: group %q has no ranks", r.id, name)
+		return fmt.Errorf("group %q has no ranks", name)
 	}
 	sorted := slices.Clone(ranks)
 	slices.Sort(sorted)
 	for i, g := range sorted {
 		if g < 0 || g >= r.world {
-			return fmt.Errorf("rank %d: group %q: rank %d out of range [0, %d)", r.id, name, g, r.world)
+			return fmt.Errorf("group %q: rank %d out of range [0, %d)", name, g, r.world)
 		}
 		if i > 0 && sorted[i-1] == g {
-			return fmt.Errorf("rank %d: group %q: rank %d listed twice", r.id, name, g)
+			return fmt.Errorf("group %q: rank %d listed twice", name, g)
 		}
 	}
 	r.groups[name] = sorted
@@ -166,7 +175,7 @@ func (r *Rank) NewGroup(name string, ranks []int) error {
 func (r *Rank) group(name string) ([]int, error) {
 	g, ok := r.groups[name]
 	if !ok {
-		return nil, fmt.Errorf("rank %d: unknown group %q", r.id, name)
+		return nil, fmt.Errorf("unknown group %q", name)
 	}
 	return g, nil
 }

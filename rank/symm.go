@@ -49,6 +49,11 @@ func (h *SymmetricMemory) smBudget() int {
 	return sm
 }
 
+// label names the group in the errors of its launches.
+func (h *SymmetricMemory) label() *device.Group {
+	return &device.Group{Name: h.group, Ranks: h.members}
+}
+
 // Rank is this rank's position in the group.
 func (h *SymmetricMemory) Rank() int { return h.rank }
 
@@ -159,7 +164,7 @@ func (h *SymmetricMemory) signal(kernel string, peer, channel int, timeout time.
 	}
 	r := h.r
 	blocks, threads := kernels.Shape(kernel, 0, device.Float32, len(h.members), r.dev.Attributes().SMCount)
-	l := device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: h.signalArgs(peer, channel, timeout)}
+	l := device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: h.signalArgs(peer, channel, timeout), Group: h.label()}
 	if err := r.dev.Launch(r.stream, l); err != nil {
 		return fmt.Errorf("%s: %w", kernel, err)
 	}

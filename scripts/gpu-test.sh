@@ -3,9 +3,12 @@
 # binaries built by scripts/build-gpu-binaries.sh in .gpu/ (the machine needs
 # no Go). Runs the CUDA device tests, the NVLink topology report, and every
 # conformance case (the SPEC test table, signals, IntraNodeComm, simulator
-# conformance, 500-cycle leak check) on 2 and 4 GPUs, with ranks as
+# conformance, 500-cycle leak check) at worlds 2 and 4, with ranks as
 # goroutines of one process and with one process per rank under
-# `symmem launch`, and checks that when one rank process is SIGKILLed
+# `symmem launch`. A world larger than the GPU count runs with
+# SYMMEM_ALLOW_OVERLAPPING_DEVICES=1: ranks are placed round-robin on the
+# GPUs and split their multiprocessors, so one GPU runs every step. It
+# checks that when one rank process is SIGKILLed
 # (SYMMEM_FAULT_KILL) before its rendezvous or its all-reduce, launch and
 # every other rank report it. Prints a table of what ran last; exits
 # non-zero on any failure.
@@ -63,7 +66,12 @@ export BIN
 step "nvlink topology" "$BIN/symmem" topo --device cuda
 step "cuda device tests" env SYMMEM_GPU_TESTS=1 "$BIN/cuda.test" -test.v -test.count=1
 for w in $worlds; do
-  [ "$w" -le "$ngpu" ] || { rows+=("$(printf '%-44s %9s  %s' "world $w" "-" "skipped: $ngpu GPUs")"); continue; }
+  if [ "$w" -gt "$ngpu" ]; then
+    export SYMMEM_ALLOW_OVERLAPPING_DEVICES=1
+    rows+=("$(printf '%-44s %9s  %s' "world $w on $ngpu GPUs" "-" "ranks share GPUs round-robin")")
+  else
+    unset SYMMEM_ALLOW_OVERLAPPING_DEVICES
+  fi
   step "selftest in-process world $w" "$BIN/symmem" selftest --device cuda --world "$w" --cycles "$cycles"
   step "selftest launch --nproc $w" "$BIN/symmem" launch --nproc "$w" -- "$BIN/symmem" selftest --device cuda --cycles "$cycles"
   step "allreduce in-process world $w bf16 1MiB" "$BIN/symmem" allreduce --device cuda --world "$w" --bytes 1MiB

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/symmem/symmem/conformance"
+	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/rank"
 )
@@ -38,6 +39,26 @@ func TestConformanceOnSimulator(t *testing.T) {
 						Device: sim.Config{SMCount: 24}}, c.Program)
 				})
 			}
+		}
+	}
+}
+
+// TestConformanceOnOneSharedDevice runs the conformance table with every
+// rank on one device (overlapping devices allowed), as a one-GPU machine
+// runs worlds 2 and 4: the ranks split the device's multiprocessors, and
+// IntraNodeComm declines them.
+func TestConformanceOnOneSharedDevice(t *testing.T) {
+	for _, world := range []int{2, 4} {
+		for _, c := range conformance.Cases(conformance.Options{Cycles: 5, Seed: 9}) {
+			if !c.Fits(world) {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/world%d", c.Name, world), func(t *testing.T) {
+				cfg := rank.SimConfig{World: world, Seed: 5, RaceDetector: true, AllowOverlappingDevices: true,
+					Device:     sim.Config{SMCount: 16},
+					WrapDevice: func(_ int, d device.Device) device.Device { return indexOverride{d, 0} }}
+				simulate(t, cfg, c.Program)
+			})
 		}
 	}
 }

@@ -197,3 +197,47 @@ func TestPadBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSubgroupTimeoutNamesGlobalRanks: on group {2,3}, a barrier that rank 3
+// never joins times out on rank 2 with an error naming the group and the
+// global ranks (rank 2 waiting for rank 3), not their positions.
+func TestSubgroupTimeoutNamesGlobalRanks(t *testing.T) {
+	res, err := rank.Simulate(rank.SimConfig{World: 4, Seed: 1, Timeout: time.Second}, func(r *rank.Rank) error {
+		if r.ID() < 2 {
+			return nil
+		}
+		if err := r.NewGroup("back", []int{2, 3}); err != nil {
+			return err
+		}
+		buf, err := r.Alloc(64)
+		if err != nil {
+			return err
+		}
+		defer r.Free(buf)
+		h, err := r.Rendezvous(buf, "back")
+		if err != nil {
+			return err
+		}
+		if r.ID() == 3 {
+			return nil
+		}
+		return h.Barrier(0, time.Second)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.Errs[2]
+	if got == nil {
+		t.Fatal("rank 2's barrier without rank 3: no error")
+	}
+	for _, want := range []string{`group "back"`, "rank 2 (position 0)", "waiting for rank 3 (position 1)"} {
+		if !strings.Contains(got.Error(), want) {
+			t.Errorf("rank 2's error does not say %q: %v", want, got)
+		}
+	}
+	for i, e := range res.Errs {
+		if i != 2 && e != nil {
+			t.Errorf("rank %d: %v", i, e)
+		}
+	}
+}

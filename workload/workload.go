@@ -58,16 +58,32 @@ func ParseAlgo(s string) (Algo, error) {
 	return 0, fmt.Errorf("unknown algorithm %q (want auto, one-shot, two-shot or ll)", s)
 }
 
-// Resolve turns Auto into the algorithm used for bytes bytes: one-shot up to
-// rank.OneShotMaxBytes, two-shot above.
-func (a Algo) Resolve(bytes uint64) Algo {
+// Resolve turns Auto into the algorithm used for bytes bytes on world
+// ranks: the fastest one measured for that size and world (BENCHMARKS.md,
+// nvidia-h200-x4, bf16 sum, host loops and graph replays alike). The
+// low-latency one-shot up to [AutoLowLatencyMax] (its 256 KiB limit on
+// worlds up to 4, where it beat every other algorithm and PyTorch's best
+// from 1 KiB to 256 KiB), two-shot above; one-shot never won a size there
+// (two-shot's specialised entries start as fast). Worlds above 4 are not
+// measured yet: ll's traffic grows with the world (every rank writes two
+// words per element to every peer), so auto keeps it to 64 KiB there.
+func (a Algo) Resolve(bytes uint64, world int) Algo {
 	if a != Auto {
 		return a
 	}
-	if bytes <= rank.OneShotMaxBytes {
-		return OneShot
+	if bytes <= AutoLowLatencyMax(world) {
+		return LowLatency
 	}
 	return TwoShot
+}
+
+// AutoLowLatencyMax is the largest tensor Auto gives to the low-latency
+// one-shot on world ranks.
+func AutoLowLatencyMax(world int) uint64 {
+	if world > 4 {
+		return 64 << 10
+	}
+	return rank.LowLatencyMaxBytes
 }
 
 // Spec describes one checked all-reduce.
@@ -174,7 +190,7 @@ func (s Spec) run(r *rank.Rank, input []byte) (RankResult, error) {
 	if err := r.Write(in, input); err != nil {
 		return RankResult{}, err
 	}
-	res := RankResult{Algo: s.Algo.Resolve(s.Bytes)}
+	res := RankResult{Algo: s.Algo.Resolve(s.Bytes, s.World)}
 	switch res.Algo {
 	case OneShot:
 		out, err := r.OneShotAllReduce(in, s.Op, rank.WorldGroup)

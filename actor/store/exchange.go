@@ -85,9 +85,6 @@ func (g *Group) validate() error {
 	return nil
 }
 
-// Group is the exchange's group.
-func (e *Exchange) Group() Group { return Group{Name: e.g.Name, Ranks: slices.Clone(e.g.Ranks)} }
-
 func (e *Exchange) key(seq uint64, rank int) string {
 	return fmt.Sprintf("%s/%d/%d", e.base, seq, rank)
 }

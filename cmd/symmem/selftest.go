@@ -96,7 +96,8 @@ func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
 			}
 			errs = append(errs, err)
 		default:
-			errs = rank.RunInProcess(rank.LiveConfig{World: world, Open: openCUDA, Logger: a.log, Timeout: f.timeout}, c.Program)
+			errs = rank.RunInProcess(rank.LiveConfig{World: world, Open: openCUDA, Logger: a.log, Timeout: f.timeout,
+				AllowOverlappingDevices: rank.AllowOverlappingFromEnv()}, c.Program)
 		}
 		results = append(results, caseResult{name: c.Name, elapsed: time.Since(start), err: errors.Join(errs...)})
 	}

@@ -126,7 +126,8 @@ func TestDriverError(t *testing.T) {
 func TestTakeError(t *testing.T) {
 	rec := make([]uint64, recordBytes/8)
 	st := &stream{rec: unsafe.Pointer(&rec[0]), launches: 5}
-	st.names[3] = kernels.WaitSignal
+	back := &device.Group{Name: "back", Ranks: []int{2, 3}}
+	st.names[3] = launchLabel{kernel: kernels.WaitSignal, group: back}
 	buf := unsafe.Slice((*byte)(st.rec), kernels.ErrorRecordSize)
 	if st.takeError() != nil {
 		t.Fatal("clear record reported an error")
@@ -135,9 +136,13 @@ func TestTakeError(t *testing.T) {
 		Rank: 0, Peer: 1, Channel: 2, Slot: 5, Pad: 0, TimeoutNs: int64(time.Millisecond)}))
 	err := st.takeError()
 	want := &device.KernelError{Kernel: kernels.WaitSignal, Peer: 1, Channel: 2, Slot: 5, Timeout: time.Millisecond,
-		Reason: "wait timed out (no signal arrived)"}
+		Reason: "wait timed out (no signal arrived)", Group: back}
 	if err == nil || *err != *want {
 		t.Fatalf("takeError = %+v, want %+v", err, want)
+	}
+	const text = `kernel wait_signal: group "back": rank 2 (position 0) block 0: wait timed out (no signal arrived) waiting for rank 3 (position 1) on channel 2 (pad slot 5) after 1ms`
+	if err.Error() != text {
+		t.Fatalf("takeError's text:\n%s\nwant\n%s", err, text)
 	}
 	if st.takeError() != nil {
 		t.Fatal("record not cleared after it was taken")

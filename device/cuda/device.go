@@ -67,13 +67,20 @@ type stream struct {
 	rec      unsafe.Pointer // host address of the record (pinned, mapped)
 	recDev   uint64         // its device address
 	launches uint32         // launches so far
-	names    [launchRing]string
+	names    [launchRing]launchLabel
 	// captured maps the launch numbers recorded since BeginCapture to
 	// their kernels; nil when not capturing. graphNames holds those of
 	// the stream's live graphs, whose launches report under the numbers
 	// they had when captured.
-	captured   map[uint32]string
-	graphNames map[uint32]string
+	captured   map[uint32]launchLabel
+	graphNames map[uint32]launchLabel
+}
+
+// launchLabel is what an error report of a launch names: its kernel and
+// its group.
+type launchLabel struct {
+	kernel string
+	group  *device.Group
 }
 
 // DeviceCount returns the number of CUDA devices the driver sees.
@@ -142,6 +149,15 @@ func Open(index int, opts Options) (device.Device, error) {
 			return err
 		}
 		if err := g.createStream(0); err != nil {
+			drv.cuDevicePrimaryCtxRelease(g.dev)
+			return err
+		}
+		if err := g.loadFunctions(); err != nil {
+			g.drv.cuStreamDestroy(g.streams[0].cu)
+			g.drv.cuMemFreeHost(g.streams[0].rec)
+			if g.mod != 0 {
+				g.drv.cuModuleUnload(g.mod)
+			}
 			drv.cuDevicePrimaryCtxRelease(g.dev)
 			return err
 		}
@@ -525,7 +541,7 @@ func (g *gpu) NewStream() (device.Stream, error) {
 // createStream creates the driver stream and error record of stream id.
 // It runs with the context current.
 func (g *gpu) createStream(id device.Stream) error {
-	st := &stream{graphNames: map[uint32]string{}}
+	st := &stream{graphNames: map[uint32]launchLabel{}}
 	if err := g.drv.check("cuStreamCreate", g.drv.cuStreamCreate(&st.cu, streamNonBlocking)); err != nil {
 		return err
 	}
@@ -629,14 +645,16 @@ func (st *stream) takeError() *device.KernelError {
 		return nil
 	}
 	clear(b)
-	name, ok := st.graphNames[rec.Launch]
+	label, ok := st.graphNames[rec.Launch]
 	if d := st.launches - rec.Launch; !ok && d >= 1 && d <= launchRing {
-		name, ok = st.names[rec.Launch%launchRing], true
+		label, ok = st.names[rec.Launch%launchRing], true
 	}
 	if !ok {
-		name = "unknown kernel"
+		label.kernel = "unknown kernel"
 	}
-	return rec.KernelError(name)
+	e := rec.KernelError(label.kernel)
+	e.Group = label.group
+	return e
 }
 
 func (g *gpu) Synchronize(s device.Stream) error {
@@ -758,7 +776,7 @@ func (g *gpu) Launch(s device.Stream, l device.Launch) error {
 	if err := g.drv.check("cuCtxSetCurrent", g.drv.ctxSetCurrent(g.ctx)); err != nil {
 		return fail(err)
 	}
-	if err := g.launch(st, l.Kernel, kernels.Entry(l.Kernel, l.Args), uint32(l.Blocks), uint32(l.Threads), packed); err != nil {
+	if err := g.launch(st, launchLabel{l.Kernel, l.Group}, kernels.Entry(l.Kernel, l.Args), uint32(l.Blocks), uint32(l.Threads), packed); err != nil {
 		return fail(err)
 	}
 	return nil
@@ -767,7 +785,7 @@ func (g *gpu) Launch(s device.Stream, l device.Launch) error {
 // launch launches kernel, through its entry point entry (kernels.Entry), on
 // st with the packed arguments, after filling in the header. It runs with
 // the context current.
-func (g *gpu) launch(st *stream, kernel, entry string, blocks, threads uint32, packed []byte) error {
+func (g *gpu) launch(st *stream, label launchLabel, entry string, blocks, threads uint32, packed []byte) error {
 	fn, err := g.function(entry)
 	if err != nil {
 		return err
@@ -784,11 +802,28 @@ func (g *gpu) launch(st *stream, kernel, entry string, blocks, threads uint32, p
 	if err := g.drv.check("cuLaunchKernel", g.drv.launchKernel(fn, blocks, threads, st.cu, &params[0])); err != nil {
 		return err
 	}
-	st.names[seq%launchRing] = kernel
+	st.names[seq%launchRing] = label
 	if st.captured != nil {
-		st.captured[seq] = kernel
+		st.captured[seq] = label
 	}
 	st.launches++
+	return nil
+}
+
+// loadFunctions loads the kernel image and resolves every entry point
+// (kernels.Entries) at once. Under the driver's lazy loading (the default
+// since CUDA 12.2) a kernel is loaded when its function is first looked up,
+// and loading waits for the kernels running in the context: had a rank
+// looked up its first kernel while a peer's kernel on the same GPU spun
+// waiting for it, both would wait for each other until the timeout (ranks
+// of one process that each open the GPU share its primary context). It
+// runs with the context current.
+func (g *gpu) loadFunctions() error {
+	for _, name := range kernels.Entries() {
+		if _, err := g.function(name); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -666,7 +666,7 @@ func launchEntry(t *testing.T, dev device.Device, s device.Stream, l device.Laun
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	must(t, g.drv.check("cuCtxSetCurrent", g.drv.ctxSetCurrent(g.ctx)))
-	must(t, g.launch(g.streams[s], l.Kernel, entry, uint32(l.Blocks), uint32(l.Threads), packed))
+	must(t, g.launch(g.streams[s], launchLabel{kernel: l.Kernel}, entry, uint32(l.Blocks), uint32(l.Threads), packed))
 }
 
 // TestGPUAllReduceTiming logs how long all-reduces take on two GPUs (no
@@ -761,4 +761,46 @@ func TestGPUGraph(t *testing.T) {
 	must(t, d.Unmap(p, size))
 	must(t, d.FreeRange(p, size))
 	must(t, d.ReleasePhysical(h))
+}
+
+// TestGPUTwoOpensOfOneDevice: two ranks of one process that each open the
+// same GPU (two device objects, as ranks with overlapping devices do) see
+// each other's memory through their mappings, signal each other and
+// all-reduce, as ranks on one shared device object do.
+func TestGPUTwoOpensOfOneDevice(t *testing.T) {
+	gpus(t, 1)
+	devs := make([]device.Device, 2)
+	for i := range devs {
+		d, err := Open(0, Options{})
+		must(t, err)
+		devs[i] = d
+		t.Cleanup(func() { must(t, d.Close()) })
+	}
+	w := newWorld(t, devs, []int{0, 1}, 2<<20)
+	const timeout = 5 * time.Second
+	got := make([]byte, 4096)
+	for r := range 2 {
+		must(t, w.dev(r).Memset(w.stream(r), w.buf(r, r), byte(40+r), 4096))
+		must(t, w.dev(r).Synchronize(w.stream(r)))
+	}
+	for r := range 2 {
+		must(t, w.dev(r).Read(w.stream(r), got, w.buf(r, 1-r)))
+		if !bytes.Equal(got, bytes.Repeat([]byte{byte(41 - r)}, 4096)) {
+			t.Fatalf("rank %d reads %d.. from rank %d's buffer, want %d", r, got[0], 1-r, 41-r)
+		}
+	}
+	w.launch(1, kernels.PutSignal, 1, 1, w.signal(1, 0, 0, timeout))
+	w.launch(0, kernels.WaitSignal, 1, 1, w.signal(0, 1, 0, timeout))
+	w.syncAll()
+	w.launch(1, kernels.Barrier, 1, 2, w.signal(1, 0, 7, timeout))
+	w.launch(0, kernels.Barrier, 1, 2, w.signal(0, 0, 7, timeout))
+	w.syncAll()
+	w.padsZero()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, dt := range []device.DType{device.Float32, device.BFloat16} {
+		for _, size := range []uint64{8192, 1<<20 + 16} {
+			w.allReduceCase(rng, dt, device.Sum, 16, size/uint64(dt.Size()))
+		}
+	}
+	w.padsZero()
 }

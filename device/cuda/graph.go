@@ -15,10 +15,10 @@ const captureModeRelaxed = 2
 
 // graph is an instantiated CUDA graph and what its launches were.
 type graph struct {
-	stream device.Stream     // the stream it was captured on: its kernels report there
-	g      uintptr           // CUgraph
-	exec   uintptr           // CUgraphExec
-	names  map[uint32]string // launch number -> kernel, for error reports
+	stream device.Stream          // the stream it was captured on: its kernels report there
+	g      uintptr                // CUgraph
+	exec   uintptr                // CUgraphExec
+	names  map[uint32]launchLabel // launch number -> kernel, for error reports
 }
 
 // capturing fails for operations that wait for a capturing stream: the
@@ -42,7 +42,7 @@ func (g *gpu) BeginCapture(s device.Stream) error {
 		if err := g.drv.check("cuStreamBeginCapture_v2", g.drv.cuStreamBeginCapture(st.cu, captureModeRelaxed)); err != nil {
 			return err
 		}
-		st.captured = map[uint32]string{}
+		st.captured = map[uint32]launchLabel{}
 		return nil
 	})
 }

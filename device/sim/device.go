@@ -416,7 +416,9 @@ func (d *simDevice) Launch(s device.Stream, l device.Launch) error {
 		d.w.launches++
 		id := d.w.launches
 		d.enqueue(st, "kernel", k.Name, func(o *op) error {
-			return d.runKernel(o, k, id, l.Blocks, l.Threads, args)
+			err := d.runKernel(o, k, id, l.Blocks, l.Threads, args)
+			device.LabelKernelError(err, l.Group)
+			return err
 		})
 	})
 	return nil

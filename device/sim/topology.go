@@ -12,15 +12,12 @@ const (
 )
 
 // Topology is the NVLink topology a [World] reports. The zero value is
-// fully connected.
+// fully connected: every pair of devices linked by 18 NVLinks (an NVSwitch
+// system such as HGX H100/H200).
 type Topology struct {
 	kind  topoKind
 	links [][]int
 }
-
-// FullyConnected links every pair of devices with 18 NVLinks (an NVSwitch
-// system such as HGX H100/H200).
-func FullyConnected() Topology { return Topology{kind: fullyConnected} }
 
 // Ring links device i with devices i-1 and i+1 (mod N) with 18 NVLinks.
 func Ring() Topology { return Topology{kind: ring} }

@@ -24,9 +24,6 @@
 //     StoreExchange mutant numbers collectives with one counter per process
 //     instead of one per (store, prefix, group).
 //
-// A program of two groups interleaving their collectives on one allocation
-// (each with its own pad) is a control: it must pass.
-//
 // # Kill tables
 //
 // TestFuzzerKillsMutants runs symmem fuzz itself, with its default

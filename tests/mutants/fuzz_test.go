@@ -80,6 +80,7 @@ func fuzzMutants() []fuzzMutant {
 		{"one-shot start barrier wait skipped", barrier(barriermut.Mutation{Kernel: kernels.OneShotAllReduce, Barrier: 1, SkipWait: true})},
 		{"channel bound off by world size", devices(func(d device.Device) device.Device { return &wideBound{Device: d} })},
 		{"StoreExchange sequence per process", stores(func(c store.Client) store.Client { return &perProcessSeq{Client: c} })},
+		{"one pad shared by two groups", stores(func(c store.Client) store.Client { return &unannouncedPads{Client: c} })},
 		{"signal kernels on a second stream", devices(func(d device.Device) device.Device { return &sideStream{Device: d} })},
 		// Barrier orders and presence.
 		{"one-shot start barrier removed", barrier(barriermut.Mutation{Kernel: kernels.OneShotAllReduce, Barrier: 1, Skip: true})},

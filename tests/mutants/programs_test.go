@@ -3,6 +3,7 @@ package mutants
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
@@ -145,74 +146,58 @@ func channelProbe(r *rank.Rank) error {
 	return nil
 }
 
-// twoGroups runs, on a world of three, a world all-reduce and an
-// all-reduce of the pair {1, 2} in each of three iterations, so that rank
-// 0 races ahead into the next world collective while the pair is in its
-// own. With shared set, the pair uses the world's allocation (at another
-// offset), so both groups signal through one pad: rank 2's slot 0 carries
-// both rank 0's world signals and rank 1's pair signals.
-func twoGroups(shared bool) rank.Program {
-	return func(r *rank.Rank) error {
-		pair := []int{1, 2}
-		inPair := r.ID() == 1 || r.ID() == 2
-		if inPair {
-			if err := r.NewGroup("pair", pair); err != nil {
-				return err
-			}
-		}
-		x, err := r.Alloc(2 * size)
-		if err != nil {
-			return err
-		}
-		defer r.Free(x)
-		if _, err := r.Rendezvous(x, rank.WorldGroup); err != nil {
-			return err
-		}
-		wt := rank.Tensor{Ptr: x, DType: device.Float32, Numel: size / 4}
-		pt := rank.Tensor{Ptr: x.Add(size), DType: device.Float32, Numel: size / 4}
-		if inPair && !shared {
-			y, err := r.Alloc(size)
-			if err != nil {
-				return err
-			}
-			defer r.Free(y)
-			pt.Ptr = y
-		}
-		if inPair {
-			if _, err := r.Rendezvous(pt.Ptr, "pair"); err != nil {
-				return err
-			}
-		}
-		out, err := r.Empty(size/4, device.Float32)
-		if err != nil {
-			return err
-		}
-		defer r.FreeTensor(out)
-		for it := range 3 {
-			if err := r.Write(wt, input(r.ID(), it)); err != nil {
-				return err
-			}
-			if err := r.OneShotAllReduceOut(wt, device.Sum, rank.WorldGroup, out); err != nil {
-				return err
-			}
-			if err := check(r, out, expect(worldRanks(r), it), it); err != nil {
-				return err
-			}
-			if !inPair {
-				continue
-			}
-			if err := r.Write(pt, input(r.ID(), 10+it)); err != nil {
-				return err
-			}
-			if err := r.OneShotAllReduceOut(pt, device.Sum, "pair", out); err != nil {
-				return err
-			}
-			if err := check(r, out, expect(pair, 10+it), 10+it); err != nil {
-				return err
-			}
-		}
-		return nil
+// overlappingGroups (world 3) rendezvouses one allocation on the world, on
+// {0,1} and on {1,2}, and interleaves one-shot all-reduces of the three
+// groups on three views of it. Rank 1 takes part in all three, ranks 0 and
+// 2 in two, so the groups' pads are only distinct when every member's
+// pads in use count.
+func overlappingGroups(r *rank.Rank) error {
+	groups := []struct {
+		name    string
+		members []int
+	}{{rank.WorldGroup, []int{0, 1, 2}}, {"left", []int{0, 1}}, {"right", []int{1, 2}}}
+	x, err := r.Alloc(3 * size)
+	if err != nil {
+		return err
 	}
+	defer r.Free(x)
+	out, err := r.Empty(size/4, device.Float32)
+	if err != nil {
+		return err
+	}
+	defer r.FreeTensor(out)
+	var mine []int
+	for i, g := range groups {
+		if !slices.Contains(g.members, r.ID()) {
+			continue
+		}
+		if g.name != rank.WorldGroup {
+			if err := r.NewGroup(g.name, g.members); err != nil {
+				return err
+			}
+		}
+		if _, err := r.Rendezvous(x, g.name); err != nil {
+			return err
+		}
+		mine = append(mine, i)
+	}
+	for it := range 3 {
+		for _, i := range mine {
+			g := groups[i]
+			t := rank.Tensor{Ptr: x.Add(uint64(i) * size), DType: device.Float32, Numel: size / 4}
+			n := 10*i + it
+			if err := r.Write(t, input(r.ID(), n)); err != nil {
+				return err
+			}
+			if err := r.OneShotAllReduceOut(t, device.Sum, g.name, out); err != nil {
+				return err
+			}
+			if err := check(r, out, expect(g.members, n), n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // subgroupThenWorld rendezvouses an allocation on the pair {0, 1} first,
