@@ -152,14 +152,21 @@ func TestReplayReproducesTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := ParsePlan("signal-lose rank=1 launch=1 after=3 slot=5; delay rank=2 op=4 for=3ms; store-slow rank=0 req=2 for=1ms; crash rank=2 step=900")
+	plan, err := ParsePlan("signal-lose rank=1 launch=1 after=3 slot=5; delay rank=2 op=4 for=3ms; store-slow rank=0 req=2 for=1ms")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The crash comes halfway through a fault-free run, whatever its
+	// length.
+	clean, err := Run(Case{Program: prog, Seed: 13, Strategy: StrategyRandom})
+	if err != nil || clean.Failed() {
+		t.Fatalf("fault-free run: %v %v", err, clean.Failure)
+	}
+	plan = append(plan, Fault{Kind: Crash, Rank: 2, At: clean.Steps / 2})
 	cases := map[string]Case{
-		"pct, no faults":    {Program: prog, Seed: 11, Strategy: StrategyPCT, Depth: 2, Steps: 900, Faults: FaultsNone, Race: true},
+		"pct, no faults":    {Program: prog, Seed: 11, Strategy: StrategyPCT, Depth: 2, Steps: clean.Steps, Faults: FaultsNone, Race: true},
 		"random, no faults": {Program: prog, Seed: 12, Strategy: StrategyRandom, Faults: FaultsNone},
-		"pct, faults":       {Program: prog, Seed: 13, Strategy: StrategyPCT, Depth: 3, Steps: 900, Faults: FaultsSafety, Plan: plan},
+		"pct, faults":       {Program: prog, Seed: 13, Strategy: StrategyPCT, Depth: 3, Steps: clean.Steps, Faults: FaultsSafety, Plan: plan},
 		"random, faults":    {Program: prog, Seed: 14, Strategy: StrategyRandom, Faults: FaultsSafety, Plan: plan, Race: true},
 	}
 	for name, c := range cases {

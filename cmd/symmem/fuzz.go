@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -177,13 +178,14 @@ func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer) error {
 	if f.progress && out == io.Writer(os.Stdout) && isTerminal(os.Stdout) {
 		cfg.Progress, finish = fuzzProgress(cfg)
 	}
-	rep, err := fuzz.Fuzz(ctx, cfg)
+	rep, ferr := fuzz.Fuzz(ctx, cfg)
 	finish()
-	if err != nil {
-		return err
-	}
+	// The cases that ran are reported even when some could not run.
 	if err := printReport(out, cfg, f, rep); err != nil {
-		return err
+		return errors.Join(ferr, err)
+	}
+	if ferr != nil {
+		return ferr
 	}
 	if rep.Failed > 0 {
 		return fmt.Errorf("%d of %d cases failed (%d distinct failures)", rep.Failed, rep.Cases, len(rep.Failures))
