@@ -2,6 +2,7 @@ package mutants
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"strconv"
@@ -108,6 +109,12 @@ func fuzzMutants() []fuzzMutant {
 			}
 			return &llNoAdvance{Block: b}
 		})},
+		{"ll workspace halves never alternate", blocks(func(b kernels.Block) kernels.Block {
+			if b.Kernel() != kernels.LowLatencyAllReduce {
+				return b
+			}
+			return &llOneHalf{Block: b}
+		})},
 		{"ll reader ignores the flag", blocks(func(b kernels.Block) kernels.Block {
 			if b.Kernel() != kernels.LowLatencyAllReduce {
 				return b
@@ -180,6 +187,25 @@ func (b *llNoAdvance) Store(p device.Ptr, src []byte) error {
 		return nil
 	}
 	return b.Block.Store(p, src)
+}
+
+// llOneHalf: every call number is odd (1, 3, 5, ...), so every call uses
+// the same workspace half. The kernel's second load is the last call's
+// number (the first is the buffer pointer array).
+type llOneHalf struct {
+	kernels.Block
+	loads int
+}
+
+func (b *llOneHalf) Load(p device.Ptr, dst []byte) error {
+	b.loads++
+	if err := b.Block.Load(p, dst); err != nil || b.loads != 2 || len(dst) != 4 {
+		return err
+	}
+	if last := binary.LittleEndian.Uint32(dst); last%2 == 1 {
+		binary.LittleEndian.PutUint32(dst, last+1)
+	}
+	return nil
 }
 
 // llNoFlagCheck: the reader takes the packets as they are, arrived or not.
