@@ -142,7 +142,17 @@ func DrawProgram(seed uint64, worlds []int, sizes []uint64, algos []workload.Alg
 				count, pick, s.Replays = 1+rng.IntN(2), capturable, 1+rng.IntN(3)
 			}
 			for k := range count {
-				s.Colls = append(s.Colls, item(pick))
+				c := item(pick)
+				if k > 0 && rng.IntN(2) == 0 {
+					// Back to back: the same form on the same group,
+					// as a loop of one collective makes them.
+					prev := s.Colls[k-1]
+					c.Form, c.Group = prev.Form, prev.Group
+					if c.Form == IntraNode {
+						c.Op = device.Sum
+					}
+				}
+				s.Colls = append(s.Colls, c)
 				where = append(where, placed{step: i, item: k, slot: k % slots})
 			}
 		}
