@@ -67,9 +67,10 @@
 //     the next, with a scheduling point before each store, so a reader can
 //     find a chunk part new, part stale, as on the GPU (where each thread
 //     stores its word alone); the simulator's partial views are the prefixes
-//     of those runs. A receiving block waits for a run of Threads words of
-//     one peer at a time; a GPU thread waits for its own word of each peer
-//     in rank order. The values reduced are the same.
+//     of those runs. A receiving block takes each peer's words in the same
+//     runs, peers in rank order, a run once all its words carry the call's
+//     number; a GPU thread waits for its own word of each peer in rank
+//     order. The values reduced are the same.
 //   - Low-latency call numbers: every Go block reads the last number with
 //     a plain load; on the GPU thread 0 of each block reads it (volatile)
 //     and shares it through shared memory. The finish is the same: count

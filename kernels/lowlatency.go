@@ -162,20 +162,26 @@ func lowLatencyCall(b Block, a AllReduceArgs, bufs []device.Ptr, seq32 uint32) e
 	}
 	for first := uint64(b.Index()) * threads; first < words; first += grid * threads {
 		m := min(threads, words-first)
+		// Each peer's words in the runs they were sent in: a run's words
+		// are taken once all of them carry this call's number.
+		run := max((m+llRuns-1)/llRuns, 1)
 		for src := range world {
-			var left time.Duration
-			if timeout > 0 {
-				if left = timeout - (b.Now() - start); left <= 0 {
+			what := fmt.Sprintf("kernel %s rank %d block %d: packets of call %d from rank %d", kernel, rank, b.Index(), seq32, src)
+			for lo := uint64(0); lo < m; lo += run {
+				var left time.Duration
+				if timeout > 0 {
+					if left = timeout - (b.Now() - start); left <= 0 {
+						return dataTimeout(b, rank, src, seq32, timeout)
+					}
+				}
+				hi := min(lo+run, m)
+				err := b.WaitU64s(slot(rank, src).Add(8*(first+lo)), packets[lo:hi], what, arrived, left)
+				if errors.Is(err, ErrWaitTimeout) {
 					return dataTimeout(b, rank, src, seq32, timeout)
 				}
-			}
-			what := fmt.Sprintf("kernel %s rank %d block %d: packets of call %d from rank %d", kernel, rank, b.Index(), seq32, src)
-			err := b.WaitU64s(slot(rank, src).Add(8*first), packets[:m], what, arrived, left)
-			if errors.Is(err, ErrWaitTimeout) {
-				return dataTimeout(b, rank, src, seq32, timeout)
-			}
-			if err != nil {
-				return fmt.Errorf("kernel %s rank %d block %d: receiving from rank %d: %w", kernel, rank, b.Index(), src, err)
+				if err != nil {
+					return fmt.Errorf("kernel %s rank %d block %d: receiving from rank %d: %w", kernel, rank, b.Index(), src, err)
+				}
 			}
 			for i, w := range packets[:m] {
 				binary.LittleEndian.PutUint32(srcs[src][4*i:], uint32(w))
