@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -89,23 +90,13 @@ func (e *executor) run() error {
 // close releases what the program holds; the job frees the rest.
 func (e *executor) close() error {
 	var errs []error
-	for _, g := range slices.Sorted(mapKeys(e.ll)) {
+	for _, g := range slices.Sorted(maps.Keys(e.ll)) {
 		errs = append(errs, e.ll[g].Close())
 	}
 	if e.inc != nil {
 		errs = append(errs, e.inc.Close())
 	}
 	return errors.Join(errs...)
-}
-
-func mapKeys(m map[int]*rank.LowLatency) func(func(int) bool) {
-	return func(yield func(int) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 func (e *executor) inGroup(g int) bool { return slices.Contains(e.p.Groups[g], e.r.ID()) }
@@ -224,12 +215,22 @@ type call struct {
 	c     Coll
 	idx   int         // its index in the step
 	in    rank.Tensor // the tensor in the symmetric buffer (or the plain one of intra-node)
-	span  rank.Tensor // in with its guards (bytes), for in-place forms
+	span  rank.Tensor // in with its guards (bytes)
 	lead  uint64      // guard bytes before in, inside span
 	local rank.Tensor // one-shot-copy's plain input
 	got   []byte      // the result read back
-	out   rank.Tensor // the output, when not in place
-	ll    *rank.LowLatency
+	// spanGot is the span read back, when guarded.
+	spanGot []byte
+	out     rank.Tensor // the output, when not in place
+	ll      *rank.LowLatency
+}
+
+// guarded reports whether the call's kernel writes this rank's symmetric
+// buffer (in place, a two-shot chunk, the copy form's input), so that
+// guards around its tensor are written before and checked after.
+func (c *call) guarded() bool {
+	f := c.c.Form
+	return c.span.Ptr != 0 && (f == TwoShot || f == TwoShotOut || f == OneShotCopy)
 }
 
 func (c *call) free(r *rank.Rank) {
@@ -298,14 +299,20 @@ func (e *executor) prepare(c Coll) (*call, error) {
 func (e *executor) write(k *call, input []byte) error {
 	r := e.r
 	switch {
-	case k.c.Form == OneShotCopy:
-		return r.Write(k.local, input)
 	case k.c.Form == IntraNode:
 		return r.Write(k.in, input)
-	case k.c.Form == TwoShot && k.span.Ptr != 0:
+	case k.guarded():
 		b := bytes.Repeat([]byte{guardByte}, int(k.span.Bytes()))
 		copy(b[k.lead:], input)
-		return r.Write(k.span, b)
+		if err := r.Write(k.span, b); err != nil {
+			return err
+		}
+		if k.c.Form == OneShotCopy {
+			return r.Write(k.local, input)
+		}
+		return nil
+	case k.c.Form == OneShotCopy:
+		return r.Write(k.local, input)
 	}
 	return r.Write(k.in, input)
 }
@@ -354,10 +361,19 @@ func (e *executor) check(k *call, step, it int) error {
 func (e *executor) read(k *call) error {
 	r, c := e.r, k.c
 	var err error
-	switch {
-	case c.Form == TwoShot && k.span.Ptr != 0:
-		k.got, err = r.Read(k.span)
-	case c.Form == TwoShot, c.Form == IntraNode:
+	if k.guarded() {
+		if k.spanGot, err = r.Read(k.span); err != nil {
+			return err
+		}
+	}
+	switch c.Form {
+	case TwoShot:
+		if k.guarded() {
+			k.got = k.spanGot[k.lead : k.lead+c.Bytes]
+			return nil
+		}
+		k.got, err = r.Read(k.in)
+	case IntraNode:
 		k.got, err = r.Read(k.in)
 	default:
 		k.got, err = r.Read(k.out)
@@ -369,13 +385,12 @@ func (e *executor) read(k *call) error {
 // guards with the sentinel.
 func (e *executor) judge(k *call, step, it int) error {
 	c, got := k.c, k.got
-	if c.Form == TwoShot && k.span.Ptr != 0 {
-		for i, b := range got {
+	if k.guarded() {
+		for i, b := range k.spanGot {
 			if (uint64(i) < k.lead || uint64(i) >= k.lead+c.Bytes) && b != guardByte {
 				return e.wrong("step %d %s: guard byte %d bytes %s the tensor overwritten", step, c, distance(uint64(i), k.lead, c.Bytes), side(uint64(i), k.lead))
 			}
 		}
-		got = got[k.lead : k.lead+c.Bytes]
 	}
 	want, err := e.reference(step, k.idx, it, c)
 	if err != nil {

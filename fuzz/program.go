@@ -463,8 +463,9 @@ func (p Program) validateStep(s Step) error {
 		}
 		if s.Kind != StepColl {
 			for _, d := range s.Colls[:i] {
-				if d.Buf == c.Buf && c.Offset < d.Offset+d.Bytes && d.Offset < c.Offset+c.Bytes {
-					return fmt.Errorf("collectives %q and %q overlap in one batch", d, c)
+				// With the guards written around each.
+				if d.Buf == c.Buf && c.Offset < d.Offset+d.Bytes+2*guardBytes && d.Offset < c.Offset+c.Bytes+2*guardBytes {
+					return fmt.Errorf("collectives %q and %q of one batch lie within %d bytes of each other", d, c, 2*guardBytes)
 				}
 			}
 		}
