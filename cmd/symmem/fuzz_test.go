@@ -84,6 +84,13 @@ func TestFuzzFailureReplays(t *testing.T) {
 			if rerr == nil || !strings.Contains(rerr.Error(), "the case failed: ") || !strings.Contains(rout, "trace matches") {
 				t.Fatalf("%s: %v, want the failure again with the same trace\n%s", m[1], rerr, rout)
 			}
+			// Each rank's verdict, the decisions only counted.
+			if !strings.Contains(rout, "rank 0: ") || strings.Contains(rout, "runs, at") {
+				t.Fatalf("%s: want per-rank verdicts and no decision list:\n%s", m[1], rout)
+			}
+			if strings.Contains(rerr.Error(), "wrong-result") && !strings.Contains(rout, ": WRONG RESULT") {
+				t.Fatalf("%s: a wrong result without a rank called wrong:\n%s", m[1], rout)
+			}
 			if len(m[1]) > maxInlineCommand+30 {
 				t.Fatalf("printed a command of %d characters", len(m[1]))
 			}
@@ -139,9 +146,9 @@ func TestReplaySaveAndCaseFile(t *testing.T) {
 	if h == nil || !strings.Contains(out, "fault crash rank=1 step=40") {
 		t.Fatalf("replay output lacks the trace or the crash:\n%s", out)
 	}
-	again, err := runCmd(t, "replay", "--case", path, "--expect-trace", h[1][:12])
-	if err != nil || !strings.Contains(again, "trace matches") {
-		t.Fatalf("replay --case: %v\n%s", err, again)
+	again, err := runCmd(t, "replay", "--case", path, "--expect-trace", h[1][:12], "--decisions-diff")
+	if err != nil || !strings.Contains(again, "trace matches") || !strings.Contains(again, "runs, at") {
+		t.Fatalf("replay --case --decisions-diff: %v, want the same trace and the decisions listed\n%s", err, again)
 	}
 	if _, err := runCmd(t, append(args[:len(args)-2], "--expect-trace", "0000")...); err == nil || !strings.Contains(err.Error(), "did not replay exactly") {
 		t.Fatalf("a wrong --expect-trace was accepted: %v", err)
