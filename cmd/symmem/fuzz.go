@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -174,6 +176,10 @@ func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// An interrupt stops the session: no case starts after it, and the
+	// report covers the cases that ran.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	finish := func() {}
 	if f.progress && out == io.Writer(os.Stdout) && isTerminal(os.Stdout) {
 		cfg.Progress, finish = fuzzProgress(cfg)
