@@ -30,8 +30,9 @@ func TestAddfHashesValues(t *testing.T) {
 		return tr.Hash()
 	}
 	base := func(tr *Trace) { tr.Addf(1, 0, "k", "a %d %s %v", 1, "x", false) }
-	if hash(false, base) != hash(true, base) || hash(false, base) != hash(false, base) {
-		t.Fatal("the same events hash differently")
+	first, again, kept := hash(false, base), hash(false, base), hash(true, base)
+	if first != again || first != kept {
+		t.Fatalf("the same events hash differently: %s, then %s, and %s when kept", first, again, kept)
 	}
 	for name, other := range map[string]func(*Trace){
 		"int":    func(tr *Trace) { tr.Addf(1, 0, "k", "a %d %s %v", 2, "x", false) },

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -471,5 +472,46 @@ func TestRunRejectsBadPlan(t *testing.T) {
 	}
 	if e := res.Err(); e == nil || !strings.Contains(e.Error(), "bench plan") {
 		t.Fatalf("empty plan: %v", e)
+	}
+}
+
+// TestPlotOfMixedWorlds: a plot of reports of worlds 2 and 4 is titled with
+// both, its curves name their world, and "+graph" survives in the labels
+// (auto's choices included).
+func TestPlotOfMixedWorlds(t *testing.T) {
+	row := func(world int, algo string, bytes uint64) Row {
+		return Row{Impl: "symmem", Algo: algo, DType: "bfloat16", Op: "sum", World: world, Bytes: bytes, TimeUs: 10, BusBW: 1}
+	}
+	two := Report{World: 2, Rows: []Row{row(2, "auto/one-shot+graph", 1024), row(2, "auto/two-shot+graph", 1<<20), row(2, "one-shot", 1024)}}
+	four := Report{World: 4, Rows: []Row{row(4, "auto/one-shot+graph", 1024), row(4, "one-shot", 1024)}}
+	var names []string
+	for _, s := range seriesOf(append(two.Rows, four.Rows...)) {
+		names = append(names, s.name)
+	}
+	want := []string{"symmem auto+graph world 2", "symmem one-shot world 2", "symmem auto+graph world 4", "symmem one-shot world 4"}
+	if !slices.Equal(names, want) {
+		t.Errorf("series %q, want %q", names, want)
+	}
+	if got := seriesOf(two.Rows)[0].name; got != "symmem auto+graph" {
+		t.Errorf("one world's series %q, want no world in it", got)
+	}
+	var svg bytes.Buffer
+	if err := WritePlot(&svg, "svg", "", two, four); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range append(want, "all-reduce, worlds 2 and 4") {
+		if !strings.Contains(svg.String(), w) {
+			t.Errorf("svg lacks %q", w)
+		}
+	}
+	// One point: both log axes span a single value.
+	if err := WritePlot(&svg, "svg", "", Report{Rows: []Row{row(2, "one-shot", 1024)}}); err != nil {
+		t.Errorf("plot of one point: %v", err)
+	}
+	if got := worldsOf([]Report{two}); got != ", world 2" {
+		t.Errorf("worldsOf(world 2) = %q", got)
+	}
+	if got := worldsOf([]Report{{World: 8}, two, four}); got != ", worlds 2, 4 and 8" {
+		t.Errorf("worldsOf(8, 2, 4) = %q", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,10 +67,7 @@ func WritePlot(w io.Writer, format, title string, reports ...Report) error {
 	}
 	curves := seriesOf(rows)
 	if title == "" {
-		title = "all-reduce"
-		if len(reports) > 0 && reports[0].World > 0 {
-			title = fmt.Sprintf("all-reduce, world %d", reports[0].World)
-		}
+		title = "all-reduce" + worldsOf(reports)
 	}
 	if simulated {
 		title += " (simulator: CPU time, not GPU performance)"
@@ -111,6 +109,15 @@ func WritePlot(w io.Writer, format, title string, reports ...Report) error {
 	if drawn == 0 {
 		return errors.New("plot: no row has a positive time or bandwidth to draw")
 	}
+	// A log axis over a single value would be widened to include 0: give it
+	// a factor of two each side instead.
+	for _, p := range []*plot.Plot{timeP, bwP} {
+		for _, ax := range []*plot.Axis{&p.X, &p.Y} {
+			if ax.Min == ax.Max {
+				ax.Min, ax.Max = ax.Min/2, ax.Max*2
+			}
+		}
+	}
 	// Bandwidth grows with size, so the lower right corner is free.
 	bwP.Legend.Top, bwP.Legend.Left = false, false
 	bwP.Legend.XOffs, bwP.Legend.YOffs = -vg.Points(8), vg.Points(8)
@@ -133,6 +140,35 @@ func WritePlot(w io.Writer, format, title string, reports ...Report) error {
 		return fmt.Errorf("plot: write %s: %w", format, err)
 	}
 	return nil
+}
+
+// worldsOf names the world sizes of the reports and their rows for a
+// title: ", world 4", ", worlds 2, 4 and 8", or nothing when none is known.
+func worldsOf(reports []Report) string {
+	var worlds []int
+	add := func(w int) {
+		if w > 0 && !slices.Contains(worlds, w) {
+			worlds = append(worlds, w)
+		}
+	}
+	for _, rep := range reports {
+		add(rep.World)
+		for _, r := range rep.Rows {
+			add(r.World)
+		}
+	}
+	slices.Sort(worlds)
+	switch len(worlds) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf(", world %d", worlds[0])
+	}
+	names := make([]string, len(worlds))
+	for i, w := range worlds {
+		names[i] = strconv.Itoa(w)
+	}
+	return ", worlds " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // newLogPlot is a plot with log-scaled axes, sizes labelled in bytes.

@@ -49,15 +49,21 @@ type Row struct {
 	Wrong int64 `json:"wrong"`
 }
 
-// Series names the curve a row belongs to: implementation and algorithm,
-// with the dtype and op appended when asked. Auto's choices form one
-// curve.
-func (r Row) Series(withDType, withOp bool) string {
-	algo := r.Algo
+// Series names the curve a row belongs to: implementation and algorithm
+// (with its "+graph" suffix), with the world size, dtype and op appended
+// when asked. Auto's choices form one curve.
+func (r Row) Series(withWorld, withDType, withOp bool) string {
+	algo, graph := strings.CutSuffix(r.Algo, "+graph")
 	if strings.HasPrefix(algo, "auto/") {
 		algo = "auto" // one curve, whatever auto picked at each size
 	}
+	if graph {
+		algo += "+graph"
+	}
 	s := r.Impl + " " + algo
+	if withWorld {
+		s += " world " + strconv.Itoa(r.World)
+	}
 	if withDType {
 		s += " " + r.DType
 	}

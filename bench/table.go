@@ -128,14 +128,14 @@ type series struct {
 // them by implementation and algorithm, plus dtype and op where rows
 // differ in them.
 func seriesOf(rows []Row) []series {
-	dtypes, ops := map[string]bool{}, map[string]bool{}
+	worlds, dtypes, ops := map[int]bool{}, map[string]bool{}, map[string]bool{}
 	for _, r := range rows {
-		dtypes[r.DType], ops[r.Op] = true, true
+		worlds[r.World], dtypes[r.DType], ops[r.Op] = true, true, true
 	}
 	var out []series
 	index := map[string]int{}
 	for _, r := range rows {
-		name := r.Series(len(dtypes) > 1, len(ops) > 1)
+		name := r.Series(len(worlds) > 1, len(dtypes) > 1, len(ops) > 1)
 		i, ok := index[name]
 		if !ok {
 			i = len(out)

@@ -79,6 +79,7 @@ func (r *Rank) AllocID(size uint64, id string) (device.Ptr, error) {
 	if err != nil {
 		return 0, fmt.Errorf("rank %d: alloc %d bytes: %w", r.id, size, err)
 	}
+	r.logAlloc(size, id, p)
 	return p, nil
 }
 
@@ -178,6 +179,7 @@ func (r *Rank) Free(p device.Ptr) error {
 	if err := r.alloc.free(p); err != nil {
 		return fmt.Errorf("rank %d: free: %w", r.id, err)
 	}
+	r.logFree(p)
 	return nil
 }
 

@@ -31,6 +31,7 @@ func (r *Rank) prepare(in Tensor, op device.ReduceOp, group string) (h *Symmetri
 		return nil, 0, 0, fmt.Errorf("input %v: %w", in, err)
 	}
 	if h, err = r.rendezvous(in.Ptr, group); err != nil {
+		r.logFailure("rendezvous", group, err)
 		return nil, 0, 0, err
 	}
 	offset = uint64(in.Ptr - h.blk.data)
@@ -90,13 +91,23 @@ func (r *Rank) launch(kernel string, h *SymmetricMemory, vec device.Ptr, in Tens
 		}
 	}
 	l := device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: args, Group: h.label()}
-	if args.Output == out {
+	r.logLaunch(h.group, l)
+	err := r.launchStaged(l, args.Output, out, bytes)
+	r.logFailure(kernel, h.group, err)
+	return err
+}
+
+// launchStaged enqueues l, whose output is staged, and when that is not
+// out, the copy of the result to out; unless the rank is asynchronous it
+// then waits.
+func (r *Rank) launchStaged(l device.Launch, staged, out device.Ptr, bytes uint64) error {
+	if staged == out {
 		return r.enqueue(l)
 	}
 	if err := r.dev.Launch(r.stream, l); err != nil {
 		return err
 	}
-	if err := r.dev.Copy(r.stream, out, args.Output, bytes); err != nil {
+	if err := r.dev.Copy(r.stream, out, staged, bytes); err != nil {
 		return fmt.Errorf("copy the result to the output: %w", err)
 	}
 	if r.async {

@@ -239,6 +239,7 @@ func (c *IntraNodeComm) AllReduce(t Tensor, algo Algo) error {
 		return fmt.Errorf("rank %d: intra-node all-reduce: %w", r.id, err)
 	}
 	c.uses++
+	r.log.Debug("intra-node all-reduce", zap.String("group", c.group), zap.Stringer("algo", algo), zap.Uint64("bytes", t.Bytes()))
 	if t.Numel == 0 {
 		return nil
 	}

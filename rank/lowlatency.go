@@ -120,7 +120,11 @@ func (l *LowLatency) allReduce(in Tensor, op device.ReduceOp, out Tensor) error 
 		Numel: in.Numel, Input: in.Ptr, Output: out.Ptr, TimeoutNs: int64(r.timeout),
 		SlotBytes: l.slotBytes,
 	}
-	return r.enqueue(device.Launch{Kernel: kernels.LowLatencyAllReduce, Blocks: blocks, Threads: threads, Args: args, Group: l.h.label()})
+	launch := device.Launch{Kernel: kernels.LowLatencyAllReduce, Blocks: blocks, Threads: threads, Args: args, Group: l.h.label()}
+	r.logLaunch(l.group, launch)
+	err := r.enqueue(launch)
+	r.logFailure(launch.Kernel, l.group, err)
+	return err
 }
 
 // Close frees the workspace. Collective only in that every member should

@@ -172,6 +172,7 @@ func sharingDevice(reqs []request, pos int) int {
 func (r *Rank) Rendezvous(p device.Ptr, group string) (*SymmetricMemory, error) {
 	h, err := r.rendezvous(p, group)
 	if err != nil {
+		r.logFailure("rendezvous", group, err)
 		return nil, fmt.Errorf("rank %d: rendezvous %q: %w", r.id, group, err)
 	}
 	return h, nil
@@ -220,6 +221,7 @@ func (r *Rank) rendezvous(p device.Ptr, group string) (*SymmetricMemory, error) 
 	}
 	defer r.dev.CloseFD(fd)
 	r.rt.Record("rendezvous", fmt.Sprintf("rank %d group %s start", r.id, group))
+	r.logRendezvous("rendezvous start", group, members, b.bufSize)
 	raw, err := ex.AllGather(payload)
 	if err != nil {
 		return nil, fmt.Errorf("exchange requests: %w", err)
@@ -260,5 +262,6 @@ func (r *Rank) rendezvous(p device.Ptr, group string) (*SymmetricMemory, error) 
 	b.handles[group] = h
 	b.padsInUse |= 1 << region
 	r.rt.Record("rendezvous", fmt.Sprintf("rank %d group %s done", r.id, group))
+	r.logRendezvous("rendezvous done", group, members, b.bufSize)
 	return h, nil
 }

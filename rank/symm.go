@@ -165,10 +165,12 @@ func (h *SymmetricMemory) signal(kernel string, peer, channel int, timeout time.
 	r := h.r
 	blocks, threads := kernels.Shape(kernel, 0, device.Float32, len(h.members), r.dev.Attributes().SMCount)
 	l := device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: h.signalArgs(peer, channel, timeout), Group: h.label()}
+	r.logLaunch(h.group, l)
 	if err := r.dev.Launch(r.stream, l); err != nil {
 		return fmt.Errorf("%s: %w", kernel, err)
 	}
 	if err := r.waitStream(); err != nil {
+		r.logFailure(kernel, h.group, err)
 		return fmt.Errorf("%s: %w", kernel, err)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/symmem/symmem/rank"
@@ -19,11 +18,4 @@ func simulate(t *testing.T, cfg rank.SimConfig, program rank.Program) rank.Resul
 		t.Fatalf("ranks (seed %d): %v", cfg.Seed, err)
 	}
 	return res
-}
-
-// errorsAs is errors.As for tests that want the typed error back.
-func errorsAs[T error](err error) (T, bool) {
-	var target T
-	ok := errors.As(err, &target)
-	return target, ok
 }

@@ -12,6 +12,8 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"go.uber.org/zap"
+
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
@@ -191,6 +193,8 @@ func (s Spec) run(r *rank.Rank, input []byte) (RankResult, error) {
 		return RankResult{}, err
 	}
 	res := RankResult{Algo: s.Algo.Resolve(s.Bytes, s.World)}
+	r.Logger().Debug("all-reduce algorithm", zap.String("group", rank.WorldGroup), zap.Stringer("requested", s.Algo),
+		zap.Stringer("algo", res.Algo), zap.Uint64("bytes", s.Bytes), zap.Stringer("dtype", s.DType), zap.Stringer("op", s.Op))
 	switch res.Algo {
 	case OneShot:
 		out, err := r.OneShotAllReduce(in, s.Op, rank.WorldGroup)

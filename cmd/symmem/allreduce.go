@@ -86,11 +86,11 @@ launch should exit non-zero with rank R's status.`,
 	fl.StringVar(&f.bytes, "bytes", "64KiB", "tensor size in bytes (8196, 64KiB, 1MiB, ...)")
 	fl.StringVar(&f.dtype, "dtype", "bf16", "element type: float32|f32, bfloat16|bf16, float16|f16")
 	fl.StringVar(&f.op, "op", "sum", "reduction: sum, avg, max, min")
-	fl.StringVar(&f.algo, "algo", "auto", "algorithm: auto, one-shot, two-shot")
+	fl.StringVar(&f.algo, "algo", "auto", "algorithm: auto (one-shot up to 256KiB, else two-shot), one-shot, two-shot, ll (the low-latency one-shot, up to 256KiB)")
 	fl.Uint64Var(&f.offset, "offset", 0, "byte offset of the tensor inside the symmetric buffer")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the inputs and of the simulator's schedule")
 	fl.StringVar(&f.dev, "device", "sim", "device: sim or cuda")
-	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait (virtual time on sim)")
+	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait, > 0 (virtual time on sim)")
 	return cmd
 }
 
@@ -101,17 +101,30 @@ func flagErr(name string, err error) error {
 	return fmt.Errorf("--%s: %w", name, err)
 }
 
-func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
+// validate checks every flag (and SYMMEM_FAULT_KILL) before any work
+// starts, reporting every problem at once.
+func (f *allReduceFlags) validate() (workload.Spec, faultKill, error) {
 	s, err := f.spec(f.seed)
-	if err != nil {
-		return err
+	errs := []error{err, checkTimeout(f.timeout), checkDevice(f.dev), checkSimUnderLaunch("allreduce", f.dev)}
+	if err == nil && s.Algo == workload.LowLatency && s.Bytes > rank.LowLatencyMaxBytes {
+		errs = append(errs, fmt.Errorf("--algo ll --bytes %s: the low-latency all-reduce takes tensors up to %s; use one-shot, two-shot or auto",
+			formatBytes(s.Bytes), formatBytes(rank.LowLatencyMaxBytes)))
+	}
+	if err == nil && f.dev == "sim" {
+		errs = append(errs, checkSimMemory(fmt.Sprintf("--world %d --bytes %s", s.World, formatBytes(s.Bytes)), s.World, s.Offset+s.Bytes))
 	}
 	fault, faulty, err := parseFaultKill(os.Getenv)
+	errs = append(errs, err)
+	if _, launched, _ := rank.ProcessEnvFromOS(); err == nil && faulty && (f.dev != "cuda" || !launched) {
+		errs = append(errs, fmt.Errorf("%s works only under symmem launch with --device cuda", faultKillEnv))
+	}
+	return s, fault, errors.Join(errs...)
+}
+
+func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
+	s, fault, err := f.validate()
 	if err != nil {
 		return err
-	}
-	if _, launched, _ := rank.ProcessEnvFromOS(); faulty && (f.dev != "cuda" || !launched) {
-		return fmt.Errorf("%s works only under symmem launch with --device cuda", faultKillEnv)
 	}
 	inputs := s.Inputs()
 	results := make([]workload.RankResult, s.World)

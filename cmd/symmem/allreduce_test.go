@@ -113,3 +113,25 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("version: %q, %v", out, err)
 	}
 }
+
+// TestAllReduceDebugLog: --log-level debug shows what the ranks do on the
+// simulator, and the default level shows nothing.
+func TestAllReduceDebugLog(t *testing.T) {
+	out, err := runCmd(t, "allreduce", "--world", "2", "--bytes", "4KiB", "--log-level", "debug")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{
+		`DEBUG	alloc	{"rank": 0, "bytes": 4224`,
+		`DEBUG	all-reduce algorithm	{"rank": 1, "group": "world", "requested": "auto", "algo": "ll"`,
+		`DEBUG	rendezvous done	{"rank": 0, "group": "world", "members": [0, 1]`,
+		`DEBUG	launch	{"rank": 1, "group": "world", "kernel": "ll_all_reduce"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("debug log lacks %q:\n%s", want, out)
+		}
+	}
+	if out, err := runCmd(t, "allreduce", "--world", "2", "--bytes", "4KiB"); err != nil || strings.Contains(out, "DEBUG") {
+		t.Errorf("default level: %v\n%s", err, out)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -96,15 +97,15 @@ prints and writes the files).`,
 	fl.IntVar(&f.iters, "iters", 0, "calls per timed loop (default 100 on cuda, 2 on sim)")
 	fl.IntVar(&f.loops, "loops", 0, "timed loops per case; the median is reported (default 5 on cuda, 3 on sim)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the inputs and of the simulator's schedule")
-	fl.IntVar(&f.maxBlocks, "max-blocks", 0, "replace the kernels' limit on blocks per launch (0: their defaults)")
+	fl.IntVar(&f.maxBlocks, "max-blocks", 0, "replace the kernels' limit on blocks per launch (0: their own limits)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (go tool pprof reads it)")
 	fl.BoolVar(&f.graph, "graph", false, "capture each timed loop's calls into a graph (a CUDA graph on GPUs) and time its replays: one launch per loop")
 	fl.BoolVar(&f.sync, "sync", false, "wait for every timed call (a blocking caller's time) instead of queueing the loop's calls back to back")
 	fl.BoolVar(&f.check, "check", true, "after timing, run each case once on fresh inputs and count wrong elements")
-	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait (virtual time on sim)")
+	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait, > 0 (virtual time on sim)")
 	fl.StringVar(&f.jsonPath, "json", "", "write the report as JSON to this file")
 	fl.StringVar(&f.csvPath, "csv", "", "write the rows as CSV to this file")
-	fl.StringVar(&f.plotPath, "plot", "", "draw time and busbw against size into this image (.png or .svg)")
+	fl.StringVar(&f.plotPath, "plot", "", "draw time and busbw against size into this image (.png, .svg, .jpg or .tiff)")
 	fl.StringArrayVar(&f.refs, "ref", nil, "JSON report to overlay on the plot (repeatable)")
 	fl.StringVar(&f.title, "title", "", "plot title")
 	fl.BoolVar(&f.progress, "progress", true, "show a progress bar (only when stdout is a terminal)")
@@ -112,22 +113,32 @@ prints and writes the files).`,
 	return cmd
 }
 
-// plan turns the flags into a validated plan, reporting every bad flag.
-func (f *benchFlags) plan() (bench.Plan, error) {
+// plan turns the flags into a validated plan, reporting every bad flag at
+// once, before any work starts.
+func (f *benchFlags) plan() (bench.Plan, []bench.Report, error) {
+	var errs []error
 	def, ok := benchDefaults[f.dev]
 	if !ok {
-		return bench.Plan{}, fmt.Errorf("--device %q: want sim or cuda", f.dev)
+		errs = append(errs, checkDevice(f.dev))
+		def = benchDefaults["sim"]
 	}
-	var errs []error
 	p := bench.Plan{Seed: f.seed, Check: f.check, Sync: f.sync, Graph: f.graph, MaxBlocks: f.maxBlocks, Warmup: f.warmup, Iters: f.iters, Loops: f.loops}
 	for _, d := range []struct {
-		flag string
-		v    *int
-		def  int
-	}{{"warmup", &p.Warmup, def.warmup}, {"iters", &p.Iters, def.iters}, {"loops", &p.Loops, def.loops}} {
+		flag     string
+		v        *int
+		def, min int
+	}{{"warmup", &p.Warmup, def.warmup, 0}, {"iters", &p.Iters, def.iters, 1}, {"loops", &p.Loops, def.loops, 1}} {
 		if f.changed == nil || !f.changed(d.flag) {
 			*d.v = d.def
+		} else if *d.v < d.min {
+			errs = append(errs, fmt.Errorf("--%s %d: want at least %d", d.flag, *d.v, d.min))
 		}
+	}
+	if f.maxBlocks < 0 {
+		errs = append(errs, fmt.Errorf("--max-blocks %d: want 0 (the kernels' own limits) or a positive count", f.maxBlocks))
+	}
+	if f.graph && f.sync {
+		errs = append(errs, errors.New("--graph and --sync together: a graph's calls cannot be waited for one by one"))
 	}
 	maxS := f.max
 	if maxS == "" {
@@ -141,7 +152,7 @@ func (f *benchFlags) plan() (bench.Plan, error) {
 	errs = append(errs, flagErr("step", err))
 	if err := errors.Join(errs...); err == nil {
 		p.Sizes, err = bench.Sizes(lo, hi, step)
-		errs = append(errs, err)
+		errs = append(errs, flagErr("min/--max", err))
 	}
 	for _, s := range f.dtypes {
 		dt, err := device.ParseDType(strings.TrimSpace(s))
@@ -157,31 +168,40 @@ func (f *benchFlags) plan() (bench.Plan, error) {
 		al, err := workload.ParseAlgo(strings.TrimSpace(s))
 		errs = append(errs, flagErr("algo", err))
 		p.Algos = append(p.Algos, al)
+		if err == nil && al == workload.LowLatency && len(p.Sizes) > 0 && slices.Min(p.Sizes) > rank.LowLatencyMaxBytes {
+			errs = append(errs, fmt.Errorf("--algo ll: the low-latency all-reduce takes tensors up to %s, and --min is %s: it would measure nothing",
+				formatBytes(rank.LowLatencyMaxBytes), formatBytes(slices.Min(p.Sizes))))
+		}
 	}
-	if f.world < 1 || f.world > 72 {
-		errs = append(errs, fmt.Errorf("--world %d: want 1..72", f.world))
-	}
-	if f.timeout <= 0 {
-		errs = append(errs, fmt.Errorf("--timeout %v: want a positive duration", f.timeout))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return p, err
-	}
-	if err := p.Validate(); err != nil {
-		return p, err
-	}
+	errs = append(errs, checkWorld("world", f.world), checkTimeout(f.timeout), checkSimUnderLaunch("bench", f.dev))
 	if f.plotPath != "" {
 		if _, err := bench.PlotFormat(f.plotPath); err != nil {
-			return p, fmt.Errorf("--plot: %w", err)
+			errs = append(errs, fmt.Errorf("--plot: %w", err))
 		}
 	} else if len(f.refs) > 0 {
-		return p, errors.New("--ref needs --plot")
+		errs = append(errs, errors.New("--ref needs --plot"))
 	}
-	return p, nil
+	for _, out := range []struct{ flag, path string }{{"json", f.jsonPath}, {"csv", f.csvPath}, {"plot", f.plotPath}, {"cpuprofile", f.cpuProfile}} {
+		errs = append(errs, checkWritable(out.flag, out.path))
+	}
+	refs, err := readReports(f.refs)
+	errs = append(errs, flagErr("ref", err))
+	if err := errors.Join(errs...); err != nil {
+		return p, nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return p, nil, err
+	}
+	if f.dev == "sim" {
+		if err := checkSimMemory(fmt.Sprintf("--world %d --max %s", f.world, formatBytes(p.MaxSize())), f.world, p.MaxSize()); err != nil {
+			return p, nil, err
+		}
+	}
+	return p, refs, nil
 }
 
 func runBench(a *app, f *benchFlags, out io.Writer) (err error) {
-	p, err := f.plan()
+	p, refs, err := f.plan()
 	if err != nil {
 		return err
 	}
@@ -198,10 +218,6 @@ func runBench(a *app, f *benchFlags, out io.Writer) (err error) {
 			pprof.StopCPUProfile()
 			err = errors.Join(err, prof.Close())
 		}()
-	}
-	refs, err := readReports(f.refs)
-	if err != nil {
-		return fmt.Errorf("--ref: %w", err)
 	}
 	rep := bench.Report{
 		Schema: bench.Schema, Tool: "symmem bench", Device: f.dev, World: f.world,
@@ -391,8 +407,14 @@ func newBenchPlotCmd() *cobra.Command {
 			if outPath == "" {
 				return errors.New("--out is required")
 			}
+			var errs []error
+			if _, err := bench.PlotFormat(outPath); err != nil {
+				errs = append(errs, fmt.Errorf("--out: %w", err))
+			} else {
+				errs = append(errs, checkWritable("out", outPath))
+			}
 			reps, err := readReports(args)
-			if err != nil {
+			if err := errors.Join(append(errs, err)...); err != nil {
 				return err
 			}
 			if err := bench.SavePlot(outPath, title, reps...); err != nil {
@@ -402,7 +424,7 @@ func newBenchPlotCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&outPath, "out", "", "image to write (.png or .svg)")
+	cmd.Flags().StringVar(&outPath, "out", "", "image to write (.png, .svg, .jpg or .tiff)")
 	cmd.Flags().StringVar(&title, "title", "", "plot title")
 	return cmd
 }

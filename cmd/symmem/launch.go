@@ -46,7 +46,12 @@ commands) watch that key: their Store waits and waits for their stream stop
 and return an error naming the failed rank (rank.PeerFailedError). The other ranks get --drain to exit by themselves,
 then get SIGTERM, then SIGKILL after --grace; --drain 0 stops them at once.
 launch exits non-zero naming the first rank that failed and its status.
-SIGINT and SIGTERM sent to launch are forwarded to every rank at once.`,
+SIGINT and SIGTERM sent to launch are forwarded to every rank at once.
+
+Each rank runs in its own process group: signals reach the processes a rank
+started too, and whatever is left of a rank's group when the rank exits is
+killed. Launch waits at most 1s after a rank exits for such processes to
+close its output.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLaunch(a, f, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -105,6 +110,12 @@ func runLaunch(a *app, f *launchFlags, args []string, stdout, stderr io.Writer) 
 	for i := range procs {
 		c := exec.Command(args[0], args[1:]...)
 		c.Stdout, c.Stderr = stdout, stderr
+		// Each rank leads its own process group, so that a signal reaches
+		// the processes it started too; and its output pipes, which such a
+		// process may hold after the rank exits, are waited on for at most
+		// pipeWait.
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		c.WaitDelay = pipeWait
 		c.Env = append(os.Environ(),
 			rank.EnvRank+"="+strconv.Itoa(i), rank.EnvWorld+"="+strconv.Itoa(f.nproc),
 			rank.EnvLocalRank+"="+strconv.Itoa(i), rank.EnvMasterAddr+"="+host, rank.EnvMasterPort+"="+port,
@@ -114,7 +125,7 @@ func runLaunch(a *app, f *launchFlags, args []string, stdout, stderr io.Writer) 
 			return fmt.Errorf("launch: start rank %d (%s): %w", i, args[0], err)
 		}
 		procs[i] = c
-		go func() { exits <- exit{i, c.Wait()} }()
+		go func() { exits <- exit{i, waitRank(c, i, stderr)} }()
 	}
 
 	var first *exit
@@ -169,6 +180,30 @@ func runLaunch(a *app, f *launchFlags, args []string, stdout, stderr io.Writer) 
 	return nil
 }
 
+// pipeWait bounds how long launch waits, once a rank process has exited,
+// for the processes it left behind to close its output.
+const pipeWait = time.Second
+
+// waitRank waits for rank i's process, then kills what is left of its
+// process group: processes the rank started must not outlive it. A rank
+// that exited cleanly but left processes holding its output for pipeWait
+// is reported on stderr and counts as a success.
+func waitRank(c *exec.Cmd, i int, stderr io.Writer) error {
+	err := c.Wait()
+	killGroup(c, syscall.SIGKILL)
+	if errors.Is(err, exec.ErrWaitDelay) {
+		fmt.Fprintf(stderr, "symmem launch: rank %d exited, but processes it started still held its output after %v; killed them\n", i, pipeWait)
+		return nil
+	}
+	return err
+}
+
+// killGroup sends sig to the process group that c leads; it fails
+// harmlessly once the group is gone.
+func killGroup(c *exec.Cmd, sig syscall.Signal) {
+	_ = syscall.Kill(-c.Process.Pid, sig)
+}
+
 // publishTimeout bounds launch's request that publishes a rank's failure
 // in the Store.
 const publishTimeout = 5 * time.Second
@@ -198,17 +233,22 @@ func describe(err error) string {
 	return err.Error()
 }
 
-// stopAll sends sig to every live process, then SIGKILL after grace.
+// stopAll sends sig to every rank's process group, then SIGKILL after
+// grace.
 func stopAll(procs []*exec.Cmd, sig os.Signal, grace time.Duration) {
+	num, ok := sig.(syscall.Signal)
+	if !ok {
+		num = syscall.SIGTERM
+	}
 	for _, p := range procs {
 		if p != nil {
-			_ = p.Process.Signal(sig) // fails harmlessly once it has exited
+			killGroup(p, num) // fails harmlessly once the group is gone
 		}
 	}
 	time.AfterFunc(grace, func() {
 		for _, p := range procs {
 			if p != nil {
-				_ = p.Process.Kill()
+				killGroup(p, syscall.SIGKILL)
 			}
 		}
 	})

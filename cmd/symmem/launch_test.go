@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"regexp"
 	"strconv"
@@ -25,9 +26,19 @@ var testApp = &app{log: zap.NewNop()}
 
 const helperEnv = "SYMMEM_LAUNCH_TEST_HELPER"
 
-// TestMain lets the test binary act as a rank process started by launch.
+// TestMain lets the test binary act as a rank process started by launch:
+// a helper rank, or the command itself in mode "symmem ARGS...".
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
+		if args, ok := strings.CutPrefix(mode, "symmem "); ok {
+			root := newRoot()
+			root.SetArgs(strings.Fields(args))
+			if err := root.Execute(); err != nil {
+				fmt.Fprintln(os.Stderr, "symmem:", err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
 		if strings.HasPrefix(mode, "peer-") {
 			os.Exit(helperProcessRank(mode))
 		}
@@ -116,6 +127,9 @@ func helperRank(mode string) int {
 		fmt.Fprintln(os.Stderr, "helper: environment:", err, ok)
 		return 2
 	}
+	if mode == "fork" || mode == "orphan" {
+		return helperForkingRank(mode, env.Rank)
+	}
 	switch {
 	case mode == "fail1" && env.Rank == 1:
 		return 3
@@ -162,6 +176,83 @@ func helperRank(mode string) int {
 	case <-time.After(20 * time.Second):
 		fmt.Fprintf(os.Stderr, "helper: rank %d got no signal\n", env.Rank)
 		return 4
+	}
+}
+
+// helperForkingRank starts a long sleep that shares the rank's output
+// pipes and prints its pid. In mode "fork" rank 1 then exits 3 and the
+// others wait to be stopped; in mode "orphan" every rank exits 0 at once,
+// leaving its sleep behind.
+func helperForkingRank(mode string, self int) int {
+	c := exec.Command("sleep", "97")
+	c.Stdout, c.Stderr = os.Stdout, os.Stderr
+	if err := c.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "helper: start sleep:", err)
+		return 2
+	}
+	fmt.Printf("rank %d forked %d\n", self, c.Process.Pid)
+	switch {
+	case mode == "orphan":
+		return 0
+	case self == 1:
+		return 3
+	}
+	time.Sleep(60 * time.Second)
+	return 5
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(stat), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+// TestLaunchStopsWhatRanksStarted: ranks that start a child holding their
+// output do not keep launch alive. In "fork", rank 1 fails and the others
+// are stopped at once (--drain 0): launch signals each rank's process
+// group, so every sleep dies with it. In "orphan", every rank succeeds but
+// leaves its sleep behind: launch waits at most pipeWait for the output,
+// kills the leftovers and succeeds.
+func TestLaunchStopsWhatRanksStarted(t *testing.T) {
+	forked := regexp.MustCompile(`(?m)^rank (\d) forked (\d+)$`)
+	for _, tc := range []struct {
+		mode, wantErr, wantOut string
+	}{
+		{"fork", "rank 1 exited with status 3", "symmem launch: rank 1 exited with status 3; stopping the other ranks"},
+		{"orphan", "", "processes it started still held its output after 1s; killed them"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			start := time.Now()
+			out, err := launchSelf(t, tc.mode, 3)
+			took := time.Since(start)
+			if (err == nil) != (tc.wantErr == "") || (err != nil && err.Error() != tc.wantErr) {
+				t.Fatalf("launch = %v, want %q\n%s", err, tc.wantErr, out)
+			}
+			if !strings.Contains(out, tc.wantOut) {
+				t.Errorf("launch output lacks %q:\n%s", tc.wantOut, out)
+			}
+			if took > 20*time.Second {
+				t.Errorf("launch took %v: it waited for the ranks' children", took)
+			}
+			pids := forked.FindAllStringSubmatch(out, -1)
+			if len(pids) != 3 {
+				t.Fatalf("%d ranks reported a child, want 3:\n%s", len(pids), out)
+			}
+			for _, m := range pids {
+				pid, _ := strconv.Atoi(m[2])
+				for deadline := time.Now().Add(5 * time.Second); alive(pid) && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+				}
+				if alive(pid) {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					t.Errorf("rank %s's child %d outlived launch", m[1], pid)
+				}
+			}
+		})
 	}
 }
 
@@ -313,5 +404,18 @@ func TestFaultKillNeedsLaunchAndCUDA(t *testing.T) {
 	f := &allReduceFlags{specFlags: specFlags{world: 2, bytes: "4KiB", dtype: "f32", op: "sum", algo: "auto"}, seed: 1, dev: "sim", timeout: time.Second}
 	if err := runAllReduce(testApp, f, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "works only under symmem launch") {
 		t.Fatalf("allreduce on sim with %s set: %v", faultKillEnv, err)
+	}
+}
+
+// TestLaunchOfTheSimulatorIsRefused: `symmem launch -- symmem allreduce`
+// on the simulator fails at once in every rank, naming the way to run it.
+func TestLaunchOfTheSimulatorIsRefused(t *testing.T) {
+	out, err := launchSelf(t, "symmem allreduce --device sim", 2)
+	if err == nil || !strings.Contains(err.Error(), "exited with status 1") {
+		t.Fatalf("launch = %v, want a rank's failure\n%s", err, out)
+	}
+	want := "symmem: --device sim under symmem launch: the simulator runs all ranks in one process, so each of the launcher's 2 processes would run a separate simulation; run 'symmem allreduce --world 2' without launch"
+	if !strings.Contains(out, want) || strings.Contains(out, "trace ") {
+		t.Errorf("output lacks the refusal or shows a simulation:\n%s", out)
 	}
 }

@@ -13,6 +13,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sync"
 
@@ -59,7 +60,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(a.logLevel)
+			log, err := newLogger(a.logLevel, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -67,23 +68,22 @@ func newRoot() *cobra.Command {
 			return nil
 		},
 	}
-	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "error", "log level: debug, info, warn, error")
+	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "error", "log level: debug (what each rank does: rendezvous, allocations, algorithm choices, launches, timeouts), info, warn, error")
 	root.AddCommand(newVersionCmd(), newAllReduceCmd(a), newLaunchCmd(a), newSelftestCmd(a), newTopoCmd())
 	root.AddCommand(newBenchCmd(a))
 	root.AddCommand(newFuzzCmd(a), newReplayCmd(a))
 	return root
 }
 
-func newLogger(level string) (*zap.Logger, error) {
+// newLogger builds the command's logger: human-readable lines at level
+// and above, written to w (stderr).
+func newLogger(level string, w io.Writer) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
-	cfg := zap.NewDevelopmentConfig()
-	cfg.Level = zap.NewAtomicLevelAt(lvl)
-	cfg.OutputPaths = []string{"stderr"}
-	cfg.DisableStacktrace = true
-	return cfg.Build()
+	enc := zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig())
+	return zap.New(zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), lvl)), nil
 }
 
 func newVersionCmd() *cobra.Command {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -42,20 +43,47 @@ outcome. Exits non-zero if any case fails.`,
 	fl.IntVar(&f.world, "world", 2, "number of ranks (under launch: the launcher's)")
 	fl.StringVar(&f.dev, "device", "sim", "device: sim or cuda")
 	fl.StringVar(&f.cases, "cases", ".", "regular expression selecting cases by name")
-	fl.IntVar(&f.cycles, "cycles", 500, "alloc/rendezvous/all-reduce/free cycles of the leak case")
+	fl.IntVar(&f.cycles, "cycles", 500, "alloc/rendezvous/all-reduce/free cycles of the leak case, >= 1")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of inputs and schedules")
-	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait")
+	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait, > 0 (virtual time on sim)")
 	return cmd
 }
 
 type caseResult struct {
-	name     string
-	elapsed  time.Duration
-	err      error
-	rankNote string
+	name    string
+	elapsed time.Duration
+	err     error
+}
+
+// selftestLargest is the largest tensor a conformance case reduces (the
+// intra-node-comm case's 10 MiB), for the simulator's memory check.
+const selftestLargest = 10 << 20
+
+// validate checks every flag before any work starts.
+func (f *selftestFlags) validate() error {
+	errs := []error{checkDevice(f.dev), checkTimeout(f.timeout), checkSimUnderLaunch("selftest", f.dev)}
+	if _, launched, _ := rank.ProcessEnvFromOS(); !launched || f.dev != "cuda" {
+		errs = append(errs, checkWorld("world", f.world))
+	}
+	if f.cycles < 1 {
+		errs = append(errs, fmt.Errorf("--cycles %d: want at least 1", f.cycles))
+	}
+	if _, err := regexp.Compile(f.cases); err != nil {
+		errs = append(errs, fmt.Errorf("--cases %q: %w", f.cases, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if f.dev == "sim" {
+		return checkSimMemory(fmt.Sprintf("--world %d", f.world), f.world, selftestLargest)
+	}
+	return nil
 }
 
 func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
+	if err := f.validate(); err != nil {
+		return err
+	}
 	env, launched, err := rank.ProcessEnvFromOS()
 	if err != nil {
 		return err

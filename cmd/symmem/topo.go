@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -19,6 +20,9 @@ func newTopoCmd() *cobra.Command {
 		Short: "Print the NVLink topology matrix and whether it is fully connected",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := errors.Join(checkDevice(dev), checkWorld("world", world)); err != nil {
+				return err
+			}
 			var m [][]int
 			switch dev {
 			case "cuda":
@@ -46,7 +50,7 @@ func newTopoCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&dev, "device", "sim", "device: sim or cuda")
-	cmd.Flags().IntVar(&world, "world", 4, "number of simulated devices")
+	cmd.Flags().IntVar(&world, "world", 4, "number of simulated devices (sim only)")
 	return cmd
 }
 

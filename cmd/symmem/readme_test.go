@@ -1,0 +1,39 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// TestREADMEDocumentsEveryFlag: every subcommand and every flag the help
+// shows appears in the README, so that help and README cannot drift apart.
+func TestREADMEDocumentsEveryFlag(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+			return
+		}
+		if c.HasParent() && !strings.Contains(readme, c.CommandPath()) {
+			t.Errorf("README does not mention %q", c.CommandPath())
+		}
+		check := func(f *pflag.Flag) {
+			if f.Name != "help" && !strings.Contains(readme, "--"+f.Name) {
+				t.Errorf("README does not document %s --%s (%s)", c.CommandPath(), f.Name, f.Usage)
+			}
+		}
+		c.LocalFlags().VisitAll(check)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRoot())
+}
