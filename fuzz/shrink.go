@@ -270,5 +270,8 @@ func (o Outcome) RankVerdict(r int, err error) string {
 	case r < len(o.Returned) && !o.Returned[r]:
 		return fmt.Sprintf("did not return (%d results checked right)", checked)
 	}
+	if checked == 0 {
+		return "returned, with no result of its own to check"
+	}
 	return fmt.Sprintf("right: all %d results checked", checked)
 }
