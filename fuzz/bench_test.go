@@ -9,23 +9,24 @@ import (
 
 // benchCase is the case the schedule rate is quoted for: a world-4
 // one-shot all-reduce of 4 KiB of float32, checked.
-func benchCase(strategy string, faults FaultSet) Case {
-	return Case{
-		Spec:     workload.Spec{World: 4, Bytes: 4096, DType: device.Float32, Op: device.Sum, Algo: workload.OneShot, Seed: 1},
-		Strategy: strategy, Depth: 3, Steps: 320, Faults: faults,
+func benchCase(b *testing.B, strategy string, faults FaultSet) Case {
+	p, err := SpecProgram(workload.Spec{World: 4, Bytes: 4096, DType: device.Float32, Op: device.Sum, Algo: workload.OneShot})
+	if err != nil {
+		b.Fatal(err)
 	}
+	return Case{Program: p, InputSeed: 1, Strategy: strategy, Depth: 3, Steps: 320, Faults: faults}
 }
 
 // benchmarkSchedules runs one schedule (a whole simulated job and its
 // check) per iteration, each with its own seed, and reports schedules per
 // second. Run it with -cpu 1 for the single-core rate.
 func benchmarkSchedules(b *testing.B, strategy string, faults FaultSet) {
-	c := benchCase(strategy, faults)
+	c := benchCase(b, strategy, faults)
 	var steps int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		c.Seed = uint64(i)
-		c.Plan = NewPlan(c.Seed, faults, c.Spec.World, c.Steps, DefaultTimeout)
+		c.Plan = NewPlan(c.Seed, faults, c.Program, c.Steps, DefaultTimeout)
 		o, err := Run(c)
 		if err != nil {
 			b.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/simjob"
-	"github.com/symmem/symmem/workload"
 )
 
 // Defaults of a [Case].
@@ -34,13 +33,14 @@ const (
 // Case is everything that determines one fuzzed run; running the same case
 // gives the same trace.
 type Case struct {
-	Spec     workload.Spec // the checked all-reduce; Spec.Seed seeds the inputs
-	Seed     uint64        // seeds the strategy
-	Strategy string        // random, pct, portfolio (resolved per seed) or replay
-	Depth    int           // PCT depth (0: DefaultDepth)
-	Steps    int64         // estimated run length: PCT's change points are drawn below it
-	Faults   FaultSet      // how the run is judged
-	Plan     Plan          // the faults to inject
+	Program   Program  // what every rank runs
+	InputSeed uint64   // seeds the inputs of every collective
+	Seed      uint64   // seeds the strategy
+	Strategy  string   // random, pct, portfolio (resolved per seed) or replay
+	Depth     int      // PCT depth (0: DefaultDepth)
+	Steps     int64    // estimated run length: PCT's change points are drawn below it
+	Faults    FaultSet // how the run is judged
+	Plan      Plan     // the faults to inject
 	// Schedule is what the replay strategy follows (other strategies
 	// ignore it).
 	Schedule Schedule
@@ -52,14 +52,15 @@ type Case struct {
 	// Kernels is what the simulated devices run: the Go twins (the zero
 	// value) or the kernels' PTX.
 	Kernels sim.Kernels
+	// Instrument, when set, edits the simulator configuration after the
+	// case's own hooks (fault injection) are in place: observers, test
+	// doubles of a device or Store. It is not part of the case's command.
+	Instrument func(*simjob.Config)
 }
 
 // Validate checks the case before it runs.
 func (c Case) Validate() error {
-	if c.Spec.World < 1 || c.Spec.World > 72 {
-		return fmt.Errorf("case: world size %d out of range [1, 72]", c.Spec.World)
-	}
-	if err := c.Spec.Validate(); err != nil {
+	if err := c.Program.Validate(); err != nil {
 		return fmt.Errorf("case: %w", err)
 	}
 	if _, _, err := c.resolve(); err != nil {
@@ -71,7 +72,7 @@ func (c Case) Validate() error {
 	if c.Faults < FaultsNone || c.Faults > FaultsAll {
 		return fmt.Errorf("case: unknown fault set %v", c.Faults)
 	}
-	if err := c.Plan.Validate(c.Spec.World); err != nil {
+	if err := c.Plan.Validate(c.Program.World); err != nil {
 		return fmt.Errorf("case: %w", err)
 	}
 	if c.Faults == FaultsNone && len(c.Plan) > 0 {
@@ -150,14 +151,13 @@ func (c Case) strategy() (actor.Strategy, error) {
 }
 
 // Command is the symmem replay command line that runs the case again. The
-// plan (and a replay strategy's schedule) is given explicitly, so the
-// command does not depend on how plans are drawn.
+// program, the plan and a replay strategy's decisions are given
+// explicitly, so the command does not depend on how cases are drawn.
 func (c Case) Command() string {
 	r, err := c.Resolved()
 	if err != nil {
 		r = c
 	}
-	s := r.Spec
 	var b strings.Builder
 	fmt.Fprintf(&b, "symmem replay --seed %d --strategy %s", r.Seed, r.Strategy)
 	switch r.Strategy {
@@ -166,12 +166,9 @@ func (c Case) Command() string {
 	case StrategyReplay:
 		fmt.Fprintf(&b, " --decisions '%s'", r.Schedule)
 	}
-	fmt.Fprintf(&b, " --world %d --bytes %d --dtype %s --op %s --algo %s", s.World, s.Bytes, s.DType, s.Op, s.Algo)
-	if s.Offset != 0 {
-		fmt.Fprintf(&b, " --offset %d", s.Offset)
-	}
-	if s.Seed != r.Seed {
-		fmt.Fprintf(&b, " --input-seed %d", s.Seed)
+	fmt.Fprintf(&b, " --program '%s'", r.Program)
+	if r.InputSeed != r.Seed {
+		fmt.Fprintf(&b, " --input-seed %d", r.InputSeed)
 	}
 	fmt.Fprintf(&b, " --faults %s", r.Faults)
 	switch {
@@ -186,8 +183,8 @@ func (c Case) Command() string {
 	if r.MaxSteps != 0 && r.MaxSteps != DefaultMaxSteps {
 		fmt.Fprintf(&b, " --max-steps %d", r.MaxSteps)
 	}
-	if r.Race {
-		b.WriteString(" --race")
+	if !r.Race {
+		b.WriteString(" --race=false")
 	}
 	if r.Kernels.PTX {
 		b.WriteString(" --kernels ptx")
@@ -199,7 +196,7 @@ func (c Case) Command() string {
 // when its plan has faults, run by strategy st.
 func (c Case) simConfig(st actor.Strategy, in *injector, keep bool) simjob.Config {
 	cfg := simjob.Config{
-		World:        c.Spec.World,
+		World:        c.Program.World,
 		Seed:         c.Seed,
 		Strategy:     st,
 		MaxSteps:     c.maxSteps(),
@@ -210,6 +207,9 @@ func (c Case) simConfig(st actor.Strategy, in *injector, keep bool) simjob.Confi
 	}
 	if len(in.plan) > 0 { // hooks with nothing to inject would only cost time
 		cfg.Setup, cfg.WrapDevice, cfg.WrapStore = in.setup, in.wrapDevice, in.wrapStore
+	}
+	if c.Instrument != nil {
+		c.Instrument(&cfg)
 	}
 	return cfg
 }

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sort"
 	"sync"
 	"time"
 
-	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -31,13 +30,19 @@ type Config struct {
 	Workers  int             // goroutines running cases (0: 1)
 	Worlds   []int           // world sizes drawn from (nil: 2 to 8)
 	Sizes    []uint64        // tensor sizes drawn from (nil: DefaultSizes)
-	Algos    []workload.Algo // algorithms drawn from (nil: one-shot, two-shot, auto)
+	Algos    []workload.Algo // algorithms drawn from (nil: DefaultAlgos)
 	Timeout  time.Duration   // rank timeout (0: DefaultTimeout)
 	MaxSteps int64           // 0: DefaultMaxSteps
 	Race     bool            // run the race detector; a data race fails a case
 	Kernels  sim.Kernels     // what the simulated devices run (zero: the Go twins)
 	Shrink   bool            // shrink the first case of each distinct failure
 	Budget   int             // runs per shrink (0: DefaultShrinkRuns)
+	// StopOnFailure starts no case after the first one that failed (with
+	// one worker, Report.Cases is then the number of schedules it took).
+	StopOnFailure bool
+	// Instrument, when set, edits every case's simulator configuration
+	// after the case's own hooks are in place (see [Case.Instrument]).
+	Instrument func(*simjob.Config)
 	// Progress, when set, is called after every case with the cases run
 	// and failed so far, from the worker goroutines.
 	Progress func(done, failed int)
@@ -70,8 +75,8 @@ func (cfg Config) Validate() error {
 		}
 	}
 	for _, a := range cfg.Algos {
-		if a != workload.Auto && a != workload.OneShot && a != workload.TwoShot {
-			return fmt.Errorf("fuzz: unknown algorithm %v", a)
+		if a != workload.Auto && a != workload.OneShot && a != workload.TwoShot && a != workload.LowLatency {
+			return fmt.Errorf("fuzz: unknown algorithm %v (want auto, one-shot, two-shot or ll)", a)
 		}
 	}
 	return nil
@@ -83,7 +88,10 @@ type FailureReport struct {
 	Signature string
 	Count     int
 	First     Outcome
-	Shrunk    *Shrunk // nil unless Config.Shrink
+	Shrunk    *Shrunk // nil unless Config.Shrink (and the shrink ran)
+	// ShrinkErr is why the shrink could not run, if it could not; the
+	// failure is reported all the same.
+	ShrinkErr error
 }
 
 // Report summarises a fuzzing session.
@@ -149,6 +157,12 @@ func Fuzz(ctx context.Context, cfg Config) (Report, error) {
 		go func() {
 			defer wg.Done()
 			for seed := range seeds {
+				mu.Lock()
+				stop := cfg.StopOnFailure && rep.Failed > 0
+				mu.Unlock()
+				if stop {
+					continue
+				}
 				c, err := gen.Case(seed)
 				var o Outcome
 				if err == nil {
@@ -202,7 +216,8 @@ func Fuzz(ctx context.Context, cfg Config) (Report, error) {
 		for i := range rep.Failures {
 			s, err := Shrink(rep.Failures[i].First, cfg.Budget)
 			if err != nil {
-				return rep, fmt.Errorf("shrink %s: %w", rep.Failures[i].Signature, err)
+				rep.Failures[i].ShrinkErr = fmt.Errorf("shrink %s: %w", rep.Failures[i].Signature, err)
+				continue
 			}
 			rep.Failures[i].Shrunk = &s
 		}
@@ -210,107 +225,25 @@ func Fuzz(ctx context.Context, cfg Config) (Report, error) {
 	return rep, firstErr
 }
 
-// Generator draws the case of each seed for a [Config], estimating each
-// shape's run length once (a fault-free random walk of it) for PCT's change
-// points and the crash steps of fault plans. It is safe for concurrent use.
+// Generator draws the case of each seed for a [Config]. It is safe for
+// concurrent use.
 type Generator struct {
 	cfg Config
-
-	mu    sync.Mutex
-	steps map[shape]*estimate
-}
-
-type shape struct {
-	world int
-	bytes uint64
-	algo  workload.Algo
-}
-
-type estimate struct {
-	once  sync.Once
-	steps int64
-	err   error
 }
 
 // NewGenerator returns the generator of cfg's cases.
-func NewGenerator(cfg Config) *Generator {
-	return &Generator{cfg: cfg, steps: map[shape]*estimate{}}
-}
+func NewGenerator(cfg Config) *Generator { return &Generator{cfg: cfg} }
 
-// Case draws the case of seed: world size, size, algorithm, dtype,
-// reduction and offset from the seed, its strategy (resolved when cfg asks
-// for a portfolio) and its fault plan.
+// Case draws the case of seed: its program (see [DrawProgram]), its
+// strategy (resolved when cfg asks for a portfolio) and its fault plan.
 func (g *Generator) Case(seed uint64) (Case, error) {
 	cfg := g.cfg
-	rng := rand.New(rand.NewPCG(seed, 0xca5e5eed))
-	worlds := cfg.Worlds
-	if worlds == nil {
-		worlds = []int{2, 3, 4, 5, 6, 7, 8}
-	}
-	sizes := cfg.Sizes
-	if sizes == nil {
-		sizes = DefaultSizes
-	}
-	algos := cfg.Algos
-	if algos == nil {
-		algos = []workload.Algo{workload.OneShot, workload.TwoShot, workload.Auto}
-	}
-	dtypes := []device.DType{device.Float32, device.BFloat16, device.Float16}
-	ops := []device.ReduceOp{device.Sum, device.Sum, device.Avg, device.Max, device.Min}
-	offsets := []uint64{0, 0, 4, 8, 16}
-	spec := workload.Spec{
-		World:  worlds[rng.IntN(len(worlds))],
-		Bytes:  sizes[rng.IntN(len(sizes))],
-		Algo:   algos[rng.IntN(len(algos))],
-		DType:  dtypes[rng.IntN(len(dtypes))],
-		Op:     ops[rng.IntN(len(ops))],
-		Offset: offsets[rng.IntN(len(offsets))],
-		Seed:   seed,
-	}
-	if spec.Validate() != nil {
-		spec.Offset = 0
-	}
-	if spec.Validate() != nil {
-		spec.DType = device.Float32
-	}
-	steps, err := g.estimate(spec)
-	if err != nil {
-		return Case{}, err
-	}
+	p := DrawProgram(seed, cfg.Worlds, cfg.Sizes, cfg.Algos)
 	c := Case{
-		Spec: spec, Seed: seed, Strategy: cfg.Strategy, Depth: cfg.Depth, Steps: steps,
-		Faults: cfg.Faults, Timeout: cfg.Timeout, MaxSteps: cfg.MaxSteps, Race: cfg.Race, Kernels: cfg.Kernels,
+		Program: p, InputSeed: seed, Seed: seed, Strategy: cfg.Strategy, Depth: cfg.Depth,
+		Steps: EstimateSteps(p), Faults: cfg.Faults, Timeout: cfg.Timeout, MaxSteps: cfg.MaxSteps,
+		Race: cfg.Race, Kernels: cfg.Kernels, Instrument: cfg.Instrument,
 	}
-	c.Plan = NewPlan(seed, cfg.Faults, spec.World, steps, c.timeout())
+	c.Plan = NewPlan(seed, cfg.Faults, p, c.Steps, c.timeout())
 	return c.Resolved()
-}
-
-// estimate returns the run length of spec's shape.
-func (g *Generator) estimate(spec workload.Spec) (int64, error) {
-	k := shape{world: spec.World, bytes: spec.Bytes, algo: spec.Algo.Resolve(spec.Bytes, spec.World)}
-	g.mu.Lock()
-	e := g.steps[k]
-	if e == nil {
-		e = &estimate{}
-		g.steps[k] = e
-	}
-	g.mu.Unlock()
-	e.once.Do(func() {
-		e.steps, e.err = EstimateSteps(workload.Spec{World: k.world, Bytes: k.bytes, Algo: k.algo, DType: device.Float32, Op: device.Sum}, g.cfg.Timeout)
-	})
-	return e.steps, e.err
-}
-
-// EstimateSteps is the length in steps of a fault-free random walk (seed 0)
-// of spec: what PCT spreads its change points over.
-func EstimateSteps(spec workload.Spec, timeout time.Duration) (int64, error) {
-	c := Case{Spec: spec, Strategy: StrategyRandom, Faults: FaultsNone, Timeout: timeout}
-	o, err := Run(c)
-	if err != nil {
-		return 0, err
-	}
-	if o.Failed() {
-		return 0, fmt.Errorf("estimate the length of %v: the fault-free run failed: %w", spec, o.Failure)
-	}
-	return o.Steps, nil
 }

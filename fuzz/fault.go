@@ -276,49 +276,65 @@ func (s FaultSet) kinds() []Kind {
 	return nil
 }
 
-// Typical counts per rank of one checked all-reduce, which bound where
-// triggers are drawn (a trigger past the end simply never fires).
-const (
-	typicalDeviceOps = 12
-	typicalRequests  = 10
-)
+// counts estimates, per rank, how many device operations, kernel
+// launches and Store requests a program makes, which bound where the
+// triggers of faults are drawn (a trigger past the end never fires).
+func counts(p Program) (ops, launches, requests int) {
+	ops, launches, requests = 2, 1, 4
+	for _, s := range p.Steps {
+		reps := max(s.Replays, 1)
+		switch s.Kind {
+		case StepRealloc:
+			requests += 4
+		case StepBarrier, StepSignal:
+			ops, launches, requests = ops+6, launches+4, requests+6
+		default:
+			n := len(s.Colls) * reps
+			ops, launches, requests = ops+4*n, launches+n, requests+6*len(s.Colls)
+		}
+	}
+	return ops, launches, requests
+}
 
-// NewPlan draws the fault plan of a seed: for safety and all, one fault in
-// most cases, two or three in some, none in one case of six (those are
-// judged for liveness). steps is the estimated run length (crash steps are
-// drawn below it) and timeout the ranks' timeout (delays range from far
-// below it to above it). The plan depends only on its arguments.
-func NewPlan(seed uint64, set FaultSet, world int, steps int64, timeout time.Duration) Plan {
+// NewPlan draws the fault plan of a seed for program p: for safety and
+// all, one fault in most cases, two or three in some, none in one case of
+// six (those are judged for liveness). steps is the estimated run length
+// (crash steps are drawn below it) and timeout the ranks' timeout (delays
+// range from far below it to above it). The plan depends only on its
+// arguments.
+func NewPlan(seed uint64, set FaultSet, p Program, steps int64, timeout time.Duration) Plan {
 	kinds := set.kinds()
+	world := p.World
 	if len(kinds) == 0 || world < 1 {
 		return nil
 	}
+	ops, launches, requests := counts(p)
 	rng := rand.New(rand.NewPCG(seed, 0xfa0175eed))
 	n := []int{0, 1, 1, 1, 2, 3}[rng.IntN(6)]
 	steps = max(steps, 1)
 	durations := []time.Duration{50 * time.Microsecond, time.Millisecond, 20 * time.Millisecond, timeout / 4, timeout / 2, 2 * timeout}
-	var p Plan
+	var plan Plan
 	for range n {
 		f := Fault{Kind: kinds[rng.IntN(len(kinds))], Rank: rng.IntN(world)}
 		switch f.Kind {
 		case Crash:
 			f.At = rng.Int64N(steps)
 		case Delay:
-			f.At = int64(rng.IntN(typicalDeviceOps))
+			f.At = int64(rng.IntN(ops))
 			f.For = durations[rng.IntN(len(durations))]
 		case SignalLose, SignalCorrupt, SignalDup:
-			f.At = 0 // the all-reduce launches one kernel per rank
+			f.At = int64(rng.IntN(launches))
 			f.After = rng.IntN(48)
 			f.Slot = rng.Uint64() >> 1
 		case IPCLose, FDLose, FDWrong:
-			f.At = int64(rng.IntN(max(world-1, 1)))
+			f.At = int64(rng.IntN(max(world-1, 1) * 2))
 		case StoreSlow:
-			f.At = int64(rng.IntN(typicalRequests))
+			f.At = int64(rng.IntN(requests))
 			f.For = durations[rng.IntN(len(durations))]
 		case StoreFail:
-			f.At = int64(rng.IntN(typicalRequests))
+			f.At = int64(rng.IntN(requests))
 		}
-		p = append(p, f)
+		plan = append(plan, f)
 	}
-	return p
+	return plan
 }

@@ -6,24 +6,17 @@ import (
 	"os"
 	"time"
 
-	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
-	"github.com/symmem/symmem/workload"
 )
 
-// fileVersion is the version of the schedule file format.
-const fileVersion = 1
+// fileVersion is the version of the case file format.
+const fileVersion = 2
 
 // caseFile is a saved case: everything that determines the run, the trace
 // hash it gave and how it ended.
 type caseFile struct {
 	Version   int    `json:"version"`
-	World     int    `json:"world"`
-	Bytes     uint64 `json:"bytes"`
-	DType     string `json:"dtype"`
-	Op        string `json:"op"`
-	Algo      string `json:"algo"`
-	Offset    uint64 `json:"offset"`
+	Program   string `json:"program"`
 	InputSeed uint64 `json:"input_seed"`
 	Seed      uint64 `json:"seed"`
 	Strategy  string `json:"strategy"`
@@ -47,8 +40,7 @@ type caseFile struct {
 func Save(path string, o Outcome) error {
 	c := o.Case
 	f := caseFile{
-		Version: fileVersion, World: c.Spec.World, Bytes: c.Spec.Bytes, DType: c.Spec.DType.String(),
-		Op: c.Spec.Op.String(), Algo: c.Spec.Algo.String(), Offset: c.Spec.Offset, InputSeed: c.Spec.Seed,
+		Version: fileVersion, Program: c.Program.String(), InputSeed: c.InputSeed,
 		Seed: c.Seed, Strategy: StrategyReplay, Steps: c.Steps, Faults: c.Faults.String(), Plan: c.Plan.String(),
 		Decisions: o.Schedule.String(), MaxSteps: c.MaxSteps, Race: c.Race, PTX: c.Kernels.PTX, Trace: o.Trace,
 	}
@@ -90,15 +82,7 @@ func Load(path string) (Case, string, error) {
 }
 
 func (f caseFile) toCase() (Case, error) {
-	dt, err := device.ParseDType(f.DType)
-	if err != nil {
-		return Case{}, err
-	}
-	op, err := device.ParseReduceOp(f.Op)
-	if err != nil {
-		return Case{}, err
-	}
-	algo, err := workload.ParseAlgo(f.Algo)
+	prog, err := ParseProgram(f.Program)
 	if err != nil {
 		return Case{}, err
 	}
@@ -121,7 +105,7 @@ func (f caseFile) toCase() (Case, error) {
 		}
 	}
 	c := Case{
-		Spec: workload.Spec{World: f.World, Bytes: f.Bytes, DType: dt, Op: op, Algo: algo, Offset: f.Offset, Seed: f.InputSeed},
+		Program: prog, InputSeed: f.InputSeed,
 		Seed: f.Seed, Strategy: f.Strategy, Depth: f.Depth, Steps: f.Steps, Faults: set, Plan: plan,
 		Schedule: sched, Timeout: timeout, MaxSteps: f.MaxSteps, Race: f.Race,
 		Kernels: sim.Kernels{PTX: f.PTX},

@@ -1,7 +1,6 @@
 package fuzz
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"regexp"
@@ -15,7 +14,6 @@ import (
 	"github.com/symmem/symmem/device/sim/race"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/simjob"
-	"github.com/symmem/symmem/workload"
 )
 
 // FailureKind classifies a failed case.
@@ -49,6 +47,12 @@ type Failure struct {
 
 func (f *Failure) Error() string { return fmt.Sprintf("%s: %s", f.Kind, f.Detail) }
 
+// Summary is the failure's kind and the first line of its detail.
+func (f *Failure) Summary() string {
+	line, _, _ := strings.Cut(f.Detail, "\n")
+	return fmt.Sprintf("%s: %s", f.Kind, line)
+}
+
 // Signature identifies a failure up to its numbers (ranks, steps,
 // addresses), so that the fuzzer reports each distinct failure once.
 func (f *Failure) Signature() string {
@@ -66,6 +70,7 @@ type Outcome struct {
 	VirtualTime time.Duration // virtual time at the end
 	Errs        []error       // each rank's error (nil: success, or it never returned)
 	Returned    []bool        // whether each rank's program returned
+	Verdicts    []RankVerdict // what each rank's checks found
 	Fired       Plan          // the faults that fired, in the order they did
 	Schedule    Schedule      // the run's decisions that differ from the default policy
 	Events      []actor.Event // every trace event, when kept
@@ -95,11 +100,10 @@ func run(c Case, keep bool) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	w := c.Spec.World
-	inputs := c.Spec.Inputs()
-	results := make([]workload.RankResult, w)
+	w := c.Program.World
+	verdicts := make([]RankVerdict, w)
 	returned := make([]bool, w)
-	prog := c.Spec.Program(inputs, results)
+	prog := c.Program.program(c.InputSeed, verdicts)
 	program := func(r *rank.Rank) error {
 		err := prog(r)
 		returned[r.ID()] = true
@@ -131,7 +135,7 @@ func run(c Case, keep bool) (Outcome, error) {
 	}
 	o := Outcome{
 		Case: c, Trace: res.Trace, Steps: res.Steps, VirtualTime: res.VirtualTime,
-		Errs: res.Errs, Returned: returned, Fired: in.order, Schedule: rec.sched, Events: res.Events,
+		Errs: res.Errs, Returned: returned, Verdicts: verdicts, Fired: in.order, Schedule: rec.sched, Events: res.Events,
 	}
 	if res.Races != nil {
 		for _, r := range res.Races.Races {
@@ -143,12 +147,19 @@ func run(c Case, keep bool) (Outcome, error) {
 	if o.Errs == nil {
 		o.Errs = make([]error, w)
 	}
-	o.Failure = judge(c, o, simErr, inputs, results)
+	o.Failure = judge(c, o, simErr)
 	return o, nil
 }
 
-// judge applies the case's checks.
-func judge(c Case, o Outcome, simErr error, inputs [][]byte, results []workload.RankResult) *Failure {
+// judge applies the case's checks: a wrong result fails any case; a run
+// whose faults cannot explain a hang or a failed rank is judged for
+// liveness, the others for safety (see the package doc).
+func judge(c Case, o Outcome, simErr error) *Failure {
+	for r, v := range o.Verdicts {
+		if v.Wrong != "" {
+			return &Failure{Kind: WrongResult, Detail: fmt.Sprintf("rank %d: %s", r, v.Wrong)}
+		}
+	}
 	if simErr != nil {
 		var pe *actor.PanicError
 		var de *actor.DeadlockError
@@ -162,9 +173,8 @@ func judge(c Case, o Outcome, simErr error, inputs [][]byte, results []workload.
 		}
 		return &Failure{Kind: SimError, Detail: simErr.Error()}
 	}
-	if c.Faults == FaultsNone || len(o.Fired) == 0 {
-		// Liveness: every rank finishes with the right answer, and no
-		// race.
+	if !ExplainsFailure(o.Fired, c.timeout()) {
+		// Liveness: every rank finishes, and no race.
 		for r, err := range o.Errs {
 			if err != nil {
 				return &Failure{Kind: RankError, Detail: fmt.Sprintf("rank %d: %v", r, err)}
@@ -176,27 +186,35 @@ func judge(c Case, o Outcome, simErr error, inputs [][]byte, results []workload.
 		if len(o.Races) > 0 {
 			return raceFailure(o.Races)
 		}
-		if p := verify(c.Spec, inputs, results, o.Returned); p != "" {
-			return &Failure{Kind: WrongResult, Detail: p}
-		}
 		return nil
 	}
-	// Safety: any rank that returned success holds the right answer. A
-	// race counts when every rank succeeded; once a rank has failed, the
-	// protocol promises its peers no ordering.
-	ok := make([]bool, c.Spec.World)
-	all := true
-	for r := range ok {
-		ok[r] = o.Returned[r] && o.Errs[r] == nil
-		all = all && ok[r]
+	// Safety: a race counts when every rank succeeded; once a rank has
+	// failed, the protocol promises its peers no ordering.
+	for r := range o.Errs {
+		if o.Errs[r] != nil || !o.Returned[r] {
+			return nil
+		}
 	}
-	if all && len(o.Races) > 0 {
+	if len(o.Races) > 0 {
 		return raceFailure(o.Races)
 	}
-	if p := verify(c.Spec, inputs, results, ok); p != "" {
-		return &Failure{Kind: WrongResult, Detail: "a rank returned success with a wrong result: " + p}
-	}
 	return nil
+}
+
+// ExplainsFailure reports whether the faults that fired can explain a
+// rank's failure or a hang: every kind can but delays, and delays can when
+// together they reach half the ranks' timeout.
+func ExplainsFailure(fired Plan, timeout time.Duration) bool {
+	var delayed time.Duration
+	for _, f := range fired {
+		switch f.Kind {
+		case Delay, StoreSlow:
+			delayed += f.For
+		default:
+			return true
+		}
+	}
+	return 2*delayed >= timeout
 }
 
 // raceFailure reports races. Its first line names the two code sites of
@@ -210,30 +228,4 @@ func raceFailure(races []race.Race) *Failure {
 		err.Total += 1 + r.Repeats
 	}
 	return &Failure{Kind: DataRace, Detail: first + "\n" + err.Error()}
-}
-
-// verify checks the results of the ranks in which: each must equal the
-// kernels' reference bitwise, with the guard bytes around the tensor
-// intact. It returns the first problem found, or "". The first rank is
-// checked in full; a rank whose result and guard bytes are identical to a
-// checked rank's passes as that one did.
-func verify(spec workload.Spec, inputs [][]byte, results []workload.RankResult, which []bool) string {
-	checked := -1
-	for r, res := range results {
-		if !which[r] {
-			continue
-		}
-		if checked >= 0 && sameResult(res, results[checked]) {
-			continue
-		}
-		if v := spec.CheckRank(inputs, r, res); !v.OK() {
-			return strings.Join(v.Problems, "; ")
-		}
-		checked = r
-	}
-	return ""
-}
-
-func sameResult(a, b workload.RankResult) bool {
-	return bytes.Equal(a.Output, b.Output) && bytes.Equal(a.Before, b.Before) && bytes.Equal(a.After, b.After)
 }

@@ -17,15 +17,17 @@ type Shrunk struct {
 	Outcome   Outcome // the minimal failing run, with its trace events
 	Runs      int     // cases run while shrinking
 	Faults    int     // faults that fired in the original run
+	Steps     int     // program steps of the original case
 	Decisions int     // decisions recorded in the original run
 }
 
-// Shrink removes faults and scheduling decisions from a failing outcome
-// while the failure (its kind) persists, by delta debugging: first over the
-// faults that fired, then over the recorded decisions, each candidate run
-// with a [Replay] of the decisions kept. budget bounds the runs (0:
-// DefaultShrinkRuns). The result is re-run with its trace kept; its case
-// uses the replay strategy, so [Case.Command] prints it in full.
+// Shrink removes faults, program steps, collectives and scheduling
+// decisions from a failing outcome while the failure (its kind) persists,
+// by delta debugging, each candidate replaying the decisions kept with a
+// [Replay] or, where a smaller program cannot follow them, running the
+// original seeded strategy. budget bounds the runs (0: DefaultShrinkRuns).
+// The result is re-run with its trace kept; its case uses the replay
+// strategy with the decisions its run took.
 func Shrink(o Outcome, budget int) (Shrunk, error) {
 	if !o.Failed() {
 		return Shrunk{}, fmt.Errorf("shrink: the case passed (seed %d)", o.Case.Seed)
@@ -33,12 +35,11 @@ func Shrink(o Outcome, budget int) (Shrunk, error) {
 	if budget <= 0 {
 		budget = DefaultShrinkRuns
 	}
-	base := o.Case
-	base.Strategy = StrategyReplay
-	base.Depth = 0
 	kind := o.Failure.Kind
-	s := Shrunk{Faults: len(o.Fired), Decisions: len(o.Schedule)}
-	plan, sched := o.Case.Plan, o.Schedule
+	s := Shrunk{Faults: len(o.Fired), Steps: len(o.Case.Program.Steps), Decisions: len(o.Schedule)}
+	cur := o.Case
+	cur.Strategy, cur.Depth, cur.Plan, cur.Schedule = StrategyReplay, 0, o.Fired, o.Schedule
+	seeded := o.Case.Strategy != StrategyReplay
 
 	try := func(c Case) (Outcome, bool) {
 		if s.Runs >= budget {
@@ -48,42 +49,82 @@ func Shrink(o Outcome, budget int) (Shrunk, error) {
 		r, err := Run(c)
 		return r, err == nil && r.Failed() && r.Failure.Kind == kind
 	}
-	fails := func(p Plan, d Schedule) bool {
-		c := base
-		c.Plan, c.Schedule = p, d
-		_, ok := try(c)
-		return ok
-	}
-	// Faults: a candidate plan keeps the failure if the recorded decisions
-	// still produce it, or if the original strategy does with that plan (a
-	// removed delay shifts the run, which a seeded strategy absorbs better).
-	// Delta debugging keeps the last candidate that failed, so its
-	// decisions go on to the next phase.
-	kept := sched
-	plan = ddmin(plan, func(p Plan) bool {
-		if fails(p, sched) {
-			kept = sched
+	// attempt runs a candidate with the current decisions, then (when the
+	// case had a seeded strategy) with that strategy; the first that fails
+	// becomes the current case, with the decisions its run took.
+	attempt := func(edit func(*Case)) bool {
+		c := cur
+		edit(&c)
+		if r, ok := try(c); ok {
+			cur.Plan, cur.Program, cur.Schedule = c.Plan, c.Program, r.Schedule
 			return true
 		}
-		if o.Case.Strategy == StrategyReplay {
+		if !seeded {
 			return false
 		}
-		c := o.Case
-		c.Plan = p
-		r, ok := try(c)
-		if ok {
-			kept = r.Schedule
+		c2 := o.Case
+		c2.Plan, c2.Program = c.Plan, c.Program
+		if r, ok := try(c2); ok {
+			cur.Plan, cur.Program, cur.Schedule = c.Plan, c.Program, r.Schedule
+			return true
 		}
-		return ok
+		return false
+	}
+	ddmin(cur.Plan, func(p Plan) bool { return attempt(func(c *Case) { c.Plan = p }) })
+	steps := make([]int, len(cur.Program.Steps))
+	for i := range steps {
+		steps[i] = i
+	}
+	whole := cur.Program
+	ddmin(steps, func(keep []int) bool {
+		return attempt(func(c *Case) { c.Program = whole.keep(keep) })
 	})
-	sched = kept
+	for i := range cur.Program.Steps {
+		colls := cur.Program.Steps[i].Colls
+		if len(colls) < 2 {
+			continue
+		}
+		ddmin(colls, func(cs []Coll) bool {
+			return len(cs) > 0 && attempt(func(c *Case) {
+				c.Program = c.Program.withColls(i, cs)
+			})
+		})
+	}
+	// Smaller tensors: each collective at the smallest size that keeps the
+	// failure.
+	for i := range cur.Program.Steps {
+		for j := range cur.Program.Steps[i].Colls {
+			for _, n := range []uint64{16, 64, 260, 1024} {
+				c := cur.Program.Steps[i].Colls[j]
+				if n >= c.Bytes || n%uint64(c.DType.Size()) != 0 {
+					continue
+				}
+				c.Bytes = n
+				if attempt(func(k *Case) { k.Program = k.Program.withColl(i, j, c) }) {
+					break
+				}
+			}
+		}
+	}
+	// Groups and buffers no step uses.
+	if p, ok := cur.Program.tidy(); ok {
+		attempt(func(k *Case) { k.Program = p })
+	}
 	// Decisions after the failure do not matter, and dropping late ones
 	// disturbs the run least: cut the tail first, then minimise.
-	sched = shortestPrefix(sched, func(d Schedule) bool { return fails(plan, d) })
-	sched = ddmin(sched, func(d Schedule) bool { return fails(plan, d) })
+	fails := func(d Schedule) bool {
+		c := cur
+		c.Schedule = d
+		r, ok := try(c)
+		if ok && len(r.Schedule) <= len(d) {
+			cur.Schedule = r.Schedule
+		}
+		return ok
+	}
+	fails(shortestPrefix(cur.Schedule, fails))
+	ddmin(cur.Schedule, fails)
 
-	c := base
-	c.Plan, c.Schedule = plan, sched
+	c := cur
 	if c.Schedule == nil {
 		c.Schedule = Schedule{}
 	}
@@ -157,9 +198,10 @@ func ddmin[S ~[]T, T any](items S, fails func(S) bool) S {
 }
 
 // Describe writes what a traced outcome did: its case as a replay command,
-// the faults that fired, each decision that differs from the default policy
-// (which task ran, at which point), and the failure.
-func Describe(w io.Writer, o Outcome) error {
+// the faults that fired, with decisions set each scheduling decision that
+// differs from the default policy (which task ran, at which point), each
+// rank's verdict and the failure.
+func Describe(w io.Writer, o Outcome, decisions bool) error {
 	names := map[int]string{}
 	type quantum struct{ task, run int }
 	at := map[quantum]actor.Event{}
@@ -173,8 +215,10 @@ func Describe(w io.Writer, o Outcome) error {
 				names[n] = name
 			}
 		case "run":
-			at[quantum{e.Task, runs.of(e.Task)}] = e
-			runs.ran(e.Task)
+			if decisions {
+				at[quantum{e.Task, runs.of(e.Task)}] = e
+				runs.ran(e.Task)
+			}
 		case "fault", "halt":
 			faults = append(faults, fmt.Sprintf("step %d: %s %s", e.Step, e.Kind, e.Detail))
 		}
@@ -185,20 +229,17 @@ func Describe(w io.Writer, o Outcome) error {
 	for _, f := range faults {
 		fmt.Fprintf(&b, "  %s\n", f)
 	}
-	fmt.Fprintf(&b, "decisions that differ from the default policy: %d\n", len(o.Schedule))
-	for _, d := range o.Schedule {
-		e := at[quantum{d.Task, d.Run}]
-		fmt.Fprintf(&b, "  step %d: task %d (%s) runs, at %s\n", d.Step, d.Task, names[d.Task], e.Detail)
+	if decisions {
+		fmt.Fprintf(&b, "decisions that differ from the default policy: %d\n", len(o.Schedule))
+		for _, d := range o.Schedule {
+			e := at[quantum{d.Task, d.Run}]
+			fmt.Fprintf(&b, "  step %d: task %d (%s) runs, at %s\n", d.Step, d.Task, names[d.Task], e.Detail)
+		}
+	} else {
+		fmt.Fprintf(&b, "decisions that differ from the default policy: %d (list them with --decisions-diff)\n", len(o.Schedule))
 	}
 	for r, err := range o.Errs {
-		switch {
-		case err != nil:
-			fmt.Fprintf(&b, "rank %d: %v\n", r, err)
-		case r < len(o.Returned) && !o.Returned[r]:
-			fmt.Fprintf(&b, "rank %d: did not return\n", r)
-		default:
-			fmt.Fprintf(&b, "rank %d: ok\n", r)
-		}
+		fmt.Fprintf(&b, "rank %d: %s\n", r, o.RankVerdict(r, err))
 	}
 	if len(o.Races) > 0 && (o.Failure == nil || o.Failure.Kind != DataRace) {
 		fmt.Fprintf(&b, "%d data races, not judged (a rank or the run failed first)\n", len(o.Races))
@@ -210,4 +251,27 @@ func Describe(w io.Writer, o Outcome) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// RankVerdict says how rank r's program ended: a wrong result, an error,
+// no return (stopped by a crash or the end of the run), or every result
+// checked right.
+func (o Outcome) RankVerdict(r int, err error) string {
+	checked := 0
+	if r < len(o.Verdicts) {
+		checked = o.Verdicts[r].Checked
+		if w := o.Verdicts[r].Wrong; w != "" {
+			return fmt.Sprintf("WRONG RESULT (%d results right before it): %s", checked, w)
+		}
+	}
+	switch {
+	case err != nil:
+		return fmt.Sprintf("failed with an error after %d results checked right: %v", checked, err)
+	case r < len(o.Returned) && !o.Returned[r]:
+		return fmt.Sprintf("did not return (%d results checked right)", checked)
+	}
+	if checked == 0 {
+		return "returned, with no result of its own to check"
+	}
+	return fmt.Sprintf("right: all %d results checked", checked)
 }

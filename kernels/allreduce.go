@@ -191,12 +191,11 @@ func (c *collective) stride(nvec uint64, point string, fn func(first, n uint64) 
 	return nil
 }
 
-// reduceAt loads n bytes at byte offset off of every rank's tensor, peers in
-// rotated order starting with this rank, and reduces them in rank order.
+// reduceAt loads n bytes at byte offset off of every rank's tensor, in
+// rank order as the CUDA kernels do, and reduces them in rank order.
 func (c *collective) reduceAt(off, n uint64) ([]byte, error) {
 	srcs := c.srcs
-	for step := range c.world {
-		r := (c.rank + step) % c.world
+	for r := range c.world {
 		if err := c.b.Load(c.tensor(r, off), srcs[r][:n]); err != nil {
 			return nil, c.memErr("reading rank", r, err)
 		}
@@ -303,8 +302,7 @@ func twoShotKernel(b Block, args AllReduceArgs) error {
 			}
 			return nil
 		}
-		for step := range c.world {
-			r := (c.rank + step) % c.world
+		for r := range c.world {
 			if err := b.Store(c.tensor(r, off), out); err != nil {
 				return c.memErr("writing rank", r, err)
 			}
@@ -321,8 +319,7 @@ func twoShotKernel(b Block, args AllReduceArgs) error {
 		return err
 	}
 	err = c.stride(chunkVecs, "two-shot gather", func(first, n uint64) error {
-		for step := range c.world {
-			r := (c.rank + step) % c.world
+		for r := range c.world {
 			have := vectorsOf(r)
 			if first >= have {
 				continue

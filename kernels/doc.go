@@ -47,4 +47,53 @@
 // published), in the middle of the two-shot "_out" form (release put,
 // acquire wait) and at the end, after the last access to peer memory
 // (release put, acquire wait).
+//
+// # Peer memory order
+//
+// Both sides load peers' vectors in rank order 0..W-1 (one-shot, the
+// two-shot reduce and its gather) and store a two-shot chunk into the
+// buffers of ranks 0..W-1 in that order. The low-latency kernel sends a
+// word's packet to the peers in rotated order, starting with the rank
+// itself, on both sides.
+//
+// # Differences between the Go bodies and the CUDA kernels
+//
+// The Go bodies compute the same values and make the same signal
+// operations; these are the remaining differences in how they run:
+//
+//   - Threads. A Go block is one scheduler task that handles a block's
+//     share of vectors (Threads at a time, grid-stride) with a scheduling
+//     point after each iteration; only barrier lanes ([Block.Lanes]) run
+//     as separate tasks. On the GPU every thread runs on its own, so
+//     stores of different threads to one peer may land in any order; in
+//     the simulator plain loads and stores of one iteration are not split.
+//   - The simulated memory is sequentially consistent: a missing order or
+//     a too narrow scope never yields a stale value on its own. The race
+//     detector (package device/sim/race) models the orders and scopes of
+//     every signal and flags the accesses they fail to order.
+//   - Low-latency packets: a block sends its iteration's packets to each
+//     peer in up to llRuns runs of words, every run to every peer before
+//     the next, with a scheduling point before each store, so a reader can
+//     find a chunk part new, part stale, as on the GPU (where each thread
+//     stores its word alone); the simulator's partial views are the prefixes
+//     of those runs. A receiving block takes each peer's words in the same
+//     runs, peers in rank order, a run once all its words carry the call's
+//     number; a GPU thread waits for its own word of each peer in rank
+//     order. The values reduced are the same.
+//   - Low-latency call numbers: every Go block reads the last number with
+//     a plain load; on the GPU thread 0 of each block reads it (volatile)
+//     and shares it through shared memory. The finish is the same: count
+//     the block with an acquire-release read-modify-write at GPU scope (the
+//     GPU's __threadfence then atomicAdd; the simulator's compare-and-swap
+//     loop), and the last block stores the count 0, then the number.
+//   - Two-shot at worlds up to 4 loads two vectors a step on the GPU
+//     (reduce2), one on the simulator; the loads and results are the same.
+//   - Launch checks: the GPU checks pointers and alignment in parallel and
+//     records the first failure in the error record; the simulator checks
+//     them in order in each block. The errors reported are the same.
+//   - Timeouts: the GPU reads the global timer every 64 spins; the
+//     simulator waits in virtual time and times out exactly at the limit.
+//   - Entry points: the GPU has one entry per dtype and world size 2, 4, 8
+//     for 16-byte vectors beside the generic one (see [Entry]); the
+//     simulator runs one body for all.
 package kernels

@@ -42,9 +42,9 @@ func checkLowLatency(a AllReduceArgs) error {
 
 // lowLatencyKernel: every block sends its share of Input, one packet per
 // 4-byte word, to the slot of this rank in every rank's workspace (peers
-// in rotated order starting with this rank), then waits for the packets of
-// every rank in its own workspace and reduces them in rank order into
-// Output. A packet is the data word (low half) and the call's number (high
+// in rotated order starting with this rank, in runs of words that readers
+// may see arrive one at a time), then waits for the packets of every rank
+// in its own workspace and reduces them in rank order into Output. A packet is the data word (low half) and the call's number (high
 // half), written and read as one atomic 64-bit access, so no barrier
 // orders data and flag. Calls alternate between the two workspace halves:
 // a rank starts call k+2, which reuses the half of call k, only after every
@@ -95,9 +95,11 @@ func startCall(b Block, ctl device.Ptr) (uint32, error) {
 	return seq, nil
 }
 
-// finishCall counts this block as finished in the control word after ctl;
-// the last block of the grid resets the count and stores seq as the last
-// call's number, for the next call (stream order makes it visible there).
+// finishCall counts this block as finished in the control word after ctl
+// (the CUDA kernel's __threadfence and atomicAdd: one acquire-release
+// read-modify-write at GPU scope); the last block of the grid resets the
+// count and then stores seq as the last call's number, for the next call
+// (stream order makes it visible there).
 func finishCall(b Block, ctl device.Ptr, seq uint32) error {
 	done := ctl.Add(4)
 	old := uint32(0)
@@ -114,10 +116,21 @@ func finishCall(b Block, ctl device.Ptr, seq uint32) error {
 	if old+1 != uint32(b.Grid()) {
 		return nil
 	}
-	var raw [8]byte
-	binary.LittleEndian.PutUint32(raw[:4], seq)
-	return b.Store(ctl, raw[:])
+	// As the CUDA kernel: the count back to 0, then the number, two plain
+	// 32-bit stores.
+	var zero, num [4]byte
+	binary.LittleEndian.PutUint32(num[:], seq)
+	if err := b.Store(done, zero[:]); err != nil {
+		return err
+	}
+	return b.Store(ctl, num[:])
 }
+
+// llRuns is how many runs of words a block's packets to one peer are sent
+// in, with a scheduling point before each: a reader may find a chunk part
+// new and part stale, as on the GPU, where every thread stores its word on
+// its own.
+const llRuns = 8
 
 // lowLatencyCall is one block's part of call seq.
 func lowLatencyCall(b Block, a AllReduceArgs, bufs []device.Ptr, seq32 uint32) error {
@@ -141,10 +154,17 @@ func lowLatencyCall(b Block, a AllReduceArgs, bufs []device.Ptr, seq32 uint32) e
 		for i := range m {
 			packets[i] = seq | uint64(binary.LittleEndian.Uint32(raw[4*i:]))
 		}
-		for step := range world {
-			dst := (rank + step) % world
-			if err := b.StoreU64s(slot(dst, rank).Add(8*first), packets[:m]); err != nil {
-				return fmt.Errorf("kernel %s rank %d block %d: sending to rank %d: %w", kernel, rank, b.Index(), dst, err)
+		// Each run of words goes to every peer, in rotated order starting
+		// with this rank, before the next run: the order of one thread's
+		// stores on the GPU.
+		run := max((m+llRuns-1)/llRuns, 1)
+		for lo := uint64(0); lo < m; lo += run {
+			hi := min(lo+run, m)
+			for step := range world {
+				dst := (rank + step) % world
+				if err := b.StoreU64s(slot(dst, rank).Add(8*(first+lo)), packets[lo:hi]); err != nil {
+					return fmt.Errorf("kernel %s rank %d block %d: sending to rank %d: %w", kernel, rank, b.Index(), dst, err)
+				}
 			}
 		}
 		b.Yield("ll send")
@@ -168,20 +188,26 @@ func lowLatencyCall(b Block, a AllReduceArgs, bufs []device.Ptr, seq32 uint32) e
 	}
 	for first := uint64(b.Index()) * threads; first < words; first += grid * threads {
 		m := min(threads, words-first)
+		// Each peer's words in the runs they were sent in: a run's words
+		// are taken once all of them carry this call's number.
+		run := max((m+llRuns-1)/llRuns, 1)
 		for src := range world {
-			var left time.Duration
-			if timeout > 0 {
-				if left = timeout - (b.Now() - start); left <= 0 {
+			what := fmt.Sprintf("kernel %s rank %d block %d: packets of call %d from rank %d", kernel, rank, b.Index(), seq32, src)
+			for lo := uint64(0); lo < m; lo += run {
+				var left time.Duration
+				if timeout > 0 {
+					if left = timeout - (b.Now() - start); left <= 0 {
+						return dataTimeout(b, rank, src, seq32, timeout)
+					}
+				}
+				hi := min(lo+run, m)
+				err := b.WaitU64s(slot(rank, src).Add(8*(first+lo)), packets[lo:hi], what, arrived, left)
+				if errors.Is(err, ErrWaitTimeout) {
 					return dataTimeout(b, rank, src, seq32, timeout)
 				}
-			}
-			what := fmt.Sprintf("kernel %s rank %d block %d: packets of call %d from rank %d", kernel, rank, b.Index(), seq32, src)
-			err := b.WaitU64s(slot(rank, src).Add(8*first), packets[:m], what, arrived, left)
-			if errors.Is(err, ErrWaitTimeout) {
-				return dataTimeout(b, rank, src, seq32, timeout)
-			}
-			if err != nil {
-				return fmt.Errorf("kernel %s rank %d block %d: receiving from rank %d: %w", kernel, rank, b.Index(), src, err)
+				if err != nil {
+					return fmt.Errorf("kernel %s rank %d block %d: receiving from rank %d: %w", kernel, rank, b.Index(), src, err)
+				}
 			}
 			for i, w := range packets[:m] {
 				binary.LittleEndian.PutUint32(srcs[src][4*i:], uint32(w))

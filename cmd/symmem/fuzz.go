@@ -2,15 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -46,12 +48,18 @@ func newFuzzCmd(_ *app) *cobra.Command {
 	f := &fuzzFlags{}
 	cmd := &cobra.Command{
 		Use:   "fuzz",
-		Short: "Fuzz the all-reduce protocol on the simulator: many schedules, sizes and faults",
-		Long: `Run one checked all-reduce per seed on the deterministic simulator, each seed
-drawing its world size, size, algorithm, dtype, reduction and offset, its
-schedule strategy and its faults, and judge every run:
+		Short: "Fuzz the all-reduce protocol on the simulator: programs, schedules and faults",
+		Long: `Run one program per seed on the deterministic simulator and judge every run.
+A seed draws its world size, up to two subgroups, one or two symmetric
+buffers that several groups share, and two to six steps: all-reduces of
+every form (one-shot, its _out and _copy forms, two-shot in place and
+_out, ll, the intra-node service), batches of them queued asynchronously
+and synchronized, graphs captured and replayed, signal barriers and
+point-to-point signals with peer reads, and re-allocations. Inputs are
+rewritten before every call and every result is checked on every rank.
+Each seed also draws its schedule strategy and its faults:
 
-  --faults none    liveness: every rank finishes with the right result;
+  --faults none    liveness: every rank finishes with the right results;
   --faults safety  crashes, delays, lost and corrupt signal writes, lost
                    messages, lost and wrong fds, slow and failing Store
                    requests: a rank may fail, but only with an error, never
@@ -59,36 +67,43 @@ schedule strategy and its faults, and judge every run:
   --faults all     safety plus duplicated signal writes, which the pad
                    protocol cannot tell from real ones (expect wrong results).
 
-With --race the happens-before race detector watches every memory access
-and a data race fails the case (in a run with faults, only when every rank
-succeeded: after a failure the protocol orders nothing).
+A run whose faults cannot explain a failure (none fired, or only delays
+adding up to less than half the timeout) is judged for liveness. The
+happens-before race detector is on (--race=false turns it off): a data race
+fails the case (in a run where a rank failed, races are listed, not judged).
 
 Prints schedules per second and each distinct failure once, with the replay
-command that reproduces it exactly and, by default, its shrunk form. Exits
-non-zero when any case fails.`,
+command that reproduces it exactly and, by default, its shrunk form; a case
+whose command would be long is saved to a file that symmem replay --case
+reads. Exits non-zero when any case fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runFuzz(cmd.Context(), f, cmd.OutOrStdout())
 		},
 	}
+	d := fuzz.DefaultConfig()
+	algos := make([]string, len(d.Algos))
+	for i, a := range d.Algos {
+		algos[i] = a.String()
+	}
 	fl := cmd.Flags()
-	fl.IntVar(&f.seeds, "seeds", 1000, "number of seeds to run (0: until --time passes)")
+	fl.IntVar(&f.seeds, "seeds", d.Seeds, "number of seeds to run (0: until --time passes)")
 	fl.Uint64Var(&f.first, "first-seed", 0, "the first seed")
 	fl.DurationVar(&f.time, "time", 0, "start no case after this long (0: no limit)")
-	fl.StringVar(&f.strategy, "strategy", "portfolio", "schedule strategy: random, pct or portfolio")
-	fl.IntVar(&f.depth, "depth", fuzz.DefaultDepth, "PCT depth (strategy pct)")
-	fl.StringVar(&f.faults, "faults", "safety", "faults: none, safety or all")
-	fl.IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "cases run at once")
+	fl.StringVar(&f.strategy, "strategy", d.Strategy, "schedule strategy: random, pct or portfolio")
+	fl.IntVar(&f.depth, "depth", d.Depth, "PCT depth (strategy pct)")
+	fl.StringVar(&f.faults, "faults", d.Faults.String(), "faults: none, safety or all")
+	fl.IntVarP(&f.jobs, "jobs", "j", d.Workers, "cases run at once")
 	fl.StringVar(&f.worlds, "worlds", "2-8", "world sizes: a range (2-8) or a list (2,4,8)")
 	fl.StringSliceVar(&f.sizes, "sizes", nil, "tensor sizes (default 4,16,64,260,1KiB,4KiB,8196,16KiB,64KiB)")
-	fl.StringSliceVar(&f.algos, "algos", []string{"one-shot", "two-shot", "auto"}, "algorithms")
-	fl.DurationVar(&f.timeout, "timeout", fuzz.DefaultTimeout, "timeout of every rank wait (virtual time)")
-	fl.Int64Var(&f.maxSteps, "max-steps", fuzz.DefaultMaxSteps, "scheduling steps after which a run counts as livelocked")
-	fl.BoolVar(&f.race, "race", false, "run every schedule with the happens-before race detector; a data race is a failure")
+	fl.StringSliceVar(&f.algos, "algos", algos, "algorithms: one-shot (and its _out and _copy forms), two-shot (in place and _out), ll, auto (the intra-node service)")
+	fl.DurationVar(&f.timeout, "timeout", d.Timeout, "timeout of every rank wait (virtual time)")
+	fl.Int64Var(&f.maxSteps, "max-steps", d.MaxSteps, "scheduling steps after which a run counts as livelocked")
+	fl.BoolVar(&f.race, "race", d.Race, "run every schedule with the happens-before race detector; a data race is a failure")
 	kernelsFlag(fl, &f.kernels)
-	fl.BoolVar(&f.shrink, "shrink", true, "shrink the first case of each distinct failure")
-	fl.IntVar(&f.shrinkRuns, "shrink-runs", fuzz.DefaultShrinkRuns, "runs one shrink may take")
-	fl.StringVar(&f.saveDir, "save-dir", "", "write each failure's (shrunk) case to this directory")
+	fl.BoolVar(&f.shrink, "shrink", d.Shrink, "shrink the first case of each distinct failure")
+	fl.IntVar(&f.shrinkRuns, "shrink-runs", d.Budget, "runs one shrink may take")
+	fl.StringVar(&f.saveDir, "save-dir", "", "write each failure's case and its shrunk form to this directory (default: long ones to a new temporary directory)")
 	fl.BoolVar(&f.progress, "progress", true, "show a progress bar (only when stdout is a terminal)")
 	return cmd
 }
@@ -167,17 +182,22 @@ func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// An interrupt stops the session: no case starts after it, and the
+	// report covers the cases that ran.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	finish := func() {}
 	if f.progress && out == io.Writer(os.Stdout) && isTerminal(os.Stdout) {
 		cfg.Progress, finish = fuzzProgress(cfg)
 	}
-	rep, err := fuzz.Fuzz(ctx, cfg)
+	rep, ferr := fuzz.Fuzz(ctx, cfg)
 	finish()
-	if err != nil {
-		return err
-	}
+	// The cases that ran are reported even when some could not run.
 	if err := printReport(out, cfg, f, rep); err != nil {
-		return err
+		return errors.Join(ferr, err)
+	}
+	if ferr != nil {
+		return ferr
 	}
 	if rep.Failed > 0 {
 		return fmt.Errorf("%d of %d cases failed (%d distinct failures)", rep.Failed, rep.Cases, len(rep.Failures))
@@ -240,41 +260,77 @@ func printReport(w io.Writer, cfg fuzz.Config, f *fuzzFlags, rep fuzz.Report) er
 	}
 	fmt.Fprintf(&b, "; %d schedules had ranks fail cleanly\n", rep.Crashed)
 	fmt.Fprintf(&b, "failures: %d cases, %d distinct\n", rep.Failed, len(rep.Failures))
+	saver := &caseSaver{dir: f.saveDir}
 	for i, fr := range rep.Failures {
 		o := fr.First
-		fmt.Fprintf(&b, "\nFAIL %d/%d (%d cases, first seed %d): %v\n", i+1, len(rep.Failures), fr.Count, o.Case.Seed, o.Failure)
+		fmt.Fprintf(&b, "\nFAIL %d/%d (%d cases, first seed %d): %s\n", i+1, len(rep.Failures), fr.Count, o.Case.Seed, o.Failure.Summary())
 		if len(o.Fired) > 0 {
 			fmt.Fprintf(&b, "  faults fired: %s\n", o.Fired)
 		}
-		fmt.Fprintf(&b, "  replay: %s --expect-trace %s\n", o.Case.Command(), shortHash(o.Trace))
+		line, err := saver.line(o, fmt.Sprintf("fuzz-seed-%d.json", o.Case.Seed))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "  replay: %s\n", line)
+		if fr.ShrinkErr != nil {
+			fmt.Fprintf(&b, "  not shrunk: %v\n", fr.ShrinkErr)
+		}
 		if s := fr.Shrunk; s != nil {
 			m := s.Outcome
-			fmt.Fprintf(&b, "  shrunk in %d runs: %d of %d faults, %d of %d decisions: %v\n",
-				s.Runs, len(m.Fired), s.Faults, len(m.Schedule), s.Decisions, m.Failure)
-			if f.saveDir != "" {
-				path := filepath.Join(f.saveDir, fmt.Sprintf("fuzz-seed-%d.json", o.Case.Seed))
-				if err := os.MkdirAll(f.saveDir, 0o755); err != nil {
-					return fmt.Errorf("--save-dir: %w", err)
-				}
-				if err := fuzz.Save(path, m); err != nil {
-					return err
-				}
-				fmt.Fprintf(&b, "  minimal case: symmem replay --schedule %s\n", path)
-			} else if len(m.Schedule) <= maxInlineDecisions {
-				fmt.Fprintf(&b, "  minimal case: %s --expect-trace %s\n", m.Case.Command(), shortHash(m.Trace))
-			} else {
-				fmt.Fprintf(&b, "  minimal case: %d decisions; keep it with --save-dir, or shrink it again with: %s --shrink --save FILE\n",
-					len(m.Schedule), o.Case.Command())
+			fmt.Fprintf(&b, "  shrunk in %d runs: %d of %d steps, %d of %d faults, %d of %d decisions: %s\n",
+				s.Runs, len(m.Case.Program.Steps), s.Steps, len(m.Fired), s.Faults, len(m.Schedule), s.Decisions, m.Failure.Summary())
+			line, err := saver.line(m, fmt.Sprintf("fuzz-seed-%d-shrunk.json", o.Case.Seed))
+			if err != nil {
+				return err
 			}
+			fmt.Fprintf(&b, "  minimal case: %s\n", line)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// maxInlineDecisions is the longest shrunk schedule printed as a command
-// line; longer ones go to schedule files.
-const maxInlineDecisions = 40
+// maxInlineCommand is the longest replay command printed as it is; longer
+// cases are saved to files.
+const maxInlineCommand = 400
+
+// caseSaver saves cases to files: every case when a directory was given,
+// else only those too long to print, to a temporary directory made on
+// first use.
+type caseSaver struct {
+	dir  string // --save-dir
+	temp string // the temporary directory, once made
+	made bool
+}
+
+// line is the replay command of o: inline, or through the file name it is
+// saved to.
+func (s *caseSaver) line(o fuzz.Outcome, name string) (string, error) {
+	cmd := o.Case.Command() + " --expect-trace " + shortHash(o.Trace)
+	dir := s.dir
+	switch {
+	case dir == "" && len(cmd) <= maxInlineCommand:
+		return cmd, nil
+	case dir == "" && s.temp == "":
+		temp, err := os.MkdirTemp("", "symmem-fuzz-")
+		if err != nil {
+			return "", fmt.Errorf("save a long case: %w", err)
+		}
+		s.temp, dir = temp, temp
+	case dir == "":
+		dir = s.temp
+	case !s.made:
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", fmt.Errorf("--save-dir: %w", err)
+		}
+		s.made = true
+	}
+	path := filepath.Join(dir, name)
+	if err := fuzz.Save(path, o); err != nil {
+		return "", err
+	}
+	return "symmem replay --case " + path, nil
+}
 
 // shortHash is the prefix of a trace hash that replay --expect-trace takes.
 func shortHash(h string) string { return h[:min(16, len(h))] }

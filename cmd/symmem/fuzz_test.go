@@ -41,84 +41,100 @@ func TestFuzzCommandPasses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fuzz: %v\n%s", err, out)
 	}
-	for _, want := range []string{"fuzz: 40 schedules in", "schedules/s on 2 workers", "strategy portfolio, faults safety", "failures: 0 cases"} {
+	for _, want := range []string{"fuzz: 40 schedules in", "schedules/s on 2 workers", "strategy portfolio, faults safety, race detector on", "failures: 0 cases"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 }
 
-var replayLine = regexp.MustCompile(`(?m)^  replay: (symmem replay .*)$`)
+var (
+	replayLine  = regexp.MustCompile(`(?m)^  replay: (symmem replay .*)$`)
+	minimalLine = regexp.MustCompile(`(?m)^  minimal case: (symmem replay .*)$`)
+)
 
-// TestFuzzFailureReplays: fuzz with every fault finds the spurious-signal
-// failure in these seeds, exits non-zero, and its printed replay command
-// reproduces the run (the expected trace matches) and fails again; saving
-// and replaying the schedule file gives the same trace.
+// replayArgs turns a printed replay line into the command's arguments.
+func replayArgs(line string) []string { return shellWords(line)[1:] } // drop "symmem"
+
+// TestFuzzFailureReplays: fuzz with every fault finds failures (the
+// duplicated signal the pad protocol cannot detect), exits non-zero, and
+// both the saved case and its shrunk form replay from their files to the
+// same failure and trace; a long case goes to a file even without
+// --save-dir.
 func TestFuzzFailureReplays(t *testing.T) {
-	dir := t.TempDir()
-	out, err := runCmd(t, "fuzz", "--seeds", "6", "--first-seed", "1886", "-j", "2", "--worlds", "2-4",
-		"--sizes", "64,260,1KiB", "--faults", "all", "--shrink-runs", "30", "--save-dir", dir)
-	if err == nil || !strings.Contains(err.Error(), "1 of 6 cases failed") {
-		t.Fatalf("fuzz: %v, want 1 of 6 cases failed\n%s", err, out)
-	}
-	m := replayLine.FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("no replay command in\n%s", out)
-	}
-	args := shellWords(m[1])[1:] // drop "symmem"
-	rout, rerr := runCmd(t, args...)
-	if rerr == nil || !strings.Contains(rerr.Error(), "the case failed: wrong-result") {
-		t.Fatalf("replay: %v, want the failure again\n%s", rerr, rout)
-	}
-	if !strings.Contains(rout, "trace matches") {
-		t.Fatalf("replay did not match the trace:\n%s", rout)
-	}
-	saved := filepath.Join(dir, "fuzz-seed-1889.json")
-	if !strings.Contains(out, "symmem replay --schedule "+saved) {
-		t.Fatalf("fuzz did not report the saved minimal case %s:\n%s", saved, out)
-	}
-	sout, serr := runCmd(t, "replay", "--schedule", saved)
-	if serr == nil || !strings.Contains(sout, "trace matches") {
-		t.Fatalf("replay --schedule: %v\n%s", serr, sout)
-	}
-}
-
-// TestFuzzRaceFailureReplays: with --race the race detector turns the
-// spurious-signal case of TestFuzzFailureReplays into a data race (the
-// duplicated put orders nothing), and the printed replay command, which
-// carries --race, reproduces it; without --race the replay reports the
-// wrong result instead.
-func TestFuzzRaceFailureReplays(t *testing.T) {
-	out, err := runCmd(t, "fuzz", "--seeds", "6", "--first-seed", "1886", "-j", "2", "--worlds", "2-4",
-		"--sizes", "64,260,1KiB", "--faults", "all", "--race", "--shrink=false")
-	if err == nil || !strings.Contains(err.Error(), "1 of 6 cases failed") {
-		t.Fatalf("fuzz --race: %v, want 1 of 6 cases failed\n%s", err, out)
-	}
-	if !strings.Contains(out, "race detector on") || !strings.Contains(out, "(1 cases, first seed 1889): race: ") {
-		t.Fatalf("fuzz --race did not report the race of seed 1889:\n%s", out)
-	}
-	m := replayLine.FindStringSubmatch(out)
-	if m == nil || !strings.Contains(m[1], " --race") {
-		t.Fatalf("no replay command with --race in\n%s", out)
-	}
-	args := shellWords(m[1])[1:]
-	rout, rerr := runCmd(t, args...)
-	if rerr == nil || !strings.Contains(rerr.Error(), "the case failed: race: ") || !strings.Contains(rout, "trace matches") {
-		t.Fatalf("replay --race: %v, want the race again with the same trace\n%s", rerr, rout)
-	}
-	var plain []string
-	for _, a := range args {
-		if a != "--race" {
-			plain = append(plain, a)
+	t.Setenv("TMPDIR", t.TempDir())
+	for _, dir := range []string{t.TempDir(), ""} {
+		args := []string{"fuzz", "--seeds", "40", "-j", "2", "--worlds", "2-4", "--sizes", "64,260,1KiB", "--faults", "all", "--shrink-runs", "30"}
+		if dir != "" {
+			args = append(args, "--save-dir", dir)
+		}
+		out, err := runCmd(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "cases failed") {
+			t.Fatalf("fuzz: %v, want failures\n%s", err, out)
+		}
+		for _, re := range []*regexp.Regexp{replayLine, minimalLine} {
+			m := re.FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("no %v line in\n%s", re, out)
+			}
+			if dir != "" && !strings.HasPrefix(m[1], "symmem replay --case "+dir) {
+				t.Fatalf("%q: want the case saved in %s", m[1], dir)
+			}
+			rout, rerr := runCmd(t, replayArgs(m[1])...)
+			if rerr == nil || !strings.Contains(rerr.Error(), "the case failed: ") || !strings.Contains(rout, "trace matches") {
+				t.Fatalf("%s: %v, want the failure again with the same trace\n%s", m[1], rerr, rout)
+			}
+			// Each rank's verdict, the decisions only counted.
+			if !strings.Contains(rout, "rank 0: ") || strings.Contains(rout, "runs, at") {
+				t.Fatalf("%s: want per-rank verdicts and no decision list:\n%s", m[1], rout)
+			}
+			if strings.Contains(rerr.Error(), "wrong-result") && !strings.Contains(rout, ": WRONG RESULT") {
+				t.Fatalf("%s: a wrong result without a rank called wrong:\n%s", m[1], rout)
+			}
+			if len(m[1]) > maxInlineCommand+30 {
+				t.Fatalf("printed a command of %d characters", len(m[1]))
+			}
 		}
 	}
-	pout, perr := runCmd(t, plain...)
-	if perr == nil || !strings.Contains(perr.Error(), "the case failed: wrong-result") || !strings.Contains(pout, "trace matches") {
-		t.Fatalf("replay without --race: %v, want the wrong result with the same trace\n%s", perr, pout)
+}
+
+// TestReplayRaceFlag: the race detector is on in replay by default and
+// leaves the trace as it is: a case replays to the same trace with
+// --race=false.
+func TestReplayRaceFlag(t *testing.T) {
+	c := fuzz.NewGenerator(fuzz.Config{Seeds: 1, Strategy: fuzz.StrategyRandom, Faults: fuzz.FaultsNone, Worlds: []int{3}, Sizes: []uint64{64}, Race: true})
+	k, err := c.Case(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(k.Command(), "--race") {
+		t.Fatalf("%q: the default --race printed", k.Command())
+	}
+	o, err := fuzz.Run(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, extra := range [][]string{nil, {"--race=false"}} {
+		args := append(append(replayArgs(k.Command()), "--expect-trace", o.Trace), extra...)
+		out, err := runCmd(t, args...)
+		if err != nil || !strings.Contains(out, "trace matches") {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
 	}
 }
 
-func TestReplaySaveAndScheduleFile(t *testing.T) {
+// TestFuzzAcceptsEveryAlgorithm: every algorithm fuzz's help lists is
+// accepted, ll included.
+func TestFuzzAcceptsEveryAlgorithm(t *testing.T) {
+	for _, algo := range []string{"ll", "one-shot", "two-shot", "auto"} {
+		out, err := runCmd(t, "fuzz", "--seeds", "3", "-j", "1", "--worlds", "2", "--sizes", "64", "--algos", algo)
+		if err != nil {
+			t.Fatalf("fuzz --algos %s: %v\n%s", algo, err, out)
+		}
+	}
+}
+
+func TestReplaySaveAndCaseFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "case.json")
 	args := []string{"replay", "--seed", "5", "--strategy", "pct", "--world", "3", "--bytes", "64", "--faults", "safety",
 		"--plan", "crash rank=1 step=40; store-slow rank=0 req=1 for=2ms", "--save", path}
@@ -130,9 +146,9 @@ func TestReplaySaveAndScheduleFile(t *testing.T) {
 	if h == nil || !strings.Contains(out, "fault crash rank=1 step=40") {
 		t.Fatalf("replay output lacks the trace or the crash:\n%s", out)
 	}
-	again, err := runCmd(t, "replay", "--schedule", path, "--expect-trace", h[1][:12])
-	if err != nil || !strings.Contains(again, "trace matches") {
-		t.Fatalf("replay --schedule: %v\n%s", err, again)
+	again, err := runCmd(t, "replay", "--case", path, "--expect-trace", h[1][:12], "--decisions-diff")
+	if err != nil || !strings.Contains(again, "trace matches") || !strings.Contains(again, "runs, at") {
+		t.Fatalf("replay --case --decisions-diff: %v, want the same trace and the decisions listed\n%s", err, again)
 	}
 	if _, err := runCmd(t, append(args[:len(args)-2], "--expect-trace", "0000")...); err == nil || !strings.Contains(err.Error(), "did not replay exactly") {
 		t.Fatalf("a wrong --expect-trace was accepted: %v", err)
@@ -151,7 +167,9 @@ func TestFuzzAndReplayRejectBadFlags(t *testing.T) {
 		{"replay", "--decisions", "1:2.0"},
 		{"replay", "--strategy", "replay", "--decisions", "x"},
 		{"replay", "--world", "0"},
-		{"replay", "--schedule", filepath.Join(t.TempDir(), "missing.json")},
+		{"replay", "--case", filepath.Join(t.TempDir(), "missing.json")},
+		{"replay", "--program", "world=2 bufs=64; ll g3 b0@0 16 float32 sum"},
+		{"fuzz", "--algos", "three-shot"},
 	} {
 		if out, err := runCmd(t, args...); err == nil {
 			t.Errorf("%v accepted:\n%s", args, out)

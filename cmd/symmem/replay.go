@@ -13,7 +13,8 @@ import (
 )
 
 type replayFlags struct {
-	schedule  string
+	caseFile  string
+	program   string
 	seed      uint64
 	inputSeed uint64
 	strategy  string
@@ -32,8 +33,9 @@ type replayFlags struct {
 	shrink      bool
 	shrinkRuns  int
 	trace       bool
+	diff        bool
 
-	inputSeedSet, planSet bool
+	inputSeedSet, planSet, raceSet bool
 }
 
 func newReplayCmd(_ *app) *cobra.Command {
@@ -41,59 +43,67 @@ func newReplayCmd(_ *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay",
 		Short: "Run one fuzz case again, exactly, and explain it",
-		Long: `Run one case of symmem fuzz again: the same all-reduce, seed, strategy, faults
-and (with --decisions or --schedule) scheduling decisions give the same run
-and the same trace hash. Prints the case, the faults that fired, the
-decisions that differ from the default policy, each rank's outcome and the
-verdict. --expect-trace checks the trace hash (a prefix is enough); --shrink
-reduces a failing case to its essentials; --save writes the (shrunk) case to
-a schedule file that --schedule reads back. Exits non-zero when the case
-fails or the trace differs from the one expected.`,
+		Long: `Run one case of symmem fuzz again: the same program (--program, or one
+all-reduce from --world, --bytes, --dtype, --op, --algo and --offset), seed,
+strategy, faults and (with --decisions, or from a --case file) scheduling
+decisions give the same run and the same trace hash. Prints the case, the
+faults that fired, each rank's verdict (every result right, a wrong result,
+an error, or no return) and the verdict of the case; --decisions-diff also
+lists every scheduling decision that differs from the default policy.
+--expect-trace checks the trace hash (a prefix is enough); --shrink reduces a
+failing case to its essentials; --save writes the (shrunk) case to a file
+that --case reads back. The race detector is on unless --race=false. Exits
+non-zero when the case fails or the trace differs from the one expected.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.inputSeedSet = cmd.Flags().Changed("input-seed")
 			f.planSet = cmd.Flags().Changed("plan")
+			f.raceSet = cmd.Flags().Changed("race")
 			return runReplay(f, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.schedule, "schedule", "", "a schedule file written by --save or fuzz --save-dir (other case flags but --race are ignored)")
+	fl.StringVar(&f.caseFile, "case", "", "a case file written by --save or symmem fuzz (other case flags but --race are ignored)")
+	fl.StringVar(&f.program, "program", "", "the program every rank runs, as symmem fuzz prints it (default: one all-reduce from --world, --bytes, ...)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of the schedule (and of the inputs unless --input-seed)")
 	fl.Uint64Var(&f.inputSeed, "input-seed", 0, "seed of the inputs (default: --seed)")
 	fl.StringVar(&f.strategy, "strategy", fuzz.StrategyRandom, "random, pct, portfolio, or replay (follows --decisions)")
 	fl.IntVar(&f.depth, "depth", fuzz.DefaultDepth, "PCT depth")
-	fl.Int64Var(&f.steps, "steps", 0, "estimated run length for PCT and drawn plans (0: measure it)")
+	fl.Int64Var(&f.steps, "steps", 0, "estimated run length for PCT and drawn plans (0: estimate it from the program)")
 	fl.IntVar(&f.world, "world", 4, "number of ranks")
 	fl.StringVar(&f.bytes, "bytes", "4KiB", "tensor size in bytes")
 	fl.StringVar(&f.dtype, "dtype", "float32", "element type")
 	fl.StringVar(&f.op, "op", "sum", "reduction")
-	fl.StringVar(&f.algo, "algo", "auto", "algorithm: auto, one-shot, two-shot")
+	fl.StringVar(&f.algo, "algo", "auto", "algorithm: auto, one-shot, two-shot, ll")
 	fl.Uint64Var(&f.offset, "offset", 0, "byte offset of the tensor in the symmetric buffer")
 	fl.StringVar(&f.faults, "faults", "none", "fault set judging the run: none, safety or all")
 	fl.StringVar(&f.plan, "plan", "", "the faults, e.g. 'crash rank=2 step=517; delay rank=1 op=3 for=40ms' (default: drawn from the seed)")
 	fl.StringVar(&f.decisions, "decisions", "", "scheduling decisions for --strategy replay ('step:task.run ...')")
 	fl.DurationVar(&f.timeout, "timeout", fuzz.DefaultTimeout, "timeout of every rank wait (virtual time)")
 	fl.Int64Var(&f.maxSteps, "max-steps", fuzz.DefaultMaxSteps, "step bound")
-	fl.BoolVar(&f.race, "race", false, "run the happens-before race detector; a data race fails the case")
+	fl.BoolVar(&f.race, "race", true, "run the happens-before race detector; a data race fails the case")
 	kernelsFlag(fl, &f.kernels)
 	fl.StringVar(&f.expectTrace, "expect-trace", "", "fail unless the trace hash starts with this")
-	fl.StringVar(&f.save, "save", "", "write the (shrunk) case to this schedule file")
+	fl.StringVar(&f.save, "save", "", "write the (shrunk) case to this file, which --case reads")
 	fl.BoolVar(&f.shrink, "shrink", false, "shrink a failing case and show the minimal one")
 	fl.IntVar(&f.shrinkRuns, "shrink-runs", fuzz.DefaultShrinkRuns, "runs the shrink may take")
 	fl.BoolVar(&f.trace, "trace", false, "print every trace event")
+	fl.BoolVar(&f.diff, "decisions-diff", false, "list every scheduling decision that differs from the default policy")
 	return cmd
 }
 
 // buildCase turns the flags into a case; expected is the trace hash a
-// schedule file recorded ("" when none).
+// case file recorded ("" when none).
 func (f *replayFlags) buildCase() (c fuzz.Case, expected string, err error) {
 	kern, err := parseKernels(f.kernels)
 	if err != nil {
 		return c, "", err
 	}
-	if f.schedule != "" {
-		c, expected, err := fuzz.Load(f.schedule)
-		c.Race = c.Race || f.race // the detector leaves the trace as it is
+	if f.caseFile != "" {
+		c, expected, err := fuzz.Load(f.caseFile)
+		if f.raceSet {
+			c.Race = f.race // the detector leaves the trace as it is
+		}
 		c.Kernels.PTX = c.Kernels.PTX || kern.PTX
 		return c, expected, err
 	}
@@ -114,22 +124,30 @@ func (f *replayFlags) buildCase() (c fuzz.Case, expected string, err error) {
 	if f.inputSeedSet {
 		inputSeed = f.inputSeed
 	}
-	spec, err := f.spec(inputSeed)
-	if err != nil {
-		return c, "", err
-	}
-	c = fuzz.Case{
-		Spec: spec, Seed: f.seed, Strategy: f.strategy, Depth: f.depth, Steps: f.steps, Faults: set, Plan: plan,
-		Schedule: sched, Timeout: f.timeout, MaxSteps: f.maxSteps, Race: f.race, Kernels: kern,
-	}
-	needSteps := f.strategy == fuzz.StrategyPCT || f.strategy == fuzz.StrategyPortfolio || (!f.planSet && set != fuzz.FaultsNone)
-	if c.Steps == 0 && needSteps {
-		if c.Steps, err = fuzz.EstimateSteps(c.Spec, c.Timeout); err != nil {
+	var prog fuzz.Program
+	if f.program != "" {
+		if prog, err = fuzz.ParseProgram(f.program); err != nil {
+			return c, "", flagErr("program", err)
+		}
+	} else {
+		spec, err := f.spec(inputSeed)
+		if err != nil {
+			return c, "", err
+		}
+		if prog, err = fuzz.SpecProgram(spec); err != nil {
 			return c, "", err
 		}
 	}
+	c = fuzz.Case{
+		Program: prog, InputSeed: inputSeed, Seed: f.seed, Strategy: f.strategy, Depth: f.depth, Steps: f.steps,
+		Faults: set, Plan: plan, Schedule: sched, Timeout: f.timeout, MaxSteps: f.maxSteps, Race: f.race,
+		Kernels: kern,
+	}
+	if c.Steps == 0 {
+		c.Steps = fuzz.EstimateSteps(prog)
+	}
 	if !f.planSet {
-		c.Plan = fuzz.NewPlan(c.Seed, set, c.Spec.World, c.Steps, c.Timeout)
+		c.Plan = fuzz.NewPlan(c.Seed, set, prog, c.Steps, c.Timeout)
 	}
 	if err := c.Validate(); err != nil {
 		return c, "", err
@@ -146,7 +164,7 @@ func runReplay(f *replayFlags, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := report(out, o, f.trace); err != nil {
+	if err := report(out, o, f.trace, f.diff); err != nil {
 		return err
 	}
 	if f.expectTrace != "" {
@@ -164,9 +182,9 @@ func runReplay(f *replayFlags, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "\nshrunk in %d runs: %d of %d faults, %d of %d decisions\n",
-			s.Runs, len(s.Outcome.Fired), s.Faults, len(s.Outcome.Schedule), s.Decisions)
-		if err := report(out, s.Outcome, false); err != nil {
+		fmt.Fprintf(out, "\nshrunk in %d runs: %d of %d steps, %d of %d faults, %d of %d decisions\n",
+			s.Runs, len(s.Outcome.Case.Program.Steps), s.Steps, len(s.Outcome.Fired), s.Faults, len(s.Outcome.Schedule), s.Decisions)
+		if err := report(out, s.Outcome, false, f.diff); err != nil {
 			return err
 		}
 		final = s.Outcome
@@ -175,7 +193,7 @@ func runReplay(f *replayFlags, out io.Writer) error {
 		if err := fuzz.Save(f.save, final); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "saved: symmem replay --schedule %s\n", f.save)
+		fmt.Fprintf(out, "saved: symmem replay --case %s\n", f.save)
 	}
 	if o.Failed() {
 		return fmt.Errorf("the case failed: %v", o.Failure)
@@ -183,7 +201,7 @@ func runReplay(f *replayFlags, out io.Writer) error {
 	return nil
 }
 
-func report(w io.Writer, o fuzz.Outcome, events bool) error {
+func report(w io.Writer, o fuzz.Outcome, events, decisions bool) error {
 	if events {
 		for _, e := range o.Events {
 			if _, err := fmt.Fprintln(w, e); err != nil {
@@ -191,5 +209,5 @@ func report(w io.Writer, o fuzz.Outcome, events bool) error {
 			}
 		}
 	}
-	return fuzz.Describe(w, o)
+	return fuzz.Describe(w, o, decisions)
 }

@@ -270,8 +270,12 @@ func (d *simDevice) Memset(s device.Stream, dst device.Ptr, value byte, n uint64
 				return err
 			}
 			for _, sg := range segs {
-				for i := range sg.b {
-					sg.b[i] = value
+				if value == 0 {
+					clear(sg.b)
+				} else {
+					for i := range sg.b {
+						sg.b[i] = value
+					}
 				}
 				d.emitSeg(Store, o, sg, true)
 			}

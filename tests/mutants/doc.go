@@ -24,11 +24,17 @@
 //     StoreExchange mutant numbers collectives with one counter per process
 //     instead of one per (store, prefix, group).
 //
-// The shared-pad mutant changes the driving program instead of the library:
-// a group of two ranks runs its collectives in the world group's allocation,
-// whose pad the world's collectives use at the same time.
+// # Kill tables
 //
-// # Kill table
+// TestFuzzerKillsMutants runs symmem fuzz itself, with its default
+// configuration (fuzz.DefaultConfig: drawn programs, the portfolio
+// strategy, safety faults, the race detector), against each of the
+// mutants of fuzzMutants, its original ones and breakages of barrier
+// presence, orders and scopes, block synchronisation, the low-latency
+// workspace and flags, chunk bounds, Store exchange rounds, the fd ring,
+// pad zeroing and stream order, until a case fails, and logs the number of
+// schedules each took (the goal is every mutant within 2,000);
+// SYMMEM_MUTANTS, a list of mutant numbers, picks some.
 //
 // TestMutantsAreKilled runs each mutant over schedules (a seed and a
 // strategy: oldest task first, newest task first, then seeded random walks)
