@@ -50,8 +50,21 @@ type Config struct {
 
 // Validate checks the configuration.
 func (cfg Config) Validate() error {
-	if cfg.Seeds < 0 || cfg.Time < 0 || cfg.Workers < 0 || cfg.Timeout < 0 || cfg.MaxSteps < 0 || cfg.Depth < 0 || cfg.Budget < 0 {
-		return errors.New("fuzz: negative seeds, time, workers, timeout, step bound, depth or shrink budget")
+	var errs []error
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"seeds", int64(cfg.Seeds)}, {"time", int64(cfg.Time)}, {"workers", int64(cfg.Workers)},
+		{"timeout", int64(cfg.Timeout)}, {"step bound", cfg.MaxSteps}, {"depth", int64(cfg.Depth)},
+		{"shrink budget", int64(cfg.Budget)},
+	} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("fuzz: negative %s (%d)", f.name, f.v))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	if cfg.Seeds == 0 && cfg.Time == 0 {
 		return errors.New("fuzz: give a number of seeds or a time limit")

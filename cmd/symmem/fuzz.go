@@ -109,6 +109,22 @@ reads. Exits non-zero when any case fails.`,
 }
 
 func (f *fuzzFlags) config() (fuzz.Config, error) {
+	errs := []error{checkTimeout(f.timeout)}
+	for _, n := range []struct {
+		flag string
+		v    int64
+	}{{"seeds", int64(f.seeds)}, {"jobs", int64(f.jobs)}, {"max-steps", f.maxSteps}, {"depth", int64(f.depth)},
+		{"shrink-runs", int64(f.shrinkRuns)}} {
+		if n.v < 0 {
+			errs = append(errs, fmt.Errorf("--%s %d: want a number >= 0", n.flag, n.v))
+		}
+	}
+	if f.time < 0 {
+		errs = append(errs, fmt.Errorf("--time %v: want a duration >= 0", f.time))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fuzz.Config{}, err
+	}
 	set, err := fuzz.ParseFaultSet(f.faults)
 	if err != nil {
 		return fuzz.Config{}, fmt.Errorf("--faults: %w", err)
@@ -175,6 +191,9 @@ func parseWorlds(s string) ([]int, error) {
 }
 
 func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer) error {
+	if err := checkSimOnly("fuzz"); err != nil {
+		return err
+	}
 	cfg, err := f.config()
 	if err != nil {
 		return err

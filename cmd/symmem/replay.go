@@ -156,8 +156,18 @@ func (f *replayFlags) buildCase() (c fuzz.Case, expected string, err error) {
 }
 
 func runReplay(f *replayFlags, out io.Writer) error {
+	if err := checkSimOnly("replay"); err != nil {
+		return err
+	}
 	c, expected, err := f.buildCase()
 	if err != nil {
+		return err
+	}
+	var bufs uint64
+	for _, b := range c.Program.Bufs {
+		bufs += b
+	}
+	if err := checkSimMemory(fmt.Sprintf("the case's %d ranks x %d bytes of buffers", c.Program.World, bufs), c.Program.World, bufs); err != nil {
 		return err
 	}
 	o, err := fuzz.RunTraced(c)

@@ -92,3 +92,22 @@ func TestSimulatorRefusesLaunch(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulatorOnlyCommandsRefuseLaunchAndNameFlags: fuzz and replay run
+// every rank on the simulator, so under symmem launch they refuse; fuzz's
+// bad numbers are each named by their flag.
+func TestSimulatorOnlyCommandsRefuseLaunchAndNameFlags(t *testing.T) {
+	_, err := runCmd(t, "fuzz", "--timeout", "-5s", "--seeds", "-2", "--jobs", "-1", "--time", "-1s")
+	for _, want := range []string{"--timeout -5s", "--seeds -2", "--jobs -1", "--time -1s"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("fuzz with bad flags: %v, want it to name %s", err, want)
+		}
+	}
+	t.Setenv(launch.EnvRank, "0")
+	t.Setenv(launch.EnvWorld, "2")
+	for _, cmd := range [][]string{{"fuzz", "--seeds", "1"}, {"replay", "--seed", "1"}} {
+		if _, err := runCmd(t, cmd...); err == nil || !strings.Contains(err.Error(), "symmem "+cmd[0]+" under symmem launch") {
+			t.Errorf("%s under launch: %v", cmd[0], err)
+		}
+	}
+}
