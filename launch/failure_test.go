@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/actor/store"
+	"github.com/symmem/symmem/internal/livetest"
 	"github.com/symmem/symmem/rank"
 )
 
@@ -41,37 +41,12 @@ func TestPeerFailedErrorNamesTheRank(t *testing.T) {
 	}
 }
 
-// liveStore serves an in-process Store on goroutines and returns a client
-// factory.
-func liveStore(t *testing.T) *store.Server {
-	t.Helper()
-	srv, err := store.NewServer(actor.NewLive(), actor.NewSystem())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
-}
-
-// within fails the test unless ch yields within d.
-func within[T any](t *testing.T, ch <-chan T, d time.Duration, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(d):
-		t.Fatalf("%s: nothing after %v", what, d)
-	}
-	var zero T
-	return zero
-}
-
 // TestWatcherAbortsStoreWaits: a rank waiting in a Store all-gather for a
 // peer that never comes gets a PeerFailedError naming the peer as soon as
 // the failure is published, long before its 20 s timeout; later waits fail
 // at once.
 func TestWatcherAbortsStoreWaits(t *testing.T) {
-	srv := liveStore(t)
+	srv := livetest.Store(t)
 	raw := srv.Connect("rank0", 20*time.Second)
 	w := watchFailures(raw, 0, 50*time.Millisecond, nil)
 	defer w.Stop()
@@ -99,7 +74,7 @@ func TestWatcherAbortsStoreWaits(t *testing.T) {
 	if err := PublishFailure(srv.Connect("launch", time.Second), failed); err != nil {
 		t.Fatal(err)
 	}
-	err = within(t, errc, 5*time.Second, "all-gather after the failure")
+	err = livetest.Within(t, errc, 5*time.Second, "all-gather after the failure")
 	var pf *PeerFailedError
 	if !errors.As(err, &pf) || *pf != *failed {
 		t.Fatalf("all-gather = %v, want %v", err, failed)
@@ -107,7 +82,7 @@ func TestWatcherAbortsStoreWaits(t *testing.T) {
 	if !strings.Contains(err.Error(), `all_gather "test/pair" seq 0 (rank 0): store wait for ["test/pair/0/0" "test/pair/0/1"]: peer rank 1 was killed`) {
 		t.Errorf("all-gather error does not say what was waited for: %v", err)
 	}
-	within(t, w.exited, 5*time.Second, "watcher exit after the failure")
+	livetest.Within(t, w.exited, 5*time.Second, "watcher exit after the failure")
 
 	start := time.Now()
 	for _, call := range []func() error{
@@ -128,11 +103,11 @@ func TestWatcherAbortsStoreWaits(t *testing.T) {
 }
 
 func TestWatcherStops(t *testing.T) {
-	srv := liveStore(t)
+	srv := livetest.Store(t)
 	w := watchFailures(srv.Connect("rank0", time.Second), 0, 50*time.Millisecond, nil)
 	w.Stop()
 	w.Stop() // twice is fine
-	within(t, w.exited, 2*time.Second, "watcher exit after Stop")
+	livetest.Within(t, w.exited, 2*time.Second, "watcher exit after Stop")
 	if err := PublishFailure(srv.Connect("launch", time.Second), &PeerFailedError{Rank: 1, Status: "exited with status 3"}); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +138,7 @@ func TestWatcherRetriesAfterStoreErrors(t *testing.T) {
 	f := &flakyStore{value: "something odd"}
 	w := watchFailures(f, 0, 10*time.Millisecond, nil)
 	defer w.Stop()
-	within(t, w.ab.ctx.Done(), 5*time.Second, "abort after Store errors")
+	livetest.Within(t, w.ab.ctx.Done(), 5*time.Second, "abort after Store errors")
 	if pf, _ := context.Cause(w.ab.ctx).(*PeerFailedError); pf == nil || pf.Rank != -1 || pf.Status != "something odd" {
 		t.Fatalf("failure = %+v, want the raw report", pf)
 	}

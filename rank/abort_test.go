@@ -8,40 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/actor/store"
 	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/internal/livetest"
 )
-
-// liveStore serves an in-process Store on goroutines and returns a client
-// factory.
-func liveStore(t *testing.T) *store.Server {
-	t.Helper()
-	srv, err := store.NewServer(actor.NewLive(), actor.NewSystem())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
-}
-
-// within fails the test unless ch yields within d.
-func within[T any](t *testing.T, ch <-chan T, d time.Duration, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(d):
-		t.Fatalf("%s: nothing after %v", what, d)
-	}
-	var zero T
-	return zero
-}
 
 // TestAbortableClientPassesResultsThrough: without a failure the wrapper
 // returns the Store's own answers, timeouts included.
 func TestAbortableClientPassesResultsThrough(t *testing.T) {
-	srv := liveStore(t)
+	srv := livetest.Store(t)
 	c := Abortable(srv.Connect("rank0", time.Second), context.Background())
 	if err := c.Set("a", []byte("1")); err != nil {
 		t.Fatal(err)
@@ -76,7 +51,7 @@ func (d *stuckDevice) Synchronize(s device.Stream) error {
 }
 
 func TestWaitStreamReturnsOnAbort(t *testing.T) {
-	srv := liveStore(t)
+	srv := livetest.Store(t)
 	dev := &stuckDevice{release: make(chan struct{}), started: make(chan struct{}, 1)}
 	defer close(dev.release)
 	abort, fire := context.WithCancelCause(context.Background())
@@ -96,7 +71,7 @@ func TestWaitStreamReturnsOnAbort(t *testing.T) {
 	} {
 		errc := make(chan error, 1)
 		go func() { errc <- c.call() }()
-		err := within(t, errc, 5*time.Second, c.name)
+		err := livetest.Within(t, errc, 5*time.Second, c.name)
 		if !errors.Is(err, failed) {
 			t.Errorf("%s = %v, want rank 2's failure", c.name, err)
 		}
