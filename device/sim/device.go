@@ -421,28 +421,36 @@ func (d *simDevice) Launch(s device.Stream, l device.Launch) error {
 // runKernel runs every block as its own task and waits for all of them.
 func (d *simDevice) runKernel(o *op, k *kernels.Kernel, id uint64, grid, threads int, args any) error {
 	ln := &launch{dev: d, op: o, kernel: k.Name, id: id, grid: grid, threads: threads, args: args}
-	errs := make([]error, grid)
+	d.record("kernel", "dev%d start %s#%d grid %d x %d", d.index, k.Name, id, grid, threads)
+	return d.runBlocks(ln, func(ctx *blockCtx) error {
+		var kb kernels.Block = ctx
+		if wrap := d.w.cfg.WrapBlock; wrap != nil {
+			kb = wrap(ctx)
+		}
+		return k.Run(kb, args)
+	})
+}
+
+// runBlocks runs body for every block of ln, each block a labelled task,
+// waits for all of them and returns the error of the lowest block.
+func (d *simDevice) runBlocks(ln *launch, body func(ctx *blockCtx) error) error {
+	errs := make([]error, ln.grid)
 	done := 0
 	parent := d.w.sched.Current().ID()
-	d.record("kernel", "dev%d start %s#%d grid %d x %d", d.index, k.Name, id, grid, threads)
-	for b := 0; b < grid; b++ {
+	for b := 0; b < ln.grid; b++ {
 		ctx := &blockCtx{l: ln, index: b, lane: -1}
 		d.w.sched.GoLabeled(ctx.label(), func() {
 			ctx.emit(Access{Kind: BlockStart, Parent: parent})
-			var kb kernels.Block = ctx
-			if wrap := d.w.cfg.WrapBlock; wrap != nil {
-				kb = wrap(ctx)
-			}
-			errs[b] = k.Run(kb, args)
+			errs[b] = body(ctx)
 			ctx.emit(Access{Kind: BlockEnd, Parent: -1})
 			done++
 		})
 	}
-	what := "device " + itoa(d.index) + " kernel " + k.Name + "#" + utoa(id) + ": its " + itoa(grid) + " blocks to finish"
-	if err := d.w.sched.Wait(what, func() bool { return done == grid }, 0); err != nil {
+	what := "device " + itoa(d.index) + " kernel " + ln.kernel + "#" + utoa(ln.id) + ": its " + itoa(ln.grid) + " blocks to finish"
+	if err := d.w.sched.Wait(what, func() bool { return done == ln.grid }, 0); err != nil {
 		return err
 	}
-	d.record("kernel", "dev%d end %s#%d", d.index, k.Name, id)
+	d.record("kernel", "dev%d end %s#%d", d.index, ln.kernel, ln.id)
 	return firstError(errs, "blocks")
 }
 

@@ -96,25 +96,8 @@ func (d *simDevice) runPTX(o *op, k *kernels.Kernel, id uint64, grid, threads in
 	grid, threads = ptxShape(cfg, grid, threads, args)
 	ln := &launch{dev: d, op: o, kernel: k.Name, id: id, grid: grid, threads: threads, args: args}
 	rec := make([]byte, cabi.ErrorRecordSize)
-	errs := make([]error, grid)
-	done := 0
-	parent := d.w.sched.Current().ID()
 	d.record("kernel", "dev%d start %s#%d grid %d x %d ptx %s", d.index, k.Name, id, grid, threads, entry)
-	for b := 0; b < grid; b++ {
-		ctx := &blockCtx{l: ln, index: b, lane: -1}
-		d.w.sched.Go(ctx.name(), func() {
-			ctx.emit(Access{Kind: BlockStart, Parent: parent})
-			errs[b] = ctx.runPTXBlock(mod, entry, params, rec)
-			ctx.emit(Access{Kind: BlockEnd, Parent: -1})
-			done++
-		})
-	}
-	what := "device " + itoa(d.index) + " kernel " + k.Name + "#" + utoa(id) + ": its " + itoa(grid) + " blocks to finish"
-	if err := d.w.sched.Wait(what, func() bool { return done == grid }, 0); err != nil {
-		return err
-	}
-	d.record("kernel", "dev%d end %s#%d", d.index, k.Name, id)
-	if err := firstError(errs, "blocks"); err != nil {
+	if err := d.runBlocks(ln, func(ctx *blockCtx) error { return ctx.runPTXBlock(mod, entry, params, rec) }); err != nil {
 		return err
 	}
 	if r, ok := cabi.DecodeErrorRecord(rec); ok {
@@ -149,7 +132,7 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params, rec []byte
 		done := 0
 		for _, ln := range live {
 			ln.reset()
-			w.sched.Go(ln.name(), func() {
+			w.sched.GoLabeled(ln.label(), func() {
 				ln.emit(Access{Kind: LaneStart, Parent: parent})
 				ln.stop, ln.err = ln.th.Run()
 				ln.emit(Access{Kind: LaneEnd, Parent: -1})

@@ -536,24 +536,13 @@ func compare(c cmpOp, ty typ, a, b uint64) bool {
 		return false
 	}
 	if ty.signed() {
-		x, y := sext(a, ty), sext(b, ty)
-		switch c {
-		case cmpEq:
-			return x == y
-		case cmpNe:
-			return x != y
-		case cmpLt:
-			return x < y
-		case cmpLe:
-			return x <= y
-		case cmpGt:
-			return x > y
-		case cmpGe:
-			return x >= y
-		}
-		return false
+		return ordered(c, sext(a, ty), sext(b, ty))
 	}
-	x, y := trunc(a, ty), trunc(b, ty)
+	return ordered(c, trunc(a, ty), trunc(b, ty))
+}
+
+// ordered is an integer comparison of setp.
+func ordered[T int64 | uint64](c cmpOp, x, y T) bool {
 	switch c {
 	case cmpEq:
 		return x == y
