@@ -90,7 +90,7 @@ func (r *Rank) launch(kernel string, h *SymmetricMemory, vec device.Ptr, in Tens
 			return err
 		}
 	}
-	l := device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: args, Group: h.label()}
+	l := device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: args, Group: h.label}
 	r.logLaunch(h.group, l)
 	err := r.launchStaged(l, args.Output, out, bytes)
 	r.logFailure(kernel, h.group, err)

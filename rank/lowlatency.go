@@ -120,7 +120,7 @@ func (l *LowLatency) allReduce(in Tensor, op device.ReduceOp, out Tensor) error 
 		Numel: in.Numel, Input: in.Ptr, Output: out.Ptr, TimeoutNs: int64(r.timeout),
 		SlotBytes: l.slotBytes,
 	}
-	launch := device.Launch{Kernel: kernels.LowLatencyAllReduce, Blocks: blocks, Threads: threads, Args: args, Group: l.h.label()}
+	launch := device.Launch{Kernel: kernels.LowLatencyAllReduce, Blocks: blocks, Threads: threads, Args: args, Group: l.h.label}
 	r.logLaunch(l.group, launch)
 	err := r.enqueue(launch)
 	r.logFailure(launch.Kernel, l.group, err)

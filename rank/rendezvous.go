@@ -250,6 +250,7 @@ func (r *Rank) rendezvous(p device.Ptr, group string) (*SymmetricMemory, error) 
 	h := &SymmetricMemory{
 		r: r, blk: b, group: group, members: members, rank: pos,
 		bufferSize: b.bufSize, padSize: b.padSize, padRegion: region, sharing: sharingDevice(reqs, pos),
+		label: &device.Group{Name: group, Ranks: members},
 	}
 	if err := h.mapPeers(fds); err != nil {
 		_ = h.release()

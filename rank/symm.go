@@ -21,8 +21,9 @@ type SymmetricMemory struct {
 	rank       int   // this rank's position in members
 	bufferSize uint64
 	padSize    uint64
-	padRegion  int // which of the allocation's pads is this group's
-	sharing    int // members on this rank's device, this one included
+	padRegion  int           // which of the allocation's pads is this group's
+	label      *device.Group // names the group in the errors of its launches
+	sharing    int           // members on this rank's device, this one included
 
 	bufferPtrs []device.Ptr
 	padPtrs    []device.Ptr
@@ -47,11 +48,6 @@ func (h *SymmetricMemory) smBudget() int {
 		return max(sm/h.sharing, 1)
 	}
 	return sm
-}
-
-// label names the group in the errors of its launches.
-func (h *SymmetricMemory) label() *device.Group {
-	return &device.Group{Name: h.group, Ranks: h.members}
 }
 
 // Rank is this rank's position in the group.
@@ -164,7 +160,7 @@ func (h *SymmetricMemory) signal(kernel string, peer, channel int, timeout time.
 	}
 	r := h.r
 	blocks, threads := kernels.Shape(kernel, 0, device.Float32, len(h.members), r.dev.Attributes().SMCount)
-	l := device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: h.signalArgs(peer, channel, timeout), Group: h.label()}
+	l := device.Launch{Kernel: kernel, Blocks: blocks, Threads: threads, Args: h.signalArgs(peer, channel, timeout), Group: h.label}
 	r.logLaunch(h.group, l)
 	if err := r.dev.Launch(r.stream, l); err != nil {
 		return fmt.Errorf("%s: %w", kernel, err)
