@@ -80,11 +80,9 @@ type Backend struct {
 func Choose(o Options) (*Backend, error) {
 	switch o.Device {
 	case "sim":
-		if os.Getenv(launch.EnvRank) != "" {
-			world := os.Getenv(launch.EnvWorld)
-			return nil, fmt.Errorf("--device sim under symmem launch: the simulator runs all ranks in one process, "+
-				"so each of the launcher's %s processes would run a separate simulation; "+
-				"run 'symmem %s --world %s' without launch, or launch it with --device cuda", world, o.Command, world)
+		world := os.Getenv(launch.EnvWorld)
+		if err := RefuseUnderLaunch("--device sim", fmt.Sprintf("run 'symmem %s --world %s' without launch, or launch it with --device cuda", o.Command, world)); err != nil {
+			return nil, err
 		}
 		return &Backend{kind: Sim, o: o}, nil
 	case "cuda":
@@ -105,6 +103,18 @@ func Choose(o Options) (*Backend, error) {
 		return &Backend{kind: InProcess, o: o}, nil
 	}
 	return nil, fmt.Errorf("--device %q: want sim or cuda", o.Device)
+}
+
+// RefuseUnderLaunch fails in a rank process started by symmem launch: what
+// names a job that runs every rank on the simulator in this process, which
+// each of the launcher's processes would run separately; hint says what to
+// do instead.
+func RefuseUnderLaunch(what, hint string) error {
+	if os.Getenv(launch.EnvRank) == "" {
+		return nil
+	}
+	return fmt.Errorf("%s under symmem launch: the simulator runs all ranks in one process, "+
+		"so each of the launcher's %s processes would run a separate simulation; %s", what, os.Getenv(launch.EnvWorld), hint)
 }
 
 // Kind is where the backend runs ranks.

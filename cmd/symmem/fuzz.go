@@ -19,6 +19,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/symmem/symmem/backend"
 	"github.com/symmem/symmem/fuzz"
 	"github.com/symmem/symmem/workload"
 )
@@ -191,7 +192,7 @@ func parseWorlds(s string) ([]int, error) {
 }
 
 func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer) error {
-	if err := checkSimOnly("fuzz"); err != nil {
+	if err := backend.RefuseUnderLaunch("symmem fuzz", "run it without launch"); err != nil {
 		return err
 	}
 	cfg, err := f.config()

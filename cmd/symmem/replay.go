@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/symmem/symmem/backend"
 	"github.com/symmem/symmem/fuzz"
 )
 
@@ -156,7 +157,7 @@ func (f *replayFlags) buildCase() (c fuzz.Case, expected string, err error) {
 }
 
 func runReplay(f *replayFlags, out io.Writer) error {
-	if err := checkSimOnly("replay"); err != nil {
+	if err := backend.RefuseUnderLaunch("symmem replay", "run it without launch"); err != nil {
 		return err
 	}
 	c, expected, err := f.buildCase()

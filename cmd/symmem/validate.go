@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/internal/hostmem"
-	"github.com/symmem/symmem/launch"
 	"github.com/symmem/symmem/simjob"
 )
 
@@ -79,17 +78,6 @@ func checkSimMemory(flags string, world int, bytes uint64) error {
 	return fmt.Errorf("%s: the simulator would need about %s of memory (about 9 x world x bytes), "+
 		"but this machine has %s available (MemAvailable in %s); use fewer ranks or a smaller size",
 		flags, gib(need), gib(avail), hostmem.Path)
-}
-
-// checkSimOnly refuses a command that runs only on the simulator (fuzz,
-// replay) in a rank process started by symmem launch, where every process
-// would run the whole job again.
-func checkSimOnly(command string) error {
-	if os.Getenv(launch.EnvRank) == "" {
-		return nil
-	}
-	return fmt.Errorf("symmem %s under symmem launch: it runs every rank on the simulator in one process, "+
-		"so each of the launcher's %s processes would repeat it; run it without launch", command, os.Getenv(launch.EnvWorld))
 }
 
 // gib prints a memory size in GiB with one decimal.
