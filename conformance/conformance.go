@@ -47,6 +47,7 @@ func Cases(o Options) []Case {
 		{Name: "signal-bounds", MinWorld: 1, Program: signalBounds},
 		{Name: "pad-isolation", MinWorld: 1, Program: padIsolation},
 		{Name: "groups", MinWorld: 2, Even: true, Program: oneAllocationManyGroups},
+		{Name: "subgroup-forms", MinWorld: 2, Program: subgroupForms(o.Seed)},
 		{Name: "intra-node-comm", MinWorld: 2, Program: intraNodeUsage(o.Seed)},
 		{Name: "bad-inputs", MinWorld: 1, Program: badInputs},
 		{Name: "alloc-id", MinWorld: 1, Program: persistentAllocID},

@@ -96,4 +96,20 @@
 //   - Entry points: the GPU has one entry per dtype and world size 2, 4, 8
 //     for 16-byte vectors beside the generic one (see [Entry]); the
 //     simulator runs one body for all.
+//   - Host calls on one shared GPU: ranks of one process that each open the
+//     same GPU share its primary context. There the driver's cuMemFreeHost
+//     waits for every kernel of the context and holds the context while it
+//     waits, so a rank that freed pinned memory while a peer's kernel spun
+//     for another rank kept that rank from launching until the kernel timed
+//     out (device/cuda's TestGPUHostCallsDoNotWaitForPeerKernels lists the
+//     calls measured; no other call of the device waited, under eager or
+//     lazy module loading). The CUDA device therefore pools its streams,
+//     pinned error records and modules per process and GPU, and frees them
+//     at the last close. The simulator models such waits with
+//     sim.Config.SharedContext: the host calls named in ContextSync
+//     (destroying a stream, closing the device) wait for every kernel of the
+//     context and hold it meanwhile, and every other stream call of the
+//     context waits behind them. Its default names none, as the CUDA device
+//     now makes none; SyncDestroyStream reproduces the device before the
+//     pool, and the hang it caused.
 package kernels

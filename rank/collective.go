@@ -42,11 +42,14 @@ func (r *Rank) prepare(in Tensor, op device.ReduceOp, group string) (h *Symmetri
 	return h, offset, device.Ptr(v), nil
 }
 
-// checkPlain checks a plain tensor (an output, or the local input of a copy
-// form) against the symmetric input: the same dtype and length, 4-byte
-// aligned, and outside every symmetric buffer. 4 bytes is the whole rule:
-// a tensor that is not aligned to the kernel's vector is staged (see
-// [Rank.staged]).
+// checkPlain checks a tensor the kernel writes or reads only locally (an
+// output, or the local input of a copy form) against the symmetric input:
+// the same dtype and length and 4-byte aligned. 4 bytes is the whole
+// alignment rule: a tensor that is not aligned to the kernel's vector is
+// staged (see [Rank.launch]). It may lie in a symmetric buffer, this one or
+// another, but not where peers reach during the collective: on the input's
+// own view (peers read it, and two-shot writes its reduced chunks there),
+// nor on a signal pad.
 func (r *Rank) checkPlain(what string, in, t Tensor) error {
 	if t.DType != in.DType || t.Numel != in.Numel {
 		return fmt.Errorf("%s %v does not match input %v", what, t, in)
@@ -57,10 +60,23 @@ func (r *Rank) checkPlain(what string, in, t Tensor) error {
 	if t.Numel > 0 && t.Ptr%4 != 0 {
 		return fmt.Errorf("%s %v is not 4-byte aligned", what, t)
 	}
-	if t.Numel > 0 && r.alloc.lookup(t.Ptr, t.Bytes()) != nil {
-		return fmt.Errorf("%s %v lies in a symmetric buffer; use a plain tensor", what, t)
+	if t.Numel == 0 {
+		return nil
+	}
+	if overlaps(t.Ptr, t.Bytes(), in.Ptr, in.Bytes()) {
+		return fmt.Errorf("%s %v overlaps the input %v, which peers read during the collective", what, t, in)
+	}
+	for _, b := range r.alloc.blocks {
+		if overlaps(t.Ptr, t.Bytes(), b.base, uint64(b.data-b.base)) {
+			return fmt.Errorf("%s %v overlaps the signal pads of the symmetric buffer at %v", what, t, b.data)
+		}
 	}
 	return nil
+}
+
+// overlaps reports whether [p, p+n) and [q, q+m) share a byte.
+func overlaps(p device.Ptr, n uint64, q device.Ptr, m uint64) bool {
+	return n > 0 && m > 0 && uint64(p) < uint64(q)+m && uint64(q) < uint64(p)+n
 }
 
 // launch queues an all-reduce kernel on the rank's stream and, unless the

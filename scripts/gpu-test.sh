@@ -65,6 +65,16 @@ export BIN
 
 step "nvlink topology" "$BIN/symmem" topo --device cuda
 step "cuda device tests" env SYMMEM_GPU_TESTS=1 "$BIN/cuda.test" -test.v -test.count=1
+# Under lazy module loading (forced), list the host calls that wait for a
+# peer's kernel on the same GPU, and check that a second open is refused.
+step "host calls under lazy loading (probe)" env SYMMEM_GPU_TESTS=1 SYMMEM_LAZY_PROBE=1 CUDA_MODULE_LOADING=LAZY \
+  "$BIN/cuda.test" -test.v -test.count=1 -test.run 'TestGPUHostCallsDoNotWaitForPeerKernels'
+# Ranks of one process sharing the GPUs, in two groups that run every form
+# at once, with the driver's default loading mode left alone.
+for w in ${SUBGROUP_WORLDS:-4 5}; do
+  step "subgroup forms in-process world $w" env SYMMEM_ALLOW_OVERLAPPING_DEVICES=1 \
+    "$BIN/symmem" selftest --device cuda --world "$w" --cases '^subgroup-forms$' --timeout 20s
+done
 for w in $worlds; do
   if [ "$w" -gt "$ngpu" ]; then
     export SYMMEM_ALLOW_OVERLAPPING_DEVICES=1

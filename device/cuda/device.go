@@ -44,7 +44,7 @@ type gpu struct {
 	busID string
 
 	module    []byte
-	mod       uintptr // loaded module, 0 until the first launch
+	mod       uintptr // loaded module (shared by the ordinal's objects), 0 until loaded
 	functions map[string]uintptr
 
 	handles    map[device.Handle]uint64 // id -> CUmemGenericAllocationHandle
@@ -112,6 +112,9 @@ func Open(index int, opts Options) (device.Device, error) {
 	if index < 0 || index >= n {
 		return nil, fmt.Errorf("cuda: device index %d out of range (the driver sees %d devices)", index, n)
 	}
+	if err := opens.add(index, drv.loading); err != nil {
+		return nil, err
+	}
 	g := &gpu{
 		drv:        drv,
 		module:     opts.Module,
@@ -136,31 +139,35 @@ func Open(index int, opts Options) (device.Device, error) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if err := drv.check("cuDeviceGet", drv.cuDeviceGet(&g.dev, int32(index))); err != nil {
+			opens.remove(index)
 			return err
 		}
 		if err := drv.check("cuDevicePrimaryCtxRetain", drv.cuDevicePrimaryCtxRetain(&g.ctx, g.dev)); err != nil {
+			opens.remove(index)
+			return err
+		}
+		// fail undoes what the open did, with the context current.
+		fail := func(err error) error {
+			if st := g.streams[0]; st != nil {
+				g.pool(st)
+			}
+			_ = g.release(opens.remove(index))
+			drv.cuDevicePrimaryCtxRelease(g.dev)
 			return err
 		}
 		if err := drv.check("cuCtxSetCurrent", drv.ctxSetCurrent(g.ctx)); err != nil {
+			opens.remove(index)
 			drv.cuDevicePrimaryCtxRelease(g.dev)
 			return err
 		}
 		if err := g.describe(index); err != nil {
-			drv.cuDevicePrimaryCtxRelease(g.dev)
-			return err
+			return fail(err)
 		}
 		if err := g.createStream(0); err != nil {
-			drv.cuDevicePrimaryCtxRelease(g.dev)
-			return err
+			return fail(err)
 		}
 		if err := g.loadFunctions(); err != nil {
-			g.drv.cuStreamDestroy(g.streams[0].cu)
-			g.drv.cuMemFreeHost(g.streams[0].rec)
-			if g.mod != 0 {
-				g.drv.cuModuleUnload(g.mod)
-			}
-			drv.cuDevicePrimaryCtxRelease(g.dev)
-			return err
+			return fail(err)
 		}
 		return nil
 	}()
@@ -543,6 +550,11 @@ func (g *gpu) NewStream() (device.Stream, error) {
 // It runs with the context current.
 func (g *gpu) createStream(id device.Stream) error {
 	st := &stream{graphNames: map[uint32]launchLabel{}}
+	if p, ok := opens.take(g.attrs.Index); ok {
+		st.cu, st.rec, st.recDev = p.cu, p.rec, p.recDev
+		g.streams[id] = st
+		return nil
+	}
 	if err := g.drv.check("cuStreamCreate", g.drv.cuStreamCreate(&st.cu, streamNonBlocking)); err != nil {
 		return err
 	}
@@ -562,8 +574,31 @@ func (g *gpu) createStream(id device.Stream) error {
 	return nil
 }
 
+// pool gives a stream whose work has completed back to the process's pool
+// of the device (see [sharing]), with its error record cleared.
+func (g *gpu) pool(st *stream) {
+	clear(unsafe.Slice((*byte)(st.rec), recordBytes))
+	opens.give(g.attrs.Index, pooledStream{cu: st.cu, rec: st.rec, recDev: st.recDev})
+}
+
+// release destroys the streams, frees their records and unloads the
+// modules that the last close of the ordinal returns. It runs with the
+// context current, when no other device object of the process uses it.
+func (g *gpu) release(r released) error {
+	var errs []error
+	for _, p := range r.streams {
+		errs = append(errs, g.drv.check("cuStreamDestroy_v2", g.drv.cuStreamDestroy(p.cu)),
+			g.drv.check("cuMemFreeHost", g.drv.cuMemFreeHost(p.rec)))
+	}
+	for _, m := range r.modules {
+		errs = append(errs, g.drv.check("cuModuleUnload", g.drv.cuModuleUnload(m)))
+	}
+	return errors.Join(errs...)
+}
+
 // DestroyStream destroys s after its work completes. Stream 0 cannot be
-// destroyed.
+// destroyed. The driver's stream and its error record go back to the
+// process's pool of the device, not to the driver (see [sharing]).
 func (g *gpu) DestroyStream(s device.Stream) error {
 	op := opf("destroy stream %d", s)
 	if s == 0 {
@@ -578,9 +613,8 @@ func (g *gpu) DestroyStream(s device.Stream) error {
 			return err
 		}
 		delete(g.streams, s)
-		return errors.Join(
-			g.drv.check("cuStreamDestroy_v2", g.drv.cuStreamDestroy(st.cu)),
-			g.drv.check("cuMemFreeHost", g.drv.cuMemFreeHost(st.rec)))
+		g.pool(st)
+		return nil
 	})
 }
 
@@ -835,12 +869,20 @@ func (g *gpu) function(name string) (uintptr, error) {
 		if len(g.module) == 0 {
 			return 0, errors.New("the kernel image is empty: build it with scripts/build-fatbin.sh")
 		}
-		// Keep the image in 8-byte words: fatbin headers are read in place.
-		img := make([]uint64, (len(g.module)+7)/8)
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(&img[0])), len(img)*8), g.module)
-		if err := g.drv.check("cuModuleLoadData", g.drv.cuModuleLoadData(&g.mod, unsafe.Pointer(&img[0]))); err != nil {
-			return 0, fmt.Errorf("load kernel image: %w", err)
+		mod, err := opens.module(g.attrs.Index, g.module, func() (uintptr, error) {
+			// Keep the image in 8-byte words: fatbin headers are read in place.
+			img := make([]uint64, (len(g.module)+7)/8)
+			copy(unsafe.Slice((*byte)(unsafe.Pointer(&img[0])), len(img)*8), g.module)
+			var m uintptr
+			if err := g.drv.check("cuModuleLoadData", g.drv.cuModuleLoadData(&m, unsafe.Pointer(&img[0]))); err != nil {
+				return 0, fmt.Errorf("load kernel image: %w", err)
+			}
+			return m, nil
+		})
+		if err != nil {
+			return 0, err
 		}
+		g.mod = mod
 	}
 	var fn uintptr
 	if err := g.drv.check("cuModuleGetFunction", g.drv.cuModuleGetFunction(&fn, g.mod, name)); err != nil {
@@ -900,15 +942,12 @@ func (g *gpu) Close() error {
 		}
 		for _, st := range g.streams {
 			errs = append(errs, g.drv.check("cuStreamSynchronize", g.drv.cuStreamSynchronize(st.cu)))
-			errs = append(errs, g.drv.check("cuStreamDestroy_v2", g.drv.cuStreamDestroy(st.cu)))
-			errs = append(errs, g.drv.check("cuMemFreeHost", g.drv.cuMemFreeHost(st.rec)))
+			g.pool(st)
 		}
 		for _, e := range g.events {
 			errs = append(errs, g.drv.check("cuEventDestroy_v2", g.drv.cuEventDestroy(e)))
 		}
-		if g.mod != 0 {
-			errs = append(errs, g.drv.check("cuModuleUnload", g.drv.cuModuleUnload(g.mod)))
-		}
+		errs = append(errs, g.release(opens.remove(g.attrs.Index)))
 		errs = append(errs, g.drv.check("cuDevicePrimaryCtxRelease_v2", g.drv.cuDevicePrimaryCtxRelease(g.dev)))
 		clear(g.maps)
 		clear(g.ranges)

@@ -93,6 +93,12 @@ type driver struct {
 	cuModuleLoadData               func(m *uintptr, image unsafe.Pointer) cuResult
 	cuModuleUnload                 func(m uintptr) cuResult
 	cuModuleGetFunction            func(f *uintptr, m uintptr, name string) cuResult
+	// cuModuleGetLoadingMode is nil when the driver lacks it (before
+	// CUDA 11.7, which loads every module eagerly).
+	cuModuleGetLoadingMode func(mode *int32) cuResult
+
+	// loading is the module loading mode the driver runs in.
+	loading LoadingMode
 }
 
 // symbol is an entry point and the exported symbols it may bind to, the
@@ -179,11 +185,15 @@ func load() (*driver, error) {
 	return loaded, loadError
 }
 
-// open binds every entry point of the library at path and calls cuInit.
+// open binds every entry point of the library at path, asks for eager
+// module loading (see [LoadingMode]) and calls cuInit.
 func open(path string) (*driver, error) {
 	lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w: %v", ErrNoDriver, err)
+	}
+	if err := preferEagerLoading(); err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
 	}
 	d := &driver{}
 	for _, s := range d.symbols() {
@@ -202,8 +212,19 @@ func open(path string) (*driver, error) {
 			purego.RegisterFunc(s.fn, sym)
 		}
 	}
+	if sym, err := purego.Dlsym(lib, "cuModuleGetLoadingMode"); err == nil {
+		purego.RegisterFunc(&d.cuModuleGetLoadingMode, sym)
+	}
 	if err := d.check("cuInit", d.cuInit(0)); err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	d.loading = LoadingEager
+	if d.cuModuleGetLoadingMode != nil {
+		var mode int32
+		if err := d.check("cuModuleGetLoadingMode", d.cuModuleGetLoadingMode(&mode)); err != nil {
+			return nil, fmt.Errorf("cuda: %w", err)
+		}
+		d.loading = LoadingMode(mode)
 	}
 	return d, nil
 }

@@ -405,7 +405,9 @@ func (d *simDevice) Launch(s device.Stream, l device.Launch) error {
 	d.submit(st, func(st *stream) {
 		d.w.launches++
 		id := d.w.launches
+		d.w.kernelsPending++
 		d.enqueue(st, "kernel", k.Name, func(o *op) error {
+			defer func() { d.w.kernelsPending-- }()
 			run := d.runKernel
 			if d.w.cfg.Kernels.PTX {
 				run = d.runPTX
@@ -486,6 +488,9 @@ func (d *simDevice) NVLinkMatrix() ([][]int, error) {
 // events and its process's fds. It refuses while a stream has work queued.
 func (d *simDevice) Close() error {
 	if err := d.live("close"); err != nil {
+		return err
+	}
+	if err := d.syncContext(SyncClose, "close"); err != nil {
 		return err
 	}
 	for _, id := range sortedKeys(d.streams) {

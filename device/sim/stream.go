@@ -44,6 +44,9 @@ func (d *simDevice) stream(opName string, s device.Stream) (*stream, error) {
 	if err := d.live(opName); err != nil {
 		return nil, err
 	}
+	if err := d.awaitContext(opName); err != nil {
+		return nil, err
+	}
 	st := d.streams[s]
 	if st == nil || st.destroyed {
 		return nil, fmt.Errorf("device %d: %s: unknown stream %d", d.index, opName, s)
@@ -145,6 +148,9 @@ func (d *simDevice) DestroyStream(s device.Stream) error {
 		return fmt.Errorf("device %d: destroy stream: stream 0 is the default stream", d.index)
 	}
 	if err := d.waitable("destroy stream", st); err != nil {
+		return err
+	}
+	if err := d.syncContext(SyncDestroyStream, "destroy stream"); err != nil {
 		return err
 	}
 	st.destroyed = true

@@ -41,6 +41,21 @@ type Config struct {
 	// Kernels chooses between the kernels' Go twins (the zero value) and
 	// their PTX, run thread by thread.
 	Kernels Kernels
+	// SharedContext makes every device of the world one GPU context, as
+	// ranks of one process that each open the same GPU share its primary
+	// context. Then the host calls in ContextSync wait for every kernel
+	// queued or running on any device of the world and, while they wait,
+	// hold the context: every other device's stream calls (launches,
+	// copies, reads, writes, synchronizes) wait behind them, as CUDA driver
+	// calls wait for a call that synchronises the context. A rank whose
+	// peer's kernel spins for it then waits until that kernel times out.
+	SharedContext bool
+	// ContextSync lists the host calls that synchronise a shared context.
+	// The zero value models the CUDA device of this module, which makes
+	// none while another rank shares the GPU (it pools what it would free);
+	// SyncDestroyStream models a device that frees a stream's pinned host
+	// memory when the stream is destroyed, as it did before.
+	ContextSync HostCalls
 }
 
 // World is a host of simulated devices driven by one scheduler, with the
@@ -56,6 +71,13 @@ type World struct {
 	waits     map[int]*SignalWait // blocked signal waits by task
 	timedOut  []SignalWait        // the waits at the first signal timeout
 	timeoutAt time.Duration       // when it happened
+
+	// kernelsPending counts kernel ops queued or running on every device;
+	// ctxHolder is the device inside a call that synchronises the shared
+	// context (ctxCall), or -1.
+	kernelsPending int
+	ctxHolder      int
+	ctxCall        string
 }
 
 // NewWorld builds cfg.World devices on scheduler s.
@@ -84,7 +106,7 @@ func NewWorld(s *actor.Scheduler, cfg Config) (*World, error) {
 	if err := cfg.Topology.check(cfg.World); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	w := &World{sched: s, cfg: cfg, waits: map[int]*SignalWait{}}
+	w := &World{sched: s, cfg: cfg, waits: map[int]*SignalWait{}, ctxHolder: -1}
 	for i := 0; i < cfg.World; i++ {
 		w.devs = append(w.devs, newDevice(w, i))
 		w.fds = append(w.fds, map[int]*physical{})
