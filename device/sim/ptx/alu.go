@@ -308,6 +308,12 @@ func floatScalar(in *inst, ty typ, a, b, c uint64) uint64 {
 		if in.ftz {
 			a = fm.flush(a)
 		}
+		if fm.isNaN(a) {
+			if ty == tF64 {
+				return a | 1<<51 // quieted, its sign kept
+			}
+			return fm.nan()
+		}
 		if in.op == opNeg {
 			return a ^ fm.signBit()
 		}
@@ -348,7 +354,7 @@ func prmt(mode uint8, a, b, c uint32) uint64 {
 	case prmtF4e:
 		sel = [4]uint32{n, n + 1, n + 2, n + 3}
 	case prmtB4e:
-		sel = [4]uint32{8 - n, 7 - n, 6 - n, 5 - n}
+		sel = [4]uint32{n, n + 7, n + 6, n + 5}
 	case prmtRc8:
 		sel = [4]uint32{n, n, n, n}
 	case prmtEcl:
@@ -392,7 +398,7 @@ func lop3(a, b, c uint64, lut uint8) uint64 {
 // sign-extended for the signed types.
 func bfe(ty typ, a, b, c uint64) uint64 {
 	msb := int(ty.bits()) - 1
-	pos, n := int(b&0xff), int(c&0xff)
+	pos, n := fieldBounds(ty, b, c)
 	var sbit uint64
 	if ty.signed() && n > 0 {
 		sbit = a >> uint(min(pos+n-1, msb)) & 1
@@ -408,10 +414,20 @@ func bfe(ty typ, a, b, c uint64) uint64 {
 	return d
 }
 
+// fieldBounds is the position and length of a bit field: the low 8 bits
+// of the operands for 32-bit fields; the 64-bit forms use the whole 32-bit
+// operands (as the GPU does).
+func fieldBounds(ty typ, pos, n uint64) (int, int) {
+	if ty.bits() == 64 {
+		return int(min(uint32(pos), 1<<16)), int(min(uint32(n), 1<<16))
+	}
+	return int(pos & 0xff), int(n & 0xff)
+}
+
 // bfi inserts the field a of length e&0xff into b at position c&0xff.
 func bfi(ty typ, a, b, c, e uint64) uint64 {
 	msb := int(ty.bits()) - 1
-	pos, n := int(c&0xff), int(e&0xff)
+	pos, n := fieldBounds(ty, c, e)
 	d := trunc(b, ty)
 	for i := 0; i < n && pos+i <= msb; i++ {
 		d = d&^(1<<uint(pos+i)) | (a>>uint(i)&1)<<uint(pos+i)

@@ -13,7 +13,7 @@ func F32ToF16(f float32) uint16 {
 	return uint16(fromF64(float64(f), fmtF16, rnEven))
 }
 
-// F16ToF32 is cvt.f32.f16: exact; a NaN keeps its payload and is quieted.
+// F16ToF32 is cvt.f32.f16: exact; a NaN becomes the canonical NaN.
 func F16ToF32(h uint16) float32 {
 	return math.Float32frombits(uint32(widen(uint64(h), fmtF16, fmtF32)))
 }
@@ -24,18 +24,35 @@ func F32ToBF16(f float32) uint16 {
 	return uint16(fromF64(float64(f), fmtBF16, rnEven))
 }
 
-// widen converts bits b of format from to the wider format to exactly; a
-// NaN keeps its payload (in the high mantissa bits) and is quieted.
+// widen converts bits b of format from to the wider format to exactly.
+// NaNs convert as the GPU converts them: to f64 with sign and payload,
+// quieted; from bf16 to f32 bit for bit; from f16 to f32 to the canonical
+// NaN.
 func widen(b uint64, from, to fpFormat) uint64 {
 	if from.isNaN(b) {
-		var s uint64
-		if b&from.signBit() != 0 {
-			s = to.signBit()
+		switch {
+		case from == fmtBF16 && to == fmtF32:
+			return b << 16
+		case to == fmtF64:
+			return math.Float64bits(toF64(b, from))
 		}
-		quiet := uint64(1) << (to.p - 2)
-		return s | to.expMax()<<(to.p-1) | quiet | (b&from.mantMask())<<(to.p-from.p)
+		return to.nan()
 	}
 	return fromF64(toF64(b, from), to, rnEven)
+}
+
+// narrowNaN is the NaN a narrowing conversion of NaN b of format from
+// gives: from f64, the sign with the default quiet NaN; from f32, the
+// canonical NaN.
+func narrowNaN(b uint64, from, to fpFormat) uint64 {
+	if from != fmtF64 {
+		return to.nan()
+	}
+	var s uint64
+	if b&from.signBit() != 0 {
+		s = to.signBit()
+	}
+	return s | to.expMax()<<(to.p-1) | 1<<(to.p-2)
 }
 
 // floatFormat is the format of a floating-point type.
@@ -80,6 +97,8 @@ func decodeCvt(in *inst) error {
 			return fmt.Errorf("line %d: %s: no rounding between integers", in.line, in.text)
 		}
 		in.cvt = cvtIntInt
+	case (dst == tBF16 || src == tBF16) && (dst.size() == 1 || src.size() == 1):
+		return fmt.Errorf("line %d: unsupported conversion %s", in.line, in.text)
 	case dst.float() && !src.float():
 		if in.rmode == rnNone || intRound || in.relu {
 			return fmt.Errorf("line %d: %s: an integer-to-float conversion needs .rn, .rz, .rm or .rp", in.line, in.text)
@@ -103,9 +122,6 @@ func decodeCvt(in *inst) error {
 	default:
 		if in.rmode == rnNone || intRound {
 			return fmt.Errorf("line %d: %s: a narrowing conversion needs .rn, .rz, .rm or .rp", in.line, in.text)
-		}
-		if (dst == tF16 || dst == tBF16) && src == tF32 && in.rmode != rnEven && in.rmode != rnZero {
-			return fmt.Errorf("line %d: unsupported conversion %s", in.line, in.text)
 		}
 		in.cvt = cvtFloatNarrow
 	}
@@ -156,16 +172,22 @@ func convert(in *inst, v, w uint64) uint64 {
 		if in.ftz {
 			v = from.flush(v)
 		}
+		if from.isNaN(v) {
+			return postFloat(in, narrowNaN(v, from, to), to)
+		}
 		return postFloat(in, fromF64(toF64(v, from), to, in.rmode), to)
 	case cvtFloatRound:
 		f := floatFormat(dst)
 		if in.ftz {
 			v = f.flush(v)
 		}
-		if in.irnd {
-			v = roundIntegral(v, f, in.rmode)
-		} else if f.isNaN(v) {
+		switch {
+		case f.isNaN(v) && f == fmtF64:
+			v |= 1 << 51
+		case f.isNaN(v):
 			v = f.nan()
+		case in.irnd:
+			v = roundIntegral(v, f, in.rmode)
 		}
 		return postFloat(in, v, f)
 	case cvtPair:
@@ -274,7 +296,9 @@ func shiftRound(neg bool, m uint64, s int, mode rmode) (uint64, bool) {
 }
 
 // floatToInt converts bits v of format f to integer type dst, rounding in
-// mode and saturating to dst's range; NaN converts to 0.
+// mode and saturating to dst's range. NaN converts to 0, except from f64
+// or to a 64-bit integer, where it gives the top bit alone (as the GPU
+// does).
 func floatToInt(v uint64, f fpFormat, dst typ, mode rmode) uint64 {
 	neg, m, e, c := unpack(v, f)
 	w := dst.bits()
@@ -293,6 +317,8 @@ func floatToInt(v uint64, f fpFormat, dst typ, mode rmode) uint64 {
 	}
 	var mag uint64
 	switch {
+	case c == fpNaN && (f == fmtF64 || w == 64):
+		return 1 << (w - 1)
 	case c == fpNaN:
 		return 0
 	case c == fpInf:

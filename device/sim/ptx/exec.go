@@ -509,6 +509,11 @@ func AtomicResult(op AtomOp, size int, old, a, b uint64) uint64 {
 	case AtomAddF:
 		if size == 4 {
 			v = farith(fAdd, fmtF32, rnEven, true, false, old&0xffffffff, a&0xffffffff, 0)
+		} else if fmtF64.isNaN(a) || fmtF64.isNaN(old) {
+			v = a // a NaN propagates unquieted
+			if !fmtF64.isNaN(a) {
+				v = old
+			}
 		} else {
 			v = farith(fAdd, fmtF64, rnEven, false, false, old, a, 0)
 		}

@@ -273,6 +273,17 @@ func farith(op fop, f fpFormat, mode rmode, ftz, sat bool, a, b, c uint64) uint6
 	x, y, z := toF64(a, f), toF64(b, f), toF64(c, f)
 	var r uint64
 	if f == fmtF64 {
+		// A NaN operand propagates, quieted, in the order the GPU picks
+		// them; an invalid operation gives the default NaN.
+		order := [...]uint64{b, a, c}
+		if op == fDiv {
+			order = [...]uint64{a, b, 0}
+		}
+		for _, v := range order[:nOperands(op)] {
+			if f.isNaN(v) {
+				return v | 1<<51
+			}
+		}
 		var v float64
 		switch op {
 		case fAdd:
@@ -287,7 +298,7 @@ func farith(op fop, f fpFormat, mode rmode, ftz, sat bool, a, b, c uint64) uint6
 			v = x / y
 		}
 		if math.IsNaN(v) {
-			r = f.nan()
+			r = 0xfff8_0000_0000_0000
 		} else {
 			r = math.Float64bits(v)
 		}
@@ -305,6 +316,13 @@ func farith(op fop, f fpFormat, mode rmode, ftz, sat bool, a, b, c uint64) uint6
 		case fDiv:
 			v = divOdd(x, y)
 		}
+		if v == 0 && mode == rnDown && op != fMul && op != fDiv {
+			v = zeroSum(op, x, y, z)
+		}
+		if ftz && v != 0 && math.Abs(v) < math.Ldexp(1, f.emin()) {
+			// Tiny before rounding: flushed.
+			v = math.Copysign(0, v)
+		}
 		r = fromF64(v, f, mode)
 	}
 	if ftz {
@@ -314,6 +332,29 @@ func farith(op fop, f fpFormat, mode rmode, ftz, sat bool, a, b, c uint64) uint6
 		r = saturate(r, f)
 	}
 	return r
+}
+
+func nOperands(op fop) int {
+	if op == fFma {
+		return 3
+	}
+	return 2
+}
+
+// zeroSum is the zero that an exact sum of zero rounds to downwards: -0,
+// unless both terms are +0.
+func zeroSum(op fop, x, y, z float64) float64 {
+	p, q := x, y
+	switch op {
+	case fSub:
+		q = -y
+	case fFma:
+		p, q = x*y, z
+	}
+	if p == 0 && q == 0 && !math.Signbit(p) && !math.Signbit(q) {
+		return 0
+	}
+	return math.Copysign(0, -1)
 }
 
 // saturate is .sat: the result clamped to [0.0, 1.0], NaN to 0.
@@ -337,6 +378,8 @@ func fminmax(isMax bool, f fpFormat, ftz, nanOut bool, a, b uint64) uint64 {
 	}
 	an, bn := f.isNaN(a), f.isNaN(b)
 	switch {
+	case an && bn && f == fmtF64:
+		return b | 1<<51
 	case an && bn, (an || bn) && nanOut:
 		return f.nan()
 	case an:

@@ -630,7 +630,7 @@ func (d *decoder) checkModifiers(in *inst, parts []string, sawSem, sawScope bool
 	case opAdd, opSub, opMul, opMad, opFma, opDiv:
 		return checkArith(in)
 	case opMin, opMax:
-		if ty == tPred || ty == tB8 || (in.ftz || in.nanOut) && !ty.float() || in.ftz && (ty == tF64 || ty.scalar() == tBF16) {
+		if ty == tPred || ty == tB8 || (in.ftz || in.nanOut) && !ty.float() || in.nanOut && ty == tF64 || in.ftz && (ty == tF64 || ty.scalar() == tBF16) {
 			return unsupported(in)
 		}
 	case opAbs, opNeg:
@@ -708,6 +708,9 @@ func checkArith(in *inst) error {
 		}
 		in.op = opFma
 		op = opFma
+	}
+	if op == opDiv && in.sat || op == opFma && in.rmode == rnNone {
+		return unsupported(in)
 	}
 	switch ty.scalar() {
 	case tF32:
@@ -1003,6 +1006,9 @@ func checkArity(in *inst) error {
 	case opSetp:
 		if n != 3 || !(in.ops[0].kind == oReg || in.ops[0].kind == oVec && len(in.ops[0].vec) == 2) || !plain(in.ops[1:]) {
 			return bad()
+		}
+		if in.ops[0].kind == oVec && (in.t == tF16 || in.t == tBF16) {
+			return fmt.Errorf("line %d: %s: no second predicate for 16-bit floats", in.line, in.text)
 		}
 	case opCvt:
 		n2 := 2 + boolInt(in.cvt == cvtPair)
