@@ -48,7 +48,8 @@ func (mem *BlockMem) join(dim Dim) {
 		mem.warps = append(mem.warps, &warp{})
 	}
 	w := mem.warps[wi]
-	w.lanes |= 1 << (dim.Tid % 32)
+	n := min(dim.Ntid-32*uint32(wi), 32)
+	w.lanes = uint32(1<<n - 1)
 	w.state[dim.Tid%32] = laneRunning
 }
 
