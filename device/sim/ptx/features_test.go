@@ -65,7 +65,7 @@ func TestFixedInstructions(t *testing.T) {
 	atom.global.add.f32 %r3, [%rd1+8], 0f40000000;
 	// ld.s8 and ld.s32 sign-extend into wider registers.
 	ld.global.s8 %r4, [%rd1+12];
-	ld.global.s32 %rd2, [%rd1+16];
+	ld.global.L1::no_allocate.s32 %rd2, [%rd1+16];
 	st.global.u32 [%rd1+32], %r4;
 	st.global.u64 [%rd1+40], %rd2;
 	// cvt.s8.s32 sign-extends its 8-bit result into the register.

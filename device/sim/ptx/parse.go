@@ -259,6 +259,10 @@ func (lx *lexer) next() (token, bool, error) {
 			start := lx.pos
 			for lx.pos < len(lx.src) {
 				c := lx.src[lx.pos]
+				if c == ':' && strings.HasPrefix(lx.src[lx.pos:], "::") && lx.pos > start {
+					lx.pos += 2 // a qualifier such as .L1::evict_last
+					continue
+				}
 				if c == ' ' || c == '\t' || c == '\r' || c == '\n' || strings.IndexByte(punct, c) >= 0 ||
 					(c == '/' && lx.pos+1 < len(lx.src) && (lx.src[lx.pos+1] == '/' || lx.src[lx.pos+1] == '*')) {
 					break
