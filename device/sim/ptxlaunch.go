@@ -454,6 +454,13 @@ func (l *ptxLane) Clock() uint64 {
 	return uint64(l.l.dev.w.sched.Now()) + uint64(time.Second)
 }
 
+// WaitWarp is [ptx.WarpWaiter]: the lanes of a warp meet at shfl.sync and
+// vote.sync through the scheduler, which reports a wait that cannot end
+// as it reports the block's barriers.
+func (l *ptxLane) WaitWarp(what string, ready func() bool) error {
+	return l.l.dev.w.sched.Wait(l.name()+": "+what, ready, 0)
+}
+
 func loadWord(b []byte) uint64 {
 	if len(b) == 8 {
 		return binary.LittleEndian.Uint64(b)

@@ -1,12 +1,23 @@
-// Package ptx parses and interprets the PTX of the CUDA kernels, so that the
-// simulator can run the very code a GPU runs.
+// Package ptx parses and interprets PTX, so that the simulator can run the
+// very code a GPU runs: the project's kernels and kernels written
+// elsewhere.
 //
-// It covers the subset that nvcc emits for the kernels (integer and f32
-// arithmetic, f16/bf16 conversions, predicates and branches, ld/st in the
-// global, shared and param spaces with vector forms, atom with memory
-// order and scope, membar, bar.sync and bar.red.or, special registers,
-// calls of non-inlined functions). Anything else is refused with an error
-// naming the instruction and its line: the interpreter never guesses.
+// It covers integer, bit and logic arithmetic (add to rem, mul.hi/wide,
+// mad, min/max, abs/neg, shifts, bfe/bfi, prmt in every mode, lop3,
+// popc/clz/brev), floating point in f16, bf16, f32 and f64 and the packed
+// f16x2/bf16x2 (add/sub/mul/fma/div/min/max/neg/abs with the .rn/.rz/.rm/
+// .rp, .ftz, .sat and .NaN modifiers PTX defines for them), setp in every
+// comparison (unordered ones included), cvt between every integer and
+// float type with its rounding, saturation and .relu, mov with {a, b}
+// packing and unpacking, predicates and branches, ld/st in the global,
+// shared, local and param spaces with vector forms and cache hints
+// (ld.global.nc), atom and red with memory order and scope, membar/fence,
+// bar.sync and bar.red.or, shfl.sync, vote.sync and activemask, special
+// registers (%clock and %clock64 included), calls with parameters and
+// return values, trap and __assertfail (reaching them is a [TrapError]).
+// Anything else is refused when a function is decoded, never guessed:
+// [Module.Unsupported] lists every refused statement of an entry and the
+// functions it calls, each with its line.
 //
 // A [Module] is the parsed text; its functions are decoded on first use. A
 // [Thread] runs one CUDA thread of an entry: it executes instructions until
@@ -14,17 +25,34 @@
 // block can release it once every thread arrived (see [Thread.Run]). Global
 // memory, atomics, fences and the clock go through an [Env], which the
 // simulator implements over its address spaces, scheduler and race
-// detector; shared memory and parameters live in the thread's block.
+// detector; shared memory and parameters live in the thread's block
+// ([BlockMem]; [Module.NewBlockMemDynamic] gives it the dynamic shared
+// memory that .extern .shared arrays address), local memory in the thread.
 //
-// Arithmetic follows the PTX ISA exactly where the kernels depend on it:
-// f32 add and div round to nearest even (the .rn forms; Go's float32
-// operations are IEEE operations with the same rounding, and subnormals are
-// kept as without .ftz), cvt.rn.f16.f32 and cvt.rn.bf16.f32 round to
-// nearest even with overflow to infinity, and cvt.f32.f16 is exact.
+// Warp collectives: a thread that reaches shfl.sync or vote.sync deposits
+// its operands at its warp's meeting point in the BlockMem; the last lane
+// of the member mask computes every member's result. The others wait
+// through the Env's [WarpWaiter] (a scheduling point). A member lane that
+// exits or waits at a block barrier instead, or waits with another mask,
+// is an error of the kernel, and so is reading a lane outside the mask.
+// activemask gives the lanes of the warp that have neither exited nor
+// stopped at a block barrier.
+//
+// Arithmetic is exact: every operation computes its result once, rounded
+// in its mode (the narrower formats through float64 with rounding to odd,
+// so that the final rounding is single), with the GPU's NaN rules: f32,
+// f16 and bf16 results are the canonical NaN; f64 operations propagate an
+// operand NaN quieted; conversions keep or drop NaN payloads as the GPU
+// does; .ftz flushes results that are tiny before rounding. The semantics
+// oracle (internal/oracle, testdata/oracle) holds what an H100 computed
+// for 669 instruction forms over edge values, and the tests compare the
+// interpreter with it bit for bit. Integer division by zero, whose result
+// PTX leaves unspecified, is an error of the kernel.
 //
 // Generic addresses: global addresses are the device's virtual addresses;
-// the kernel's parameters and the block's shared memory appear at the fixed
-// windows [ParamWindow] and [SharedWindow], so cvta is the identity and a
-// generic load of a parameter (a reference argument of a called function)
-// reads the launch's argument bytes.
+// the kernel's parameters, the block's shared memory and the thread's
+// local memory appear at the fixed windows [ParamWindow], [SharedWindow]
+// and [LocalWindow], so cvta is the identity and a generic load of a
+// parameter (a reference argument of a called function) reads the
+// launch's argument bytes.
 package ptx

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
-	"math/bits"
 )
 
 // Env is what a running thread reaches outside its block: global memory
@@ -35,16 +33,32 @@ type Dim struct {
 }
 
 // BlockMem is the memory a block's threads share: the launch's parameter
-// bytes and the block's shared memory.
+// bytes and the block's shared memory (the static variables, then the
+// dynamic shared memory), and the meeting points of its warps.
 type BlockMem struct {
 	Params []byte
 	Shared []byte
+
+	dynBase int // offset of the dynamic shared memory in Shared
+	warps   []*warp
 }
 
 // NewBlockMem returns the memory of one block of a launch of entry with
-// the given parameter bytes (which it keeps). It decodes the entry and the
-// functions it calls, whose shared variables the block holds.
+// the given parameter bytes (which it keeps), without dynamic shared
+// memory. It decodes the entry and the functions it calls, whose shared
+// variables the block holds.
 func (m *Module) NewBlockMem(entry string, params []byte) (*BlockMem, error) {
+	return m.NewBlockMemDynamic(entry, params, 0)
+}
+
+// NewBlockMemDynamic is [Module.NewBlockMem] for a launch that gives the
+// block dynamicShared bytes of dynamic shared memory (the size a CUDA
+// launch passes as its third configuration argument), which the module's
+// .extern .shared arrays address.
+func (m *Module) NewBlockMemDynamic(entry string, params []byte, dynamicShared int) (*BlockMem, error) {
+	if dynamicShared < 0 {
+		return nil, fmt.Errorf("ptx: negative dynamic shared memory size %d", dynamicShared)
+	}
 	seen := map[string]bool{}
 	var walk func(name string) error
 	walk = func(name string) error {
@@ -67,9 +81,9 @@ func (m *Module) NewBlockMem(entry string, params []byte) (*BlockMem, error) {
 		return nil, err
 	}
 	m.mu.Lock()
-	n := m.sharedSize
+	n := alignUp(m.sharedSize, 16)
 	m.mu.Unlock()
-	return &BlockMem{Params: params, Shared: make([]byte, n)}, nil
+	return &BlockMem{Params: params, Shared: make([]byte, n+dynamicShared), dynBase: n}, nil
 }
 
 // Stop says why [Thread.Run] returned.
@@ -101,6 +115,7 @@ type Thread struct {
 	frames []frame
 	bar    Barrier
 	barDst int    // bar.red's destination register
+	local  []byte // the local memory of the frames, a stack
 	loops  uint64 // backward branches taken
 	// Budget bounds the instructions a Run executes between two calls
 	// into Env or barriers: a loop that never touches memory would hang
@@ -117,6 +132,8 @@ type frame struct {
 	pc     int
 	regs   []uint64
 	params []byte
+	local  int   // offset of the frame's local memory in Thread.local
+	call   *inst // the caller's call instruction (nil for the entry)
 }
 
 // NewThread starts a thread at the entry point entry with the block's
@@ -136,13 +153,28 @@ func (m *Module) NewThread(entry string, env Env, mem *BlockMem, dim Dim) (*Thre
 	if len(mem.Params) < need {
 		return nil, fmt.Errorf("ptx: entry %s takes %d bytes of parameters, the launch has %d", entry, need, len(mem.Params))
 	}
+	if dim.Tid >= dim.Ntid {
+		return nil, fmt.Errorf("ptx: thread %d of a block of %d", dim.Tid, dim.Ntid)
+	}
 	t := &Thread{m: m, env: env, mem: mem, dim: dim}
-	t.push(fn)
+	mem.join(dim)
+	t.push(fn, nil)
 	return t, nil
 }
 
-func (t *Thread) push(fn *Func) {
-	t.frames = append(t.frames, frame{fn: fn, regs: make([]uint64, fn.nregs), params: make([]byte, fn.frameSize)})
+func (t *Thread) push(fn *Func, call *inst) {
+	base := 0
+	if n := len(t.frames); n > 0 {
+		top := &t.frames[n-1]
+		base = top.local + top.fn.localSize
+	}
+	need := base + fn.localSize
+	if need > len(t.local) {
+		t.local = append(t.local, make([]byte, need-len(t.local))...)
+	}
+	clear(t.local[base:need])
+	t.frames = append(t.frames, frame{fn: fn, regs: make([]uint64, fn.nregs), params: make([]byte, fn.frameSize),
+		local: base, call: call})
 }
 
 // Loops counts the backward branches the thread took: a loop went round
@@ -155,6 +187,7 @@ func (t *Thread) Barrier() Barrier { return t.bar }
 // Release resumes a thread stopped at a barrier; for bar.red.or, result
 // is the OR of the predicates of the block's threads.
 func (t *Thread) Release(result bool) {
+	t.mem.leave(t.dim, laneRunning, 0)
 	if t.bar.Red {
 		t.frames[len(t.frames)-1].regs[t.barDst] = b2u(result)
 	}
@@ -194,41 +227,7 @@ func (t *Thread) Run() (Stop, error) {
 		if in.guard >= 0 && (f.regs[in.guard] != 0) == in.neg {
 			continue
 		}
-		r := f.regs
 		switch in.op {
-		case opMov:
-			r[in.ops[0].reg] = t.value(f, &in.ops[1], in.t)
-		case opAdd, opSub, opMul, opMad, opDiv, opRem, opMin, opMax, opAnd, opOr, opXor, opShl, opShr:
-			v, err := t.arith(f, in)
-			if err != nil {
-				return 0, t.fail(f, in, err)
-			}
-			r[in.ops[0].reg] = v
-		case opNot:
-			r[in.ops[0].reg] = trunc(^t.value(f, &in.ops[1], in.t), in.t)
-		case opNeg:
-			a := t.value(f, &in.ops[1], in.t)
-			if in.t == tF32 {
-				r[in.ops[0].reg] = uint64(uint32(a) ^ 0x80000000)
-			} else {
-				r[in.ops[0].reg] = trunc(-a, in.t)
-			}
-		case opSetp:
-			r[in.ops[0].reg] = b2u(compare(in.cmp, in.t, t.value(f, &in.ops[1], in.t), t.value(f, &in.ops[2], in.t)))
-		case opSelp:
-			if t.value(f, &in.ops[3], tPred) != 0 {
-				r[in.ops[0].reg] = t.value(f, &in.ops[1], in.t)
-			} else {
-				r[in.ops[0].reg] = t.value(f, &in.ops[2], in.t)
-			}
-		case opCvt:
-			v, err := convert(in, t.value(f, &in.ops[1], in.t2))
-			if err != nil {
-				return 0, t.fail(f, in, err)
-			}
-			r[in.ops[0].reg] = v
-		case opCvta:
-			r[in.ops[0].reg] = t.value(f, &in.ops[1], in.t)
 		case opLd, opSt, opAtom:
 			left = budget
 			if err := t.memory(f, in); err != nil {
@@ -247,6 +246,7 @@ func (t *Thread) Run() (Stop, error) {
 			if (in.red && len(in.ops) == 4) || (!in.red && len(in.ops) == 2) {
 				return 0, t.fail(f, in, errors.New("barriers with a thread count are not supported"))
 			}
+			t.mem.leave(t.dim, laneAtBarrier, in.line)
 			return AtBarrier, nil
 		case opBra:
 			if in.target < f.pc {
@@ -256,7 +256,15 @@ func (t *Thread) Run() (Stop, error) {
 		case opRet:
 			t.frames = t.frames[:len(t.frames)-1]
 			if len(t.frames) == 0 {
+				t.mem.leave(t.dim, laneExited, 0)
 				return Exited, nil
+			}
+			if call := f.call; call != nil {
+				caller := &t.frames[len(t.frames)-1]
+				for i, p := range f.fn.rets {
+					a := call.rets[i].sym
+					copy(caller.params[a.offset:a.offset+min(a.size, p.size)], f.params[p.offset:])
+				}
 			}
 		case opCall:
 			callee, err := t.m.Func(in.callee)
@@ -266,18 +274,30 @@ func (t *Thread) Run() (Stop, error) {
 			if callee.Entry || len(callee.params) != len(in.ops) {
 				return 0, t.fail(f, in, fmt.Errorf("call of %s with %d arguments: it takes %d", in.callee, len(in.ops), len(callee.params)))
 			}
+			if len(callee.rets) != len(in.rets) {
+				return 0, t.fail(f, in, fmt.Errorf("call of %s with %d return values: it has %d", in.callee, len(in.rets), len(callee.rets)))
+			}
 			if len(t.frames) >= maxDepth {
 				return 0, t.fail(f, in, fmt.Errorf("call depth %d exceeded", maxDepth))
 			}
-			t.push(callee)
+			t.push(callee, in)
 			nf := &t.frames[len(t.frames)-1]
 			caller := &t.frames[len(t.frames)-2]
 			for i, p := range callee.params {
 				a := in.ops[i].sym
 				copy(nf.params[p.offset:p.offset+p.size], caller.params[a.offset:a.offset+min(a.size, p.size)])
 			}
+		case opTrap:
+			return 0, t.fail(f, in, &TrapError{What: in.trap})
+		case opShfl, opVote, opActivemask:
+			left = budget
+			if err := t.warpOp(f, in); err != nil {
+				return 0, t.fail(f, in, err)
+			}
 		default:
-			return 0, t.fail(f, in, errors.New("not implemented"))
+			if err := t.alu(f, in); err != nil {
+				return 0, t.fail(f, in, err)
+			}
 		}
 	}
 }
@@ -292,6 +312,9 @@ func (t *Thread) fail(f *frame, in *inst, err error) error {
 func (t *Thread) value(f *frame, o *operand, ty typ) uint64 {
 	switch o.kind {
 	case oReg:
+		if o.not {
+			return b2u(f.regs[o.reg] == 0)
+		}
 		return f.regs[o.reg]
 	case oImm:
 		if ty == tPred {
@@ -306,6 +329,10 @@ func (t *Thread) value(f *frame, o *operand, ty typ) uint64 {
 			return ParamWindow + uint64(o.sym.offset)
 		case symShared:
 			return SharedWindow + uint64(o.sym.offset)
+		case symDynShared:
+			return SharedWindow + uint64(t.mem.dynBase)
+		case symLocal:
+			return LocalWindow + uint64(f.local+o.sym.offset)
 		}
 	}
 	return 0
@@ -327,8 +354,20 @@ func (t *Thread) special(sp special) uint64 {
 		return uint64(t.dim.Tid % 32)
 	case spWarpid:
 		return uint64(t.dim.Tid / 32)
-	case spGlobaltimer:
+	case spGlobaltimer, spClock64:
 		return t.env.Clock()
+	case spClock:
+		return t.env.Clock() & 0xffffffff
+	case spLanemaskEq:
+		return 1 << (t.dim.Tid % 32)
+	case spLanemaskLt:
+		return 1<<(t.dim.Tid%32) - 1
+	case spLanemaskLe:
+		return 1<<(t.dim.Tid%32+1) - 1
+	case spLanemaskGt:
+		return 0xffffffff &^ (1<<(t.dim.Tid%32+1) - 1)
+	case spLanemaskGe:
+		return 0xffffffff &^ (1<<(t.dim.Tid%32) - 1)
 	}
 	return 0
 }
@@ -366,230 +405,6 @@ func b2u(b bool) uint64 {
 	return 0
 }
 
-// arith evaluates the binary (and mad's ternary) integer, bitwise and f32
-// operations.
-func (t *Thread) arith(f *frame, in *inst) (uint64, error) {
-	ty := in.t
-	a := t.value(f, &in.ops[1], ty)
-	b := t.value(f, &in.ops[2], ty)
-	if ty == tPred {
-		switch in.op {
-		case opAnd:
-			return a & b, nil
-		case opOr:
-			return a | b, nil
-		case opXor:
-			return a ^ b, nil
-		}
-		return 0, errors.New("not a predicate operation")
-	}
-	if ty == tF32 {
-		x, y := f32(a), f32(b)
-		var z float32
-		switch in.op {
-		case opAdd:
-			z = x + y
-		case opSub:
-			z = x - y
-		case opMul:
-			z = x * y
-		case opDiv:
-			z = x / y
-		case opMin, opMax:
-			return 0, errors.New("f32 min/max not implemented")
-		default:
-			return 0, errors.New("not an f32 operation")
-		}
-		return uint64(math.Float32bits(z)), nil
-	}
-	switch in.op {
-	case opAdd:
-		return trunc(a+b, ty), nil
-	case opSub:
-		return trunc(a-b, ty), nil
-	case opMul:
-		return mul(in, a, b), nil
-	case opMad:
-		c := t.value(f, &in.ops[3], ty)
-		return trunc(mul(in, a, b)+c, ty), nil
-	case opDiv, opRem:
-		if b == 0 {
-			return 0, errors.New("integer division by zero")
-		}
-		if ty.signed() {
-			x, y := sext(a, ty), sext(b, ty)
-			if in.op == opDiv {
-				return trunc(uint64(x/y), ty), nil
-			}
-			return trunc(uint64(x%y), ty), nil
-		}
-		if in.op == opDiv {
-			return a / b, nil
-		}
-		return a % b, nil
-	case opMin, opMax:
-		less := a < b
-		if ty.signed() {
-			less = sext(a, ty) < sext(b, ty)
-		}
-		if less == (in.op == opMin) {
-			return a, nil
-		}
-		return b, nil
-	case opAnd:
-		return a & b, nil
-	case opOr:
-		return a | b, nil
-	case opXor:
-		return a ^ b, nil
-	case opShl, opShr:
-		n := uint32(t.value(f, &in.ops[2], tU32))
-		w := ty.bits()
-		if in.op == opShl {
-			if n >= uint32(w) {
-				return 0, nil
-			}
-			return trunc(a<<n, ty), nil
-		}
-		if ty.signed() {
-			n = min(n, uint32(w-1))
-			return trunc(uint64(sext(a, ty)>>n), ty), nil
-		}
-		if n >= uint32(w) {
-			return 0, nil
-		}
-		return a >> n, nil
-	}
-	return 0, errors.New("not an integer operation")
-}
-
-// mul is mul.lo, mul.hi or mul.wide of type in.t.
-func mul(in *inst, a, b uint64) uint64 {
-	ty := in.t
-	signed := ty.signed()
-	switch {
-	case in.wide:
-		if signed {
-			return uint64(sext(a, ty) * sext(b, ty))
-		}
-		return a * b
-	case in.hi:
-		w := ty.bits()
-		if w == 64 {
-			if signed {
-				hi, _ := bits.Mul64(a, b)
-				// Correct the unsigned high word for signed operands.
-				if int64(a) < 0 {
-					hi -= b
-				}
-				if int64(b) < 0 {
-					hi -= a
-				}
-				return hi
-			}
-			hi, _ := bits.Mul64(a, b)
-			return hi
-		}
-		if signed {
-			return trunc(uint64((sext(a, ty)*sext(b, ty))>>w), ty)
-		}
-		return trunc((a*b)>>w, ty)
-	}
-	return trunc(a*b, ty)
-}
-
-// compare is setp's comparison of a and b as type ty.
-func compare(c cmpOp, ty typ, a, b uint64) bool {
-	if ty == tF32 {
-		x, y := f32(a), f32(b)
-		nan := x != x || y != y
-		switch c {
-		case cmpEq:
-			return x == y
-		case cmpNe:
-			return !nan && x != y
-		case cmpLt:
-			return x < y
-		case cmpLe:
-			return x <= y
-		case cmpGt:
-			return x > y
-		case cmpGe:
-			return x >= y
-		case cmpEqu:
-			return nan || x == y
-		case cmpNeu:
-			return x != y
-		case cmpLtu:
-			return nan || x < y
-		case cmpLeu:
-			return nan || x <= y
-		case cmpGtu:
-			return nan || x > y
-		case cmpGeu:
-			return nan || x >= y
-		case cmpNum:
-			return !nan
-		case cmpNan:
-			return nan
-		}
-		return false
-	}
-	if ty.signed() {
-		return ordered(c, sext(a, ty), sext(b, ty))
-	}
-	return ordered(c, trunc(a, ty), trunc(b, ty))
-}
-
-// ordered is an integer comparison of setp.
-func ordered[T int64 | uint64](c cmpOp, x, y T) bool {
-	switch c {
-	case cmpEq:
-		return x == y
-	case cmpNe:
-		return x != y
-	case cmpLt:
-		return x < y
-	case cmpLe:
-		return x <= y
-	case cmpGt:
-		return x > y
-	case cmpGe:
-		return x >= y
-	}
-	return false
-}
-
-// convert is cvt from in.t2 to in.t.
-func convert(in *inst, v uint64) (uint64, error) {
-	dst, src := in.t, in.t2
-	switch {
-	case !dst.float() && !src.float():
-		// Integer conversions: sign- or zero-extend the source, then keep
-		// the destination's bits.
-		if src.signed() {
-			return trunc(uint64(sext(v, src)), dst), nil
-		}
-		return trunc(trunc(v, src), dst), nil
-	case dst == tF32 && src == tF16:
-		return uint64(math.Float32bits(F16ToF32(uint16(v)))), nil
-	case dst == tF32 && src == tBF16:
-		return uint64(uint32(uint16(v)) << 16), nil
-	case dst == tF16 && src == tF32 && in.rnd:
-		return uint64(F32ToF16(f32(v))), nil
-	case dst == tBF16 && src == tF32 && in.rnd:
-		return uint64(F32ToBF16(f32(v))), nil
-	case dst == tF32 && (src == tS32 || src == tU32) && in.rnd:
-		if src == tS32 {
-			return uint64(math.Float32bits(float32(int32(v)))), nil
-		}
-		return uint64(math.Float32bits(float32(uint32(v)))), nil
-	case dst == tF32 && src == tF32:
-		return trunc(v, tF32), nil
-	}
-	return 0, fmt.Errorf("conversion %s not implemented", in.text)
-}
-
 // memory executes ld, st and atom.
 func (t *Thread) memory(f *frame, in *inst) error {
 	switch in.op {
@@ -604,7 +419,7 @@ func (t *Thread) memory(f *frame, in *inst) error {
 			dsts = in.ops[0].vec
 		}
 		for i, d := range dsts {
-			f.regs[d] = load(buf[i*n:], in.t)
+			f.regs[d] = extend(load(buf[i*n:], in.t), in.t, in.dstSize)
 		}
 		return nil
 	case opSt:
@@ -634,6 +449,9 @@ func (t *Thread) memory(f *frame, in *inst) error {
 	var b uint64
 	if in.aop == AtomCAS {
 		b = t.value(f, &in.ops[3], in.t)
+	}
+	if addr >= LocalWindow && addr < LocalWindow+windowSize {
+		return errors.New("atomic on local memory")
 	}
 	old, err := t.env.Atomic(addr, in.t.size(), in.aop, in.sem, in.scope, a, b)
 	if err != nil {
@@ -676,10 +494,39 @@ func AtomicResult(op AtomOp, size int, old, a, b uint64) uint64 {
 		v = a
 	case AtomAdd:
 		v = old + a
-	case AtomMin:
-		v = min(old, a)
-	case AtomMax:
-		v = max(old, a)
+	case AtomMin, AtomMax:
+		v = min(trunc(old, sizeType(size)), trunc(a, sizeType(size)))
+		if op == AtomMax {
+			v = max(trunc(old, sizeType(size)), trunc(a, sizeType(size)))
+		}
+	case AtomMinS, AtomMaxS:
+		x, y := sext(old, sizeType(size)), sext(a, sizeType(size))
+		if (x < y) == (op == AtomMinS) {
+			v = old
+		} else {
+			v = a
+		}
+	case AtomAddF:
+		if size == 4 {
+			v = farith(fAdd, fmtF32, rnEven, true, false, old&0xffffffff, a&0xffffffff, 0)
+		} else if fmtF64.isNaN(a) || fmtF64.isNaN(old) {
+			v = a // a NaN propagates unquieted
+			if !fmtF64.isNaN(a) {
+				v = old
+			}
+		} else {
+			v = farith(fAdd, fmtF64, rnEven, false, false, old, a, 0)
+		}
+	case AtomInc:
+		v = old + 1
+		if uint32(old) >= uint32(a) {
+			v = 0
+		}
+	case AtomDec:
+		v = old - 1
+		if uint32(old) == 0 || uint32(old) > uint32(a) {
+			v = a
+		}
 	case AtomAnd:
 		v = old & a
 	case AtomOr:
@@ -705,6 +552,10 @@ func (t *Thread) addr(f *frame, o *operand) uint64 {
 			v += ParamWindow + uint64(o.sym.offset)
 		case symShared:
 			v += SharedWindow + uint64(o.sym.offset)
+		case symDynShared:
+			v += SharedWindow + uint64(t.mem.dynBase)
+		case symLocal:
+			v += LocalWindow + uint64(f.local+o.sym.offset)
 		case symFrameParam:
 			v += uint64(o.sym.offset)
 		}
@@ -723,19 +574,23 @@ func (t *Thread) access(f *frame, in *inst, o *operand, buf []byte, write bool) 
 		// A function's parameter or a call argument, in the frame.
 		return move(f.params, addr, buf, write, "parameter")
 	}
-	if sp == spGeneric || sp == spParam || sp == spShared {
+	if sp == spGeneric || sp == spParam || sp == spShared || sp == spLocal {
 		switch {
 		case addr >= ParamWindow && addr < ParamWindow+windowSize:
 			sp, addr = spParam, addr-ParamWindow
 		case addr >= SharedWindow && addr < SharedWindow+windowSize:
 			sp, addr = spShared, addr-SharedWindow
+		case addr >= LocalWindow && addr < LocalWindow+windowSize:
+			sp, addr = spLocal, addr-LocalWindow
 		case sp == spGeneric:
 			sp = spGlobal
 		default:
-			return fmt.Errorf("address %#x is not in the %s window", addr, map[space]string{spParam: "parameter", spShared: "shared"}[sp])
+			return fmt.Errorf("address %#x is not in the %s window", addr, map[space]string{spParam: "parameter", spShared: "shared", spLocal: "local"}[sp])
 		}
 	}
 	switch sp {
+	case spLocal:
+		return move(t.local, addr, buf, write, "local")
 	case spParam:
 		if write {
 			return errors.New("store to a kernel parameter")

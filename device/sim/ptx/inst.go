@@ -2,7 +2,6 @@ package ptx
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 )
@@ -29,6 +28,8 @@ const (
 	tF32
 	tF64
 	tPred
+	tF16x2
+	tBF16x2
 )
 
 var typeNames = map[string]typ{
@@ -36,6 +37,7 @@ var typeNames = map[string]typ{
 	".u8": tU8, ".u16": tU16, ".u32": tU32, ".u64": tU64,
 	".s8": tS8, ".s16": tS16, ".s32": tS32, ".s64": tS64,
 	".f16": tF16, ".bf16": tBF16, ".f32": tF32, ".f64": tF64, ".pred": tPred,
+	".f16x2": tF16x2, ".bf16x2": tBF16x2, ".b8": tB8,
 }
 
 func (t typ) size() int {
@@ -44,7 +46,7 @@ func (t typ) size() int {
 		return 1
 	case tB16, tU16, tS16, tF16, tBF16:
 		return 2
-	case tB32, tU32, tS32, tF32:
+	case tB32, tU32, tS32, tF32, tF16x2, tBF16x2:
 		return 4
 	case tB64, tU64, tS64, tF64:
 		return 8
@@ -56,7 +58,23 @@ func (t typ) bits() uint { return uint(8 * t.size()) }
 
 func (t typ) signed() bool { return t == tS8 || t == tS16 || t == tS32 || t == tS64 }
 
-func (t typ) float() bool { return t == tF16 || t == tBF16 || t == tF32 || t == tF64 }
+func (t typ) float() bool {
+	return t == tF16 || t == tBF16 || t == tF32 || t == tF64 || t == tF16x2 || t == tBF16x2
+}
+
+// packed reports whether t is a pair of 16-bit floats in 32 bits.
+func (t typ) packed() bool { return t == tF16x2 || t == tBF16x2 }
+
+// scalar is the element type of a packed type, t itself otherwise.
+func (t typ) scalar() typ {
+	switch t {
+	case tF16x2:
+		return tF16
+	case tBF16x2:
+		return tBF16
+	}
+	return t
+}
 
 // Sem is the memory-ordering semantics of an access.
 type Sem uint8
@@ -88,10 +106,12 @@ const (
 
 func (s Scope) String() string { return [...]string{"cta", "gpu", "sys"}[s] }
 
-// AtomOp is the operation of an atom instruction.
+// AtomOp is the operation of an atom or red instruction.
 type AtomOp uint8
 
-// Atomic operations.
+// Atomic operations. Min and Max compare unsigned, MinS and MaxS signed;
+// AddF adds floats of the access's size (f32 flushing subnormals, f64
+// exact); Inc and Dec are atom.inc and atom.dec.
 const (
 	AtomCAS AtomOp = iota
 	AtomExch
@@ -101,10 +121,15 @@ const (
 	AtomAnd
 	AtomOr
 	AtomXor
+	AtomMinS
+	AtomMaxS
+	AtomAddF
+	AtomInc
+	AtomDec
 )
 
 func (o AtomOp) String() string {
-	return [...]string{"cas", "exch", "add", "min", "max", "and", "or", "xor"}[o]
+	return [...]string{"cas", "exch", "add", "min", "max", "and", "or", "xor", "min.s", "max.s", "add.f", "inc", "dec"}[o]
 }
 
 // opcode is an instruction's operation.
@@ -116,17 +141,20 @@ const (
 	opSub
 	opMul
 	opMad
+	opFma
 	opDiv
 	opRem
 	opMin
 	opMax
+	opAbs
+	opNeg
 	opAnd
 	opOr
 	opXor
 	opNot
+	opCnot
 	opShl
 	opShr
-	opNeg
 	opSetp
 	opSelp
 	opCvt
@@ -139,7 +167,30 @@ const (
 	opBra
 	opRet
 	opCall
+	opPrmt
+	opLop3
+	opBfe
+	opBfi
+	opPopc
+	opClz
+	opBrev
+	opShfl
+	opVote
+	opActivemask
+	opTrap
+	opNop
 )
+
+var opNames = map[string]opcode{
+	"mov": opMov, "add": opAdd, "sub": opSub, "mul": opMul, "mad": opMad, "fma": opFma, "div": opDiv,
+	"rem": opRem, "min": opMin, "max": opMax, "abs": opAbs, "neg": opNeg, "and": opAnd, "or": opOr,
+	"xor": opXor, "not": opNot, "cnot": opCnot, "shl": opShl, "shr": opShr, "setp": opSetp,
+	"selp": opSelp, "cvt": opCvt, "cvta": opCvta, "ld": opLd, "st": opSt, "atom": opAtom, "red": opAtom,
+	"membar": opMembar, "fence": opMembar, "bar": opBar, "barrier": opBar, "bra": opBra, "ret": opRet,
+	"exit": opRet, "call": opCall, "prmt": opPrmt, "lop3": opLop3, "bfe": opBfe, "bfi": opBfi,
+	"popc": opPopc, "clz": opClz, "brev": opBrev, "shfl": opShfl, "vote": opVote,
+	"activemask": opActivemask, "trap": opTrap, "nanosleep": opNop,
+}
 
 // cmpOp is a setp comparison.
 type cmpOp uint8
@@ -176,13 +227,15 @@ const (
 	spGlobal
 	spShared
 	spParam
+	spLocal
 )
 
-// Generic-address windows of the parameter and shared state spaces. Device
-// virtual addresses lie far above them.
+// Generic-address windows of the parameter, shared and local state
+// spaces. Device virtual addresses lie far above them.
 const (
 	ParamWindow  = 0x0000_1000_0000_0000
 	SharedWindow = 0x0000_2000_0000_0000
+	LocalWindow  = 0x0000_4000_0000_0000
 	windowSize   = 0x0000_1000_0000_0000
 )
 
@@ -205,6 +258,13 @@ const (
 	spLaneid
 	spWarpid
 	spGlobaltimer
+	spClock
+	spClock64
+	spLanemaskEq
+	spLanemaskLt
+	spLanemaskLe
+	spLanemaskGt
+	spLanemaskGe
 )
 
 var specialNames = map[string]special{
@@ -213,6 +273,9 @@ var specialNames = map[string]special{
 	"%ctaid.x": spCtaidX, "%ctaid.y": spCtaidY, "%ctaid.z": spCtaidZ,
 	"%nctaid.x": spNctaidX, "%nctaid.y": spNctaidY, "%nctaid.z": spNctaidZ,
 	"%laneid": spLaneid, "%warpid": spWarpid, "%globaltimer": spGlobaltimer,
+	"%clock": spClock, "%clock64": spClock64,
+	"%lanemask_eq": spLanemaskEq, "%lanemask_lt": spLanemaskLt, "%lanemask_le": spLanemaskLe,
+	"%lanemask_gt": spLanemaskGt, "%lanemask_ge": spLanemaskGe,
 }
 
 // opKind is an operand's form.
@@ -224,12 +287,13 @@ const (
 	oSpecial
 	oAddr // [base+off] or [sym+off]
 	oSym  // a variable's address
-	oVec  // {r, r, ...}
+	oVec  // {r, r, ...} or p|q
 	oLabel
 )
 
 type operand struct {
 	kind opKind
+	not  bool // a negated predicate: !p
 	reg  int
 	imm  uint64
 	sp   special
@@ -240,27 +304,69 @@ type operand struct {
 	name string // oLabel: label or function name
 }
 
+// Modes of prmt, shfl and vote (inst.mode).
+const (
+	prmtGeneric = iota
+	prmtF4e
+	prmtB4e
+	prmtRc8
+	prmtEcl
+	prmtEcr
+	prmtRc16
+)
+
+const (
+	shflUp = iota
+	shflDown
+	shflBfly
+	shflIdx
+)
+
+const (
+	voteAll = iota
+	voteAny
+	voteUni
+	voteBallot
+)
+
+var (
+	prmtModes = map[string]uint8{"f4e": prmtF4e, "b4e": prmtB4e, "rc8": prmtRc8, "ecl": prmtEcl, "ecr": prmtEcr, "rc16": prmtRc16}
+	shflModes = map[string]uint8{"up": shflUp, "down": shflDown, "bfly": shflBfly, "idx": shflIdx}
+	voteModes = map[string]uint8{"all": voteAll, "any": voteAny, "uni": voteUni, "ballot": voteBallot}
+)
+
 // inst is one decoded instruction.
 type inst struct {
-	op     opcode
-	t, t2  typ // type; cvt's source type
-	cmp    cmpOp
-	wide   bool // mul.wide
-	hi     bool // mul.hi
-	rnd    bool // an explicit .rn
-	space  space
-	sem    Sem
-	scope  Scope
-	vec    int // 1, 2 or 4
-	aop    AtomOp
-	red    bool // bar.red
-	guard  int  // predicate register, -1 for none
-	neg    bool // @!p
-	ops    []operand
-	target int // bra
-	callee string
-	line   int
-	text   string // the mnemonic
+	op      opcode
+	t, t2   typ // type; cvt's source type
+	cmp     cmpOp
+	wide    bool // mul.wide, mad.wide
+	hi      bool // mul.hi, mad.hi
+	rmode   rmode
+	irnd    bool // the rounding is to an integer (.rni and the like)
+	ftz     bool
+	sat     bool
+	relu    bool
+	nanOut  bool // min.NaN, max.NaN
+	cvt     cvtRule
+	space   space
+	sem     Sem
+	scope   Scope
+	vec     int // 1, 2 or 4
+	aop     AtomOp
+	noDst   bool  // red: an atom without a result
+	red     bool  // bar.red
+	mode    uint8 // prmt, shfl or vote mode
+	dstSize uint8 // bytes of the destination register (ld and cvt extend to it)
+	guard   int   // predicate register, -1 for none
+	neg     bool  // @!p
+	ops     []operand
+	rets    []operand // call: the return parameters
+	target  int       // bra
+	callee  string
+	trap    string // opTrap: what was reached
+	line    int
+	text    string // the mnemonic
 }
 
 // instruction decodes one instruction statement.
@@ -297,8 +403,17 @@ func (d *decoder) instruction(ts []token) error {
 		return err
 	}
 	in.ops = ops
+	if in.noDst {
+		// red: the operands of an atom after its (absent) destination.
+		in.ops = append([]operand{{kind: oReg, reg: d.sink()}}, in.ops...)
+	}
 	if err := checkArity(&in); err != nil {
 		return err
+	}
+	if len(in.ops) > 0 && in.ops[0].kind == oReg {
+		in.dstSize = uint8(d.regType(in.ops[0].reg).size())
+	} else if len(in.ops) > 0 && in.ops[0].kind == oVec {
+		in.dstSize = uint8(d.regType(in.ops[0].vec[0]).size())
 	}
 	if in.op == opBra {
 		if in.ops[0].kind != oLabel {
@@ -314,40 +429,54 @@ func unsupported(in *inst) error {
 	return fmt.Errorf("line %d: unsupported instruction %s", in.line, in.text)
 }
 
+var roundNames = map[string]rmode{"rn": rnEven, "rz": rnZero, "rm": rnDown, "rp": rnUp,
+	"rni": rnEven, "rzi": rnZero, "rmi": rnDown, "rpi": rnUp}
+
+// cacheHints are ld and st modifiers that only steer caches: they change
+// nothing the interpreter models.
+var cacheHints = map[string]bool{"ca": true, "cg": true, "cs": true, "lu": true, "cv": true, "wb": true, "wt": true,
+	"L1::evict_normal": true, "L1::evict_unchanged": true, "L1::evict_first": true, "L1::evict_last": true,
+	"L1::no_allocate": true, "L2::evict_normal": true, "L2::evict_first": true, "L2::evict_last": true,
+	"L2::64B": true, "L2::128B": true, "L2::256B": true}
+
 // mnemonic decodes the opcode and its modifiers.
 func (d *decoder) mnemonic(in *inst) error {
 	parts := strings.Split(in.text, ".")
 	base, mods := parts[0], parts[1:]
-	ops := map[string]opcode{
-		"mov": opMov, "add": opAdd, "sub": opSub, "mul": opMul, "mad": opMad, "div": opDiv, "rem": opRem,
-		"min": opMin, "max": opMax, "and": opAnd, "or": opOr, "xor": opXor, "not": opNot, "shl": opShl,
-		"shr": opShr, "neg": opNeg, "setp": opSetp, "selp": opSelp, "cvt": opCvt, "cvta": opCvta,
-		"ld": opLd, "st": opSt, "atom": opAtom, "red": opAtom, "membar": opMembar, "fence": opMembar,
-		"bar": opBar, "barrier": opBar, "bra": opBra, "ret": opRet, "exit": opRet, "call": opCall,
-	}
-	op, ok := ops[base]
+	op, ok := opNames[base]
 	if !ok {
 		return unsupported(in)
 	}
 	in.op = op
-	if base == "red" {
-		return fmt.Errorf("line %d: unsupported instruction %s (red without a result)", in.line, in.text)
-	}
+	in.noDst = base == "red"
+	arith := op == opAdd || op == opSub || op == opMul || op == opMad || op == opFma || op == opDiv
 	var types []typ
-	sawSem, sawScope := false, false
+	sawSem, sawScope, sawSync := false, false, false
 	for _, m := range mods {
 		if t, ok := typeNames["."+m]; ok {
 			types = append(types, t)
 			continue
 		}
 		switch {
-		case m == "wide" && op == opMul:
+		case m == "wide" && (op == opMul || op == opMad):
 			in.wide = true
 		case m == "lo" && (op == opMul || op == opMad):
 		case m == "hi" && (op == opMul || op == opMad):
 			in.hi = true
-		case m == "rn" && (op == opAdd || op == opSub || op == opMul || op == opDiv || op == opCvt):
-			in.rnd = true
+		case roundNames[m] != rnNone && (arith || op == opCvt):
+			in.rmode = roundNames[m]
+			in.irnd = strings.HasSuffix(m, "i")
+			if in.irnd && op != opCvt {
+				return unsupported(in)
+			}
+		case m == "ftz" && (arith || op == opMin || op == opMax || op == opAbs || op == opNeg || op == opSetp || op == opCvt):
+			in.ftz = true
+		case m == "sat" && (arith || op == opCvt):
+			in.sat = true
+		case m == "relu" && op == opCvt:
+			in.relu = true
+		case m == "NaN" && (op == opMin || op == opMax):
+			in.nanOut = true
 		case m == "uni" && (op == opBra || op == opCall):
 		case m == "to" && op == opCvta:
 		case m == "global" && (op == opLd || op == opSt || op == opAtom || op == opCvta):
@@ -356,14 +485,14 @@ func (d *decoder) mnemonic(in *inst) error {
 			in.space = spShared
 		case m == "param" && (op == opLd || op == opSt || op == opCvta):
 			in.space = spParam
+		case m == "local" && (op == opLd || op == opSt || op == opCvta):
+			in.space = spLocal
+		case m == "nc" && op == opLd:
+		case cacheHints[m] && (op == opLd || op == opSt):
 		case (m == "v2" || m == "v4") && (op == opLd || op == opSt):
 			in.vec = int(m[1] - '0')
-		case op == opSetp:
-			c, ok := cmpNames[m]
-			if !ok {
-				return unsupported(in)
-			}
-			in.cmp = c
+		case op == opSetp && hasCmp(m):
+			in.cmp = cmpNames[m]
 		case op == opAtom && atomOps[m] != 0:
 			in.aop = atomOps[m] - 1
 		case (op == opLd || op == opSt || op == opAtom || op == opMembar) && semNames[m] != 0:
@@ -376,6 +505,14 @@ func (d *decoder) mnemonic(in *inst) error {
 		case op == opBar && m == "red":
 			in.red = true
 		case op == opBar && in.red && m == "or":
+		case op == opPrmt && prmtModes[m] != 0:
+			in.mode = prmtModes[m]
+		case (op == opShfl || op == opVote) && m == "sync":
+			sawSync = true
+		case op == opShfl && hasKey(shflModes, m):
+			in.mode = shflModes[m]
+		case op == opVote && hasKey(voteModes, m):
+			in.mode = voteModes[m]
 		default:
 			return unsupported(in)
 		}
@@ -386,8 +523,21 @@ func (d *decoder) mnemonic(in *inst) error {
 			return unsupported(in)
 		}
 		in.t, in.t2 = types[0], types[1]
-	case opBar, opBra, opRet, opCall, opMembar:
+		if in.t == tPred || in.t2 == tPred || in.t2.packed() || in.t == tB8 || in.t2 == tB8 {
+			return unsupported(in)
+		}
+		return decodeCvt(in)
+	case opBar, opBra, opRet, opCall, opMembar, opTrap:
 		if len(types) > 0 && !(op == opBar && in.red && types[0] == tPred) {
+			return unsupported(in)
+		}
+	case opShfl, opVote:
+		if !sawSync || len(types) != 1 {
+			return fmt.Errorf("line %d: unsupported instruction %s (only the .sync forms)", in.line, in.text)
+		}
+		in.t = types[0]
+		if op == opShfl && in.t != tB32 || op == opVote && (in.mode == voteBallot) != (in.t == tB32) ||
+			op == opVote && in.mode != voteBallot && in.t != tPred {
 			return unsupported(in)
 		}
 	default:
@@ -396,6 +546,18 @@ func (d *decoder) mnemonic(in *inst) error {
 		}
 		in.t = types[0]
 	}
+	return d.checkModifiers(in, parts, sawSem, sawScope)
+}
+
+func hasKey(m map[string]uint8, k string) bool { _, ok := m[k]; return ok }
+
+func hasCmp(k string) bool { _, ok := cmpNames[k]; return ok }
+
+// checkModifiers refuses the combinations of types and modifiers the
+// interpreter does not perform exactly.
+func (d *decoder) checkModifiers(in *inst, parts []string, sawSem, sawScope bool) error {
+	op, ty := in.op, in.t
+	mods := parts[1:]
 	switch op {
 	case opLd, opSt:
 		if sawScope && !sawSem {
@@ -410,6 +572,9 @@ func (d *decoder) mnemonic(in *inst) error {
 		if (op == opLd && (in.sem == Release || in.sem == AcqRel)) || (op == opSt && (in.sem == Acquire || in.sem == AcqRel)) {
 			return unsupported(in)
 		}
+		if ty == tPred {
+			return unsupported(in)
+		}
 	case opAtom:
 		if !sawSem {
 			in.sem = Relaxed
@@ -418,6 +583,27 @@ func (d *decoder) mnemonic(in *inst) error {
 			in.scope = GPU
 		}
 		if in.sem == Weak || in.sem == Volatile {
+			return unsupported(in)
+		}
+		if in.noDst && in.aop == AtomCAS || in.noDst && in.aop == AtomExch {
+			return unsupported(in)
+		}
+		switch {
+		case ty == tF32 || ty == tF64:
+			if in.aop != AtomAdd {
+				return unsupported(in)
+			}
+			in.aop = AtomAddF
+		case ty.float() || ty == tB8 || ty == tPred:
+			return unsupported(in)
+		case ty.signed() && (in.aop == AtomMin || in.aop == AtomMax):
+			in.aop += AtomMinS - AtomMin
+		case (in.aop == AtomInc || in.aop == AtomDec) && ty != tU32:
+			return unsupported(in)
+		case (in.aop == AtomAnd || in.aop == AtomOr || in.aop == AtomXor) && ty.signed():
+			return unsupported(in)
+		}
+		if ty.size() != 4 && ty.size() != 8 {
 			return unsupported(in)
 		}
 	case opMembar:
@@ -441,19 +627,114 @@ func (d *decoder) mnemonic(in *inst) error {
 		if parts[0] == "barrier" && !strings.Contains(in.text, "sync") {
 			return unsupported(in)
 		}
-	case opDiv:
-		if in.t.float() && in.t != tF32 {
+	case opAdd, opSub, opMul, opMad, opFma, opDiv:
+		return checkArith(in)
+	case opMin, opMax:
+		if ty == tPred || ty == tB8 || (in.ftz || in.nanOut) && !ty.float() || in.nanOut && ty == tF64 || in.ftz && (ty == tF64 || ty.scalar() == tBF16) {
 			return unsupported(in)
 		}
-		if in.t == tF32 && !in.rnd {
-			return fmt.Errorf("line %d: %s: only the IEEE division div.rn.f32 is supported", in.line, in.text)
-		}
-	case opAdd, opSub, opMul:
-		if in.t.float() && in.t != tF32 {
+	case opAbs, opNeg:
+		if ty == tPred || ty == tB8 || !ty.float() && !ty.signed() || in.ftz && (ty == tF64 || ty.scalar() == tBF16) {
 			return unsupported(in)
 		}
-	case opMad:
-		if in.t.float() {
+	case opRem:
+		if ty.float() || ty == tPred || ty == tB8 {
+			return unsupported(in)
+		}
+	case opAnd, opOr, opXor, opNot, opCnot, opShl, opShr:
+		if ty.float() || ty == tB8 || (op == opShl || op == opShr || op == opCnot) && ty == tPred {
+			return unsupported(in)
+		}
+	case opSetp:
+		if ty == tPred || ty == tB8 || ty.packed() || in.ftz && ty != tF32 && ty != tF16 ||
+			!ty.float() && in.cmp > cmpGe {
+			return unsupported(in)
+		}
+		if !ty.signed() && !ty.float() && in.cmp >= cmpLt && in.cmp <= cmpGe && (ty == tB16 || ty == tB32 || ty == tB64) {
+			return fmt.Errorf("line %d: %s: an ordered comparison of untyped bits", in.line, in.text)
+		}
+	case opSelp, opMov:
+		if ty == tB8 || ty.packed() && op == opSelp {
+			return unsupported(in)
+		}
+	case opPrmt, opLop3:
+		if ty != tB32 {
+			return unsupported(in)
+		}
+	case opBfe:
+		if ty != tU32 && ty != tS32 && ty != tU64 && ty != tS64 {
+			return unsupported(in)
+		}
+	case opBfi, opPopc, opClz, opBrev:
+		if ty != tB32 && ty != tB64 {
+			return unsupported(in)
+		}
+	case opActivemask:
+		if ty != tB32 {
+			return unsupported(in)
+		}
+	case opNop:
+		if ty != tU32 {
+			return unsupported(in)
+		}
+	}
+	return nil
+}
+
+// checkArith refuses the arithmetic forms the interpreter does not perform
+// exactly: approximate division, f64 with directed rounding, and the
+// float forms whose modifiers PTX does not define.
+func checkArith(in *inst) error {
+	op, ty := in.op, in.t
+	if !ty.float() {
+		if in.rmode != rnNone || in.ftz || ty == tPred || ty == tB8 || op == opFma ||
+			in.sat && !(ty == tS32 && (op == opAdd || op == opSub)) ||
+			(in.wide || in.hi) && op != opMul && op != opMad || in.wide && ty.size() == 8 {
+			return unsupported(in)
+		}
+		if op == opMad && !in.wide && !in.hi && !strings.Contains(in.text, ".lo") {
+			return fmt.Errorf("line %d: %s needs .lo, .hi or .wide", in.line, in.text)
+		}
+		return nil
+	}
+	if in.wide || in.hi {
+		return unsupported(in)
+	}
+	if op == opMad {
+		// mad.rn.f32 and mad.rn.f64 are fma; mad.f32 without rounding
+		// may be implemented either way.
+		if in.rmode == rnNone || ty != tF32 && ty != tF64 {
+			return fmt.Errorf("line %d: %s: only mad with a rounding modifier (a fused multiply-add) is supported", in.line, in.text)
+		}
+		in.op = opFma
+		op = opFma
+	}
+	if op == opDiv && in.sat || op == opFma && in.rmode == rnNone {
+		return unsupported(in)
+	}
+	switch ty.scalar() {
+	case tF32:
+		if op == opDiv && in.rmode == rnNone {
+			return fmt.Errorf("line %d: %s: approximate division is not supported (only div.rn/rz/rm/rp.f32)", in.line, in.text)
+		}
+		if op == opFma && in.rmode == rnNone {
+			return fmt.Errorf("line %d: %s needs a rounding modifier", in.line, in.text)
+		}
+		if ty.packed() {
+			return unsupported(in)
+		}
+	case tF64:
+		if in.rmode != rnNone && in.rmode != rnEven || in.ftz || in.sat {
+			return fmt.Errorf("line %d: %s: f64 arithmetic is supported with round to nearest only", in.line, in.text)
+		}
+		if (op == opDiv || op == opFma) && in.rmode == rnNone {
+			return fmt.Errorf("line %d: %s needs a rounding modifier", in.line, in.text)
+		}
+	case tF16, tBF16:
+		if in.rmode != rnNone && in.rmode != rnEven || op == opDiv {
+			return unsupported(in)
+		}
+		if ty.scalar() == tBF16 && (in.ftz || in.sat) {
 			return unsupported(in)
 		}
 	}
@@ -465,7 +746,8 @@ func (d *decoder) mnemonic(in *inst) error {
 var (
 	semNames   = map[string]Sem{"relaxed": Relaxed + 1, "acquire": Acquire + 1, "release": Release + 1, "acq_rel": AcqRel + 1, "volatile": Volatile + 1, "weak": Weak + 1, "sc": AcqRel + 1}
 	scopeNames = map[string]Scope{"cta": CTA + 1, "gpu": GPU + 1, "sys": Sys + 1, "gl": GPU + 1}
-	atomOps    = map[string]AtomOp{"cas": AtomCAS + 1, "exch": AtomExch + 1, "add": AtomAdd + 1, "min": AtomMin + 1, "max": AtomMax + 1, "and": AtomAnd + 1, "or": AtomOr + 1, "xor": AtomXor + 1}
+	atomOps    = map[string]AtomOp{"cas": AtomCAS + 1, "exch": AtomExch + 1, "add": AtomAdd + 1, "min": AtomMin + 1,
+		"max": AtomMax + 1, "and": AtomAnd + 1, "or": AtomOr + 1, "xor": AtomXor + 1, "inc": AtomInc + 1, "dec": AtomDec + 1}
 )
 
 // operands decodes a comma-separated operand list.
@@ -498,6 +780,14 @@ func (d *decoder) operands(ts []token, in *inst) ([]operand, error) {
 	return out, nil
 }
 
+// vecReg resolves a register of a vector operand; "_" is a sink.
+func (d *decoder) vecReg(s string) (int, bool) {
+	if s == "_" {
+		return d.sink(), true
+	}
+	return d.reg(s)
+}
+
 func (d *decoder) operand(ts []token, in *inst) (operand, error) {
 	if len(ts) == 0 {
 		return operand{}, fmt.Errorf("line %d: %s: empty operand", in.line, in.text)
@@ -517,7 +807,7 @@ func (d *decoder) operand(ts []token, in *inst) (operand, error) {
 		}
 		o := operand{kind: oVec}
 		for j := 1; j < len(ts)-1; j += 2 {
-			r, ok := d.reg(ts[j].s)
+			r, ok := d.vecReg(ts[j].s)
 			if !ok {
 				return bad()
 			}
@@ -527,6 +817,21 @@ func (d *decoder) operand(ts []token, in *inst) (operand, error) {
 			}
 		}
 		return o, nil
+	case "!":
+		o, err := d.operand(ts[1:], in)
+		if err != nil || o.kind != oReg {
+			return bad()
+		}
+		o.not = true
+		return o, nil
+	}
+	if len(ts) == 3 && ts[1].s == "|" {
+		p, ok1 := d.vecReg(ts[0].s)
+		q, ok2 := d.vecReg(ts[2].s)
+		if !ok1 || !ok2 {
+			return bad()
+		}
+		return operand{kind: oVec, vec: []int{p, q}}, nil
 	}
 	if len(ts) != 1 {
 		return bad()
@@ -542,6 +847,9 @@ func (d *decoder) operand(ts []token, in *inst) (operand, error) {
 		}
 		return operand{kind: oReg, reg: r}, nil
 	}
+	if s == "_" {
+		return operand{kind: oReg, reg: d.sink()}, nil
+	}
 	if v, ok := immediate(s); ok {
 		return operand{kind: oImm, imm: v}, nil
 	}
@@ -556,6 +864,9 @@ func (d *decoder) address(ts []token, in *inst) (operand, error) {
 	o := operand{kind: oAddr, base: -1}
 	bad := func() (operand, error) {
 		return operand{}, fmt.Errorf("line %d: %s: bad address [%s]", in.line, in.text, joinTokens(ts))
+	}
+	if len(ts) == 4 && ts[1].s == "+" && ts[2].s == "-" {
+		ts = []token{ts[0], ts[1], {s: "-" + ts[3].s, line: ts[3].line}}
 	}
 	if len(ts) != 1 && (len(ts) != 3 || ts[1].s != "+") {
 		return bad()
@@ -575,6 +886,9 @@ func (d *decoder) address(ts []token, in *inst) (operand, error) {
 		}
 		o.sym = d.sym(s)
 		if o.sym == nil {
+			if d.m.unsupportedVar(s) {
+				return operand{}, fmt.Errorf("line %d: %s: module-scope variable %s is not supported (only .shared ones)", in.line, in.text, s)
+			}
 			return operand{}, fmt.Errorf("line %d: %s: unknown variable %s", in.line, in.text, s)
 		}
 	}
@@ -610,30 +924,59 @@ func immediate(s string) (uint64, bool) {
 	return v, err == nil
 }
 
-// call decodes "call[.uni] func, (args)" (no return values).
+// call decodes "call[.uni] [(rets),] func[, (args)]". A call of
+// __assertfail is an assertion that failed: reaching it is an error of the
+// kernel.
 func (d *decoder) call(in *inst, ts []token) error {
 	if len(ts) == 0 {
 		return fmt.Errorf("line %d: call without a target", in.line)
 	}
+	paramList := func(ts []token) ([]operand, error) {
+		var out []operand
+		if len(ts) < 2 || ts[0].s != "(" || ts[len(ts)-1].s != ")" {
+			return nil, fmt.Errorf("line %d: bad call parameter list %q", in.line, joinTokens(ts))
+		}
+		for j := 1; j < len(ts)-1; j += 2 {
+			sym := d.sym(ts[j].s)
+			if sym == nil || sym.kind != symFrameParam {
+				return nil, fmt.Errorf("line %d: call parameter %s is not a declared .param", in.line, ts[j].s)
+			}
+			out = append(out, operand{kind: oSym, sym: sym})
+			if ts[j+1].s != "," && ts[j+1].s != ")" {
+				return nil, fmt.Errorf("line %d: bad call parameter list %q", in.line, joinTokens(ts))
+			}
+		}
+		return out, nil
+	}
 	if ts[0].s == "(" {
-		return fmt.Errorf("line %d: calls with return values are not supported", in.line)
+		end := 0
+		for end < len(ts) && ts[end].s != ")" {
+			end++
+		}
+		if end+2 >= len(ts) || ts[end+1].s != "," {
+			return fmt.Errorf("line %d: bad call %q", in.line, joinTokens(ts))
+		}
+		rets, err := paramList(ts[:end+1])
+		if err != nil {
+			return err
+		}
+		in.rets = rets
+		ts = ts[end+2:]
 	}
 	in.callee = ts[0].s
 	ts = ts[1:]
 	if len(ts) > 0 {
-		if ts[0].s != "," || len(ts) < 3 || ts[1].s != "(" || ts[len(ts)-1].s != ")" {
+		if ts[0].s != "," {
 			return fmt.Errorf("line %d: bad call arguments %q", in.line, joinTokens(ts))
 		}
-		for j := 2; j < len(ts)-1; j += 2 {
-			sym := d.sym(ts[j].s)
-			if sym == nil || sym.kind != symFrameParam {
-				return fmt.Errorf("line %d: call argument %s is not a declared .param", in.line, ts[j].s)
-			}
-			in.ops = append(in.ops, operand{kind: oSym, sym: sym})
-			if ts[j+1].s != "," && ts[j+1].s != ")" {
-				return fmt.Errorf("line %d: bad call arguments %q", in.line, joinTokens(ts))
-			}
+		args, err := paramList(ts[1:])
+		if err != nil {
+			return err
 		}
+		in.ops = args
+	}
+	if in.callee == "__assertfail" {
+		in.op, in.trap, in.callee = opTrap, "assertion failed (__assertfail)", ""
 	}
 	d.fn.code = append(d.fn.code, *in)
 	return nil
@@ -642,25 +985,39 @@ func (d *decoder) call(in *inst, ts []token) error {
 // checkArity checks the operand count and kinds of an instruction.
 func checkArity(in *inst) error {
 	want := map[opcode]int{
-		opMov: 2, opAdd: 3, opSub: 3, opMul: 3, opMad: 4, opDiv: 3, opRem: 3, opMin: 3, opMax: 3,
-		opAnd: 3, opOr: 3, opXor: 3, opNot: 2, opShl: 3, opShr: 3, opNeg: 2, opSelp: 4, opCvt: 2,
-		opCvta: 2, opLd: 2, opSt: 2, opMembar: 0, opBra: 1, opRet: 0,
+		opMov: 2, opAdd: 3, opSub: 3, opMul: 3, opMad: 4, opFma: 4, opDiv: 3, opRem: 3, opMin: 3, opMax: 3,
+		opAbs: 2, opAnd: 3, opOr: 3, opXor: 3, opNot: 2, opCnot: 2, opShl: 3, opShr: 3, opNeg: 2, opSelp: 4,
+		opCvta: 2, opMembar: 0, opBra: 1, opRet: 0, opPrmt: 4, opLop3: 5, opBfe: 4, opBfi: 5,
+		opPopc: 2, opClz: 2, opBrev: 2, opActivemask: 1, opTrap: 0, opNop: 1,
 	}
 	n := len(in.ops)
 	bad := func() error {
 		return fmt.Errorf("line %d: %s: unexpected operands", in.line, in.text)
 	}
+	plain := func(os []operand) bool {
+		for _, o := range os {
+			if o.kind == oAddr || o.kind == oVec || o.kind == oLabel || o.kind == oSym || o.not {
+				return false
+			}
+		}
+		return true
+	}
 	switch in.op {
 	case opSetp:
-		if n != 3 || in.ops[0].kind != oReg {
+		if n != 3 || !(in.ops[0].kind == oReg || in.ops[0].kind == oVec && len(in.ops[0].vec) == 2) || !plain(in.ops[1:]) {
+			return bad()
+		}
+		if in.ops[0].kind == oVec && (in.t == tF16 || in.t == tBF16) {
+			return fmt.Errorf("line %d: %s: no second predicate for 16-bit floats", in.line, in.text)
+		}
+	case opCvt:
+		n2 := 2 + boolInt(in.cvt == cvtPair)
+		if n != n2 || in.ops[0].kind != oReg || !plain(in.ops[1:]) {
 			return bad()
 		}
 	case opAtom:
 		if n != 3+boolInt(in.aop == AtomCAS) || in.ops[0].kind != oReg || in.ops[1].kind != oAddr {
 			return bad()
-		}
-		if in.t.size() != 4 && in.t.size() != 8 {
-			return unsupported(in)
 		}
 	case opBar:
 		if in.red {
@@ -687,23 +1044,72 @@ func checkArity(in *inst) error {
 		if in.vec == 1 && data.kind != oReg && !(in.op == opSt && data.kind == oImm) {
 			return bad()
 		}
-	default:
-		if w, ok := want[in.op]; ok && n != w {
+	case opMov:
+		if n != 2 {
 			return bad()
 		}
-		if n > 0 && in.op != opBra && in.ops[0].kind != oReg {
+		dst, src := in.ops[0], in.ops[1]
+		switch {
+		case dst.kind == oVec:
+			if src.kind != oReg || !packable(in.t, len(dst.vec)) {
+				return bad()
+			}
+		case src.kind == oVec:
+			if dst.kind != oReg || !packable(in.t, len(src.vec)) {
+				return bad()
+			}
+		case dst.kind != oReg || src.kind == oAddr || src.kind == oLabel || src.not:
+			return bad()
+		}
+		if src.kind == oSym && src.sym.kind == symFrameParam {
+			return fmt.Errorf("line %d: %s: the address of a function parameter is not supported", in.line, in.text)
+		}
+	case opShfl:
+		if n != 5 || !(in.ops[0].kind == oReg || in.ops[0].kind == oVec && len(in.ops[0].vec) == 2) || !plain(in.ops[1:]) {
+			return bad()
+		}
+	case opVote:
+		if n != 3 || in.ops[0].kind != oReg || in.ops[1].kind != oReg && in.ops[1].kind != oImm || !plain(in.ops[2:]) {
+			return bad()
+		}
+	case opLop3:
+		if n != 5 || in.ops[4].kind != oImm || in.ops[0].kind != oReg || !plain(in.ops[1:]) {
+			return bad()
+		}
+	case opTrap:
+		if n != 0 {
+			return bad()
+		}
+		in.trap = "trap"
+	default:
+		w, ok := want[in.op]
+		if !ok || n != w {
+			return bad()
+		}
+		if n > 0 && in.op != opBra && in.op != opNop && in.ops[0].kind != oReg {
 			return bad()
 		}
 		for _, o := range in.ops[min(n, 1):] {
-			if o.kind == oAddr || o.kind == oVec || (o.kind == oLabel && in.op != opBra) {
+			if o.kind == oAddr || o.kind == oVec || o.not || (o.kind == oLabel && in.op != opBra) {
 				return bad()
 			}
 		}
-	}
-	if in.op == opMov && in.ops[1].kind == oSym && in.ops[1].sym.kind == symFrameParam {
-		return fmt.Errorf("line %d: %s: the address of a function parameter is not supported", in.line, in.text)
+		if in.op == opCvta && in.ops[1].kind == oSym && in.ops[1].sym.kind == symFrameParam {
+			return fmt.Errorf("line %d: %s: the address of a function parameter is not supported", in.line, in.text)
+		}
 	}
 	return nil
+}
+
+// packable reports whether mov of type t packs or unpacks n elements.
+func packable(t typ, n int) bool {
+	switch t.size() {
+	case 4:
+		return n == 2
+	case 8:
+		return n == 2 || n == 4
+	}
+	return false
 }
 
 func boolInt(b bool) int {
@@ -712,6 +1118,3 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
-
-// f32 reads the low 32 bits of a register as a float32.
-func f32(v uint64) float32 { return math.Float32frombits(uint32(v)) }

@@ -86,17 +86,17 @@ func TestPTXEntriesAreTheKernels(t *testing.T) {
 // TestUnknownInstruction: an instruction outside the subset is an error
 // naming it and its line.
 func TestUnknownInstruction(t *testing.T) {
-	text := ".version 9.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n\t.reg .b32 %r<3>;\n\tmov.u32 %r1, 1;\n\tpopc.b32 %r2, %r1;\n\tret;\n}\n"
+	text := ".version 9.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n\t.reg .b32 %r<3>;\n\tmov.u32 %r1, 1;\n\tsad.u32 %r2, %r1, %r1, %r1;\n\tret;\n}\n"
 	m, err := Parse(text)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = m.Func("k")
-	if err == nil || !strings.Contains(err.Error(), "line 8") || !strings.Contains(err.Error(), "popc.b32") {
-		t.Fatalf("decoding popc: %v, want an error naming popc.b32 at line 8", err)
+	if err == nil || !strings.Contains(err.Error(), "line 8") || !strings.Contains(err.Error(), "sad.u32") {
+		t.Fatalf("decoding sad: %v, want an error naming sad.u32 at line 8", err)
 	}
-	for _, bad := range []string{"div.approx.f32 %r1, %r1, %r1;", "ld.relaxed.global.u32 %r1, [%r1];", "frob %r1;", "add.f64 %r1, %r1, %r1;"} {
-		m, err := Parse(strings.Replace(text, "popc.b32 %r2, %r1;", bad, 1))
+	for _, bad := range []string{"div.approx.f32 %r1, %r1, %r1;", "ld.relaxed.global.u32 %r1, [%r1];", "frob %r1;", "mul24.lo.u32 %r1, %r1, %r1;"} {
+		m, err := Parse(strings.Replace(text, "sad.u32 %r2, %r1, %r1, %r1;", bad, 1))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,21 +15,28 @@ type Module struct {
 	funcs   map[string]*funcSrc
 	entries []string
 
+	vars    map[string]*symbol // module-scope .shared variables
+	badVars map[string]bool    // module-scope variables of other state spaces
+
 	mu         sync.Mutex
-	sharedSize int // bytes of shared memory the decoded functions declared
+	sharedSize int // bytes of shared memory the module and its decoded functions declared
 }
 
 // funcSrc is one function definition as found in the text.
 type funcSrc struct {
 	name   string
 	entry  bool
+	rets   []token // the return parameter list, with its parentheses
 	header []token // from after the name up to the body's "{"
 	body   string  // between the braces
 	line   int     // line of the body's first character
 
-	once sync.Once
-	fn   *Func
-	err  error
+	once    sync.Once
+	fn      *Func
+	err     error
+	bad     []Unsupported // the statements decoding refused
+	callees []string      // the functions it calls, even when decoding failed
+	partial *Func         // what decoding produced, even when it failed
 }
 
 // Func is a decoded function.
@@ -38,7 +46,9 @@ type Func struct {
 	code      []inst
 	nregs     int
 	params    []*symbol // formal parameters in order
+	rets      []*symbol // return parameters in order
 	frameSize int       // bytes of .param storage of a frame (formals and call arguments)
+	localSize int       // bytes of .local storage of a frame
 	callees   []string  // the functions it calls
 }
 
@@ -51,7 +61,7 @@ type token struct {
 // Parse parses PTX text. It finds every function definition; the bodies
 // are decoded by [Module.Func] (which reports their errors).
 func Parse(text string) (*Module, error) {
-	m := &Module{funcs: map[string]*funcSrc{}}
+	m := &Module{funcs: map[string]*funcSrc{}, vars: map[string]*symbol{}, badVars: map[string]bool{}}
 	lx := lexer{src: text, line: 1}
 	var stmt []token
 	for {
@@ -71,7 +81,11 @@ func Parse(text string) (*Module, error) {
 		}
 		switch tok.s {
 		case ";":
-			stmt = stmt[:0] // a declaration: forward .func or module-level variable
+			// A declaration: forward .func or module-level variable.
+			if err := m.declare(stmt); err != nil {
+				return nil, err
+			}
+			stmt = stmt[:0]
 			continue
 		case "{":
 			if err := m.define(stmt, &lx, tok.line); err != nil {
@@ -107,8 +121,17 @@ func (m *Module) define(head []token, lx *lexer, line int) error {
 	if i == 0 || i >= len(head) {
 		return fmt.Errorf("ptx: line %d: a block outside a function", line)
 	}
+	var rets []token
 	if head[i].s == "(" {
-		return fmt.Errorf("ptx: line %d: functions with return values are not supported", head[i].line)
+		j := i
+		for j < len(head) && head[j].s != ")" {
+			j++
+		}
+		if j+1 >= len(head) {
+			return fmt.Errorf("ptx: line %d: bad return parameter list", head[i].line)
+		}
+		rets = append(rets, head[i:j+1]...)
+		i = j + 1
 	}
 	name := head[i].s
 	start := lx.pos
@@ -119,13 +142,50 @@ func (m *Module) define(head []token, lx *lexer, line int) error {
 	if _, dup := m.funcs[name]; dup {
 		return fmt.Errorf("ptx: line %d: function %s defined twice", head[i].line, name)
 	}
-	m.funcs[name] = &funcSrc{name: name, entry: entry, header: append([]token(nil), head[i+1:]...),
+	m.funcs[name] = &funcSrc{name: name, entry: entry, rets: rets, header: append([]token(nil), head[i+1:]...),
 		body: lx.src[start : lx.pos-1], line: bodyLine}
 	if entry {
 		m.entries = append(m.entries, name)
 	}
 	return nil
 }
+
+// declare records a module-scope declaration: a .shared variable (an
+// .extern one is the dynamic shared memory a launch sizes), or the name of
+// a variable of another state space, which the functions may not use.
+// Function prototypes and other directives are skipped.
+func (m *Module) declare(stmt []token) error {
+	i := 0
+	for i < len(stmt) && (stmt[i].s == ".visible" || stmt[i].s == ".extern" || stmt[i].s == ".weak") {
+		i++
+	}
+	if i >= len(stmt) {
+		return nil
+	}
+	extern := i > 0 && slices.ContainsFunc(stmt[:i], func(t token) bool { return t.s == ".extern" })
+	switch stmt[i].s {
+	case ".shared":
+		sym, err := m.varSym(stmt[i+1:], extern)
+		if err != nil {
+			return fmt.Errorf("ptx: %w", err)
+		}
+		m.vars[sym.name] = sym
+	case ".global", ".const", ".local":
+		for _, t := range stmt[i+1:] {
+			if !strings.HasPrefix(t.s, ".") && t.s != "[" && t.s != "]" {
+				if _, err := strconv.Atoi(t.s); err != nil {
+					m.badVars[t.s] = true
+					break
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// unsupportedVar reports whether name is a module-scope variable of a
+// state space the interpreter does not model.
+func (m *Module) unsupportedVar(name string) bool { return m.badVars[name] }
 
 // Entries lists the module's kernel entry points, sorted.
 func (m *Module) Entries() []string {
@@ -199,6 +259,10 @@ func (lx *lexer) next() (token, bool, error) {
 			start := lx.pos
 			for lx.pos < len(lx.src) {
 				c := lx.src[lx.pos]
+				if c == ':' && strings.HasPrefix(lx.src[lx.pos:], "::") && lx.pos > start {
+					lx.pos += 2 // a qualifier such as .L1::evict_last
+					continue
+				}
 				if c == ' ' || c == '\t' || c == '\r' || c == '\n' || strings.IndexByte(punct, c) >= 0 ||
 					(c == '/' && lx.pos+1 < len(lx.src) && (lx.src[lx.pos+1] == '/' || lx.src[lx.pos+1] == '*')) {
 					break
@@ -260,6 +324,8 @@ const (
 	symKernelParam symKind = iota // an entry's parameter: in the launch's argument bytes
 	symFrameParam                 // a function's parameter or a call argument: in the frame
 	symShared                     // a shared variable: in the block's shared memory
+	symDynShared                  // the dynamic shared memory (.extern .shared), after the static
+	symLocal                      // a local variable: in the frame's local memory
 )
 
 // symbol is a named variable.
@@ -291,6 +357,10 @@ type decoder struct {
 	scopes []*scope
 	labels map[string]int
 	fixups []fixup
+
+	regTypes []typ // declared type of each register
+	sinkReg  int   // the register of "_", -1 until used
+	bad      []Unsupported
 }
 
 type fixup struct {
@@ -312,14 +382,16 @@ func (m *Module) decode(src *funcSrc) (*Func, error) {
 		}
 		toks = append(toks, t)
 	}
-	d := &decoder{m: m, src: src, fn: &Func{Name: src.name, Entry: src.entry}, toks: toks, labels: map[string]int{}}
+	d := &decoder{m: m, src: src, fn: &Func{Name: src.name, Entry: src.entry}, toks: toks,
+		labels: map[string]int{}, sinkReg: -1}
 	d.scopes = []*scope{newScope()}
 	if err := d.header(); err != nil {
 		return nil, err
 	}
 	for d.i < len(d.toks) {
+		start := d.i
 		if err := d.statement(); err != nil {
-			return nil, err
+			d.refuse(d.toks[start:d.i], err)
 		}
 	}
 	if len(d.scopes) != 1 {
@@ -328,7 +400,8 @@ func (m *Module) decode(src *funcSrc) (*Func, error) {
 	for _, f := range d.fixups {
 		at, ok := d.labels[f.label]
 		if !ok {
-			return nil, fmt.Errorf("line %d: unknown label %s", f.line, f.label)
+			d.bad = append(d.bad, Unsupported{Func: src.name, Line: f.line, Inst: "bra", Reason: "unknown label " + f.label})
+			continue
 		}
 		d.fn.code[f.inst].target = at
 	}
@@ -339,39 +412,91 @@ func (m *Module) decode(src *funcSrc) (*Func, error) {
 			d.fn.callees = append(d.fn.callees, c)
 		}
 	}
+	src.callees, src.bad, src.partial = d.fn.callees, d.bad, d.fn
+	if len(d.bad) > 0 {
+		return nil, badError(d.bad)
+	}
 	// Falling off the end returns.
 	d.fn.code = append(d.fn.code, inst{op: opRet, guard: -1, line: lx.line, text: "ret (end of body)"})
 	return d.fn, nil
 }
 
-// header declares the formal parameters: ( .param ... , ... ) and skips
-// performance directives (.maxntid and the like).
+// refuse records a statement that failed to decode.
+func (d *decoder) refuse(stmt []token, err error) {
+	u := Unsupported{Func: d.src.name, Reason: err.Error()}
+	if len(stmt) > 0 {
+		u.Line = stmt[0].line
+	}
+	// The mnemonic: the first token after a guard.
+	for j := 0; j < len(stmt); j++ {
+		if stmt[j].s == "@" {
+			j++
+			if j < len(stmt) && stmt[j].s == "!" {
+				j++
+			}
+			continue
+		}
+		u.Inst = stmt[j].s
+		break
+	}
+	var line int
+	if n, _ := fmt.Sscanf(u.Reason, "line %d: ", &line); n == 1 {
+		u.Line = line
+		u.Reason = u.Reason[strings.Index(u.Reason, ": ")+2:]
+	}
+	d.bad = append(d.bad, u)
+}
+
+// header declares the return parameters and the formal parameters, and
+// skips performance directives (.maxntid and the like).
 func (d *decoder) header() error {
+	if r := d.src.rets; len(r) > 0 {
+		syms, err := d.paramList(r, symFrameParam)
+		if err != nil {
+			return err
+		}
+		d.fn.rets = syms
+	}
 	h := d.src.header
 	if len(h) == 0 || h[0].s != "(" {
 		return nil
 	}
+	end := slices.IndexFunc(h, func(t token) bool { return t.s == ")" })
+	if end < 0 {
+		return fmt.Errorf("line %d: parameter list not closed", h[0].line)
+	}
+	kind := symFrameParam
+	if d.src.entry {
+		kind = symKernelParam
+	}
+	syms, err := d.paramList(h[:end+1], kind)
+	if err != nil {
+		return err
+	}
+	d.fn.params = syms
+	return nil
+}
+
+// paramList declares the parameters of "( .param ..., ... )".
+func (d *decoder) paramList(h []token, kind symKind) ([]*symbol, error) {
+	var out []*symbol
 	j := 1
 	for j < len(h) && h[j].s != ")" {
 		k := j
 		for k < len(h) && h[k].s != "," && h[k].s != ")" {
 			k++
 		}
-		kind := symFrameParam
-		if d.src.entry {
-			kind = symKernelParam
-		}
 		sym, err := d.paramDecl(h[j:k], kind)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		d.fn.params = append(d.fn.params, sym)
+		out = append(out, sym)
 		j = k
 		if j < len(h) && h[j].s == "," {
 			j++
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // paramDecl declares ".param [.align N] .TYPE name[[N]]" in the current scope.
@@ -386,54 +511,89 @@ func (d *decoder) paramDecl(ts []token, kind symKind) (*symbol, error) {
 	return sym, nil
 }
 
-// varDecl declares "[.align N] .TYPE name[[N]]" of kind.
-func (d *decoder) varDecl(ts []token, kind symKind) (*symbol, error) {
-	align := 1
+// varSpec parses "[.align N] .TYPE name[[N]]" (or "name[]" when unsized
+// is allowed): the name, the size in bytes and the alignment.
+func varSpec(ts []token, unsized bool) (name string, size, align int, err error) {
+	align = 1
 	j := 0
 	if len(ts) > 1 && ts[0].s == ".align" {
 		n, err := strconv.Atoi(ts[1].s)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("line %d: bad alignment %q", ts[1].line, ts[1].s)
+			return "", 0, 0, fmt.Errorf("line %d: bad alignment %q", ts[1].line, ts[1].s)
 		}
 		align = n
 		j = 2
 	}
 	if j+1 >= len(ts) {
-		return nil, fmt.Errorf("line %d: bad declaration %q", lineOf(ts), joinTokens(ts))
+		return "", 0, 0, fmt.Errorf("line %d: bad declaration %q", lineOf(ts), joinTokens(ts))
 	}
 	t, ok := typeNames[ts[j].s]
-	if !ok && ts[j].s != ".b8" {
-		return nil, fmt.Errorf("line %d: unsupported variable type %s", ts[j].line, ts[j].s)
+	if !ok || t == tPred {
+		return "", 0, 0, fmt.Errorf("line %d: unsupported variable type %s", ts[j].line, ts[j].s)
 	}
-	size := 1
-	if ok {
-		size = t.size()
-	}
+	size = t.size()
 	align = max(align, size)
-	name := ts[j+1].s
+	name = ts[j+1].s
 	count := 1
-	if j+2 < len(ts) {
-		if len(ts) != j+5 || ts[j+2].s != "[" || ts[j+4].s != "]" {
-			return nil, fmt.Errorf("line %d: bad declaration %q", lineOf(ts), joinTokens(ts))
-		}
-		n, err := strconv.Atoi(ts[j+3].s)
+	rest := ts[j+2:]
+	switch {
+	case len(rest) == 0:
+	case unsized && len(rest) == 2 && rest[0].s == "[" && rest[1].s == "]":
+		count = 0
+	case len(rest) == 3 && rest[0].s == "[" && rest[2].s == "]":
+		n, err := strconv.Atoi(rest[1].s)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("line %d: bad array length %q", ts[j+3].line, ts[j+3].s)
+			return "", 0, 0, fmt.Errorf("line %d: bad array length %q", rest[1].line, rest[1].s)
 		}
 		count = n
+	default:
+		return "", 0, 0, fmt.Errorf("line %d: bad declaration %q (initializers and multi-dimensional arrays are not supported)", lineOf(ts), joinTokens(ts))
 	}
-	sym := &symbol{name: name, kind: kind, size: size * count}
+	return name, size * count, align, nil
+}
+
+// varSym makes the symbol of a .shared variable: an extern one is the
+// dynamic shared memory, after the static one.
+func (m *Module) varSym(ts []token, extern bool) (*symbol, error) {
+	name, size, align, err := varSpec(ts, extern)
+	if err != nil {
+		return nil, err
+	}
+	if extern {
+		return &symbol{name: name, kind: symDynShared}, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	off := alignUp(m.sharedSize, align)
+	m.sharedSize = off + size
+	return &symbol{name: name, kind: symShared, offset: off, size: size}, nil
+}
+
+// varDecl declares "[.align N] .TYPE name[[N]]" of kind.
+func (d *decoder) varDecl(ts []token, kind symKind) (*symbol, error) {
+	var sym *symbol
 	switch kind {
 	case symShared:
-		d.m.mu.Lock()
-		sym.offset = alignUp(d.m.sharedSize, align)
-		d.m.sharedSize = sym.offset + sym.size
-		d.m.mu.Unlock()
+		s, err := d.m.varSym(ts, false)
+		if err != nil {
+			return nil, err
+		}
+		sym = s
 	default:
-		sym.offset = alignUp(d.fn.frameSize, align)
-		d.fn.frameSize = sym.offset + sym.size
+		name, size, align, err := varSpec(ts, false)
+		if err != nil {
+			return nil, err
+		}
+		sym = &symbol{name: name, kind: kind, size: size}
+		if kind == symLocal {
+			sym.offset = alignUp(d.fn.localSize, align)
+			d.fn.localSize = sym.offset + size
+		} else {
+			sym.offset = alignUp(d.fn.frameSize, align)
+			d.fn.frameSize = sym.offset + size
+		}
 	}
-	d.scopes[len(d.scopes)-1].syms[name] = sym
+	d.scopes[len(d.scopes)-1].syms[sym.name] = sym
 	return sym, nil
 }
 
@@ -503,6 +663,18 @@ func (d *decoder) declaration(ts []token) error {
 	case ".shared":
 		_, err := d.varDecl(ts[1:], symShared)
 		return err
+	case ".extern":
+		if len(ts) > 1 && ts[1].s == ".shared" {
+			sym, err := d.m.varSym(ts[2:], true)
+			if err != nil {
+				return err
+			}
+			d.scopes[len(d.scopes)-1].syms[sym.name] = sym
+			return nil
+		}
+	case ".local":
+		_, err := d.varDecl(ts[1:], symLocal)
+		return err
 	case ".pragma", ".loc", ".file", ".section":
 		return nil
 	}
@@ -515,7 +687,8 @@ func (d *decoder) regDecl(ts []token) error {
 	if len(ts) < 3 {
 		return fmt.Errorf("line %d: bad register declaration %q", ts[0].line, joinTokens(ts))
 	}
-	if _, ok := typeNames[ts[1].s]; !ok {
+	rt, ok := typeNames[ts[1].s]
+	if !ok || rt == tB8 {
 		return fmt.Errorf("line %d: unsupported register type %s", ts[1].line, ts[1].s)
 	}
 	sc := d.scopes[len(d.scopes)-1]
@@ -528,11 +701,12 @@ func (d *decoder) regDecl(ts []token) error {
 				return fmt.Errorf("line %d: bad register count %q", rest[2].line, rest[2].s)
 			}
 			sc.ranges[name] = [2]int{d.fn.nregs, n}
-			d.fn.nregs += n
+			for range n {
+				d.newReg(rt)
+			}
 			rest = rest[4:]
 		} else {
-			sc.regs[name] = d.fn.nregs
-			d.fn.nregs++
+			sc.regs[name] = d.newReg(rt)
 			rest = rest[1:]
 		}
 		if len(rest) > 0 {
@@ -562,14 +736,32 @@ func (d *decoder) reg(name string) (int, bool) {
 	return 0, false
 }
 
-// sym resolves a variable name.
+// newReg allocates a register of type t.
+func (d *decoder) newReg(t typ) int {
+	d.regTypes = append(d.regTypes, t)
+	d.fn.nregs++
+	return d.fn.nregs - 1
+}
+
+// regType is the declared type of register r.
+func (d *decoder) regType(r int) typ { return d.regTypes[r] }
+
+// sink is a register that discards what is written to it ("_").
+func (d *decoder) sink() int {
+	if d.sinkReg < 0 {
+		d.sinkReg = d.newReg(tB64)
+	}
+	return d.sinkReg
+}
+
+// sym resolves a variable name: the function's scopes, then the module's.
 func (d *decoder) sym(name string) *symbol {
 	for i := len(d.scopes) - 1; i >= 0; i-- {
 		if s, ok := d.scopes[i].syms[name]; ok {
 			return s
 		}
 	}
-	return nil
+	return d.m.vars[name]
 }
 
 // splitNumber splits "%r12" into "%r" and 12; num is -1 without digits.

@@ -1,0 +1,234 @@
+package ptx
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// WarpWaiter is implemented by an [Env] that can block a thread until a
+// condition holds: the lanes of a warp meet at shfl.sync and vote.sync
+// through it. WaitWarp returns once ready() is true (it is a scheduling
+// point: other threads run meanwhile) or with an error when the wait
+// cannot end (the simulator's deadlock and timeout detection).
+type WarpWaiter interface {
+	WaitWarp(what string, ready func() bool) error
+}
+
+// Lane states of a warp, as the threads' runs leave them.
+const (
+	laneRunning uint8 = iota
+	laneAtBarrier
+	laneExited
+)
+
+// warp is the meeting point of the lanes of one warp of a block: a lane
+// reaching a collective (shfl.sync, vote.sync) deposits its operands; the
+// last lane of the collective's member mask computes every member's
+// result and releases them.
+type warp struct {
+	lanes   uint32 // the lanes that exist (a last warp may be partial)
+	state   [32]uint8
+	barLine [32]int
+
+	waiting uint32 // lanes waiting at a collective
+	inst    [32]*inst
+	mask    [32]uint32
+	val     [32]uint64 // shfl: the value; vote: the predicate
+	b, c    [32]uint32 // shfl's lane operand and clamp
+	res     [32]uint64
+	resP    [32]bool
+	resErr  [32]error
+	done    [32]uint64 // collectives each lane completed
+}
+
+// join registers the thread of dim with its warp.
+func (mem *BlockMem) join(dim Dim) {
+	wi := int(dim.Tid / 32)
+	for len(mem.warps) <= wi {
+		mem.warps = append(mem.warps, &warp{})
+	}
+	w := mem.warps[wi]
+	n := min(dim.Ntid-32*uint32(wi), 32)
+	w.lanes = uint32(1<<n - 1)
+	w.state[dim.Tid%32] = laneRunning
+}
+
+// leave records that the thread of dim stopped at a barrier of line, exited
+// or runs again.
+func (mem *BlockMem) leave(dim Dim, state uint8, line int) {
+	w := mem.warps[dim.Tid/32]
+	w.state[dim.Tid%32] = state
+	w.barLine[dim.Tid%32] = line
+}
+
+// warpOp executes activemask, shfl.sync and vote.sync.
+func (t *Thread) warpOp(f *frame, in *inst) error {
+	w := t.mem.warps[t.dim.Tid/32]
+	lane := t.dim.Tid % 32
+	if in.op == opActivemask {
+		// The lanes that have neither exited nor stopped at a block
+		// barrier: under independent thread scheduling any of them may
+		// be converged with this one.
+		var m uint32
+		for l := uint32(0); l < 32; l++ {
+			if w.lanes>>l&1 == 1 && w.state[l] == laneRunning {
+				m |= 1 << l
+			}
+		}
+		f.regs[in.ops[0].reg] = uint64(m)
+		return nil
+	}
+	maskOp := &in.ops[len(in.ops)-1]
+	mask := uint32(t.value(f, maskOp, tU32))
+	if mask>>lane&1 == 0 {
+		return fmt.Errorf("lane %d executes %s with member mask %#08x, which does not include it", lane, in.text, mask)
+	}
+	if mask&^w.lanes != 0 {
+		return fmt.Errorf("member mask %#08x names lanes the block does not have (its warp has lanes %#08x)", mask, w.lanes)
+	}
+	w.waiting |= 1 << lane
+	w.inst[lane] = in
+	w.mask[lane] = mask
+	w.resErr[lane] = nil
+	if in.op == opShfl {
+		w.val[lane] = t.value(f, &in.ops[1], tB32)
+		w.b[lane] = uint32(t.value(f, &in.ops[2], tB32))
+		w.c[lane] = uint32(t.value(f, &in.ops[3], tB32))
+	} else {
+		w.val[lane] = t.value(f, &in.ops[1], tPred)
+	}
+	before := w.done[lane]
+	w.complete(mask)
+	if w.done[lane] == before {
+		waiter, ok := t.env.(WarpWaiter)
+		if !ok {
+			w.waiting &^= 1 << lane
+			return fmt.Errorf("%s needs the lanes of a warp to meet, which this environment does not support", in.text)
+		}
+		what := fmt.Sprintf("lanes %#08x of warp %d at %s line %d", mask, t.dim.Tid/32, in.text, in.line)
+		err := waiter.WaitWarp(what, func() bool { return w.done[lane] != before || w.stuck(mask) != "" })
+		if w.done[lane] == before {
+			w.waiting &^= 1 << lane
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("lane %d waits at %s with member mask %#08x, but %s", lane, in.text, mask, w.stuck(mask))
+		}
+	}
+	if err := w.resErr[lane]; err != nil {
+		return err
+	}
+	d := &in.ops[0]
+	if d.kind == oVec {
+		f.regs[d.vec[0]], f.regs[d.vec[1]] = w.res[lane], b2u(w.resP[lane])
+	} else {
+		f.regs[d.reg] = w.res[lane]
+	}
+	return nil
+}
+
+// stuck says why the collective of mask cannot complete, "" if it still
+// may.
+func (w *warp) stuck(mask uint32) string {
+	for l := uint32(0); l < 32; l++ {
+		if mask>>l&1 == 0 {
+			continue
+		}
+		switch {
+		case w.state[l] == laneExited:
+			return fmt.Sprintf("lane %d exited", l)
+		case w.state[l] == laneAtBarrier:
+			return fmt.Sprintf("lane %d waits at the block barrier of line %d", l, w.barLine[l])
+		case w.waiting>>l&1 == 1 && w.mask[l] != mask:
+			return fmt.Sprintf("lane %d waits at %s line %d with member mask %#08x", l, w.inst[l].text, w.inst[l].line, w.mask[l])
+		}
+	}
+	return ""
+}
+
+// complete performs the collective of mask if every member arrived at the
+// same instruction with the same mask.
+func (w *warp) complete(mask uint32) {
+	if w.waiting&mask != mask {
+		return
+	}
+	first := uint32(bits.TrailingZeros32(mask))
+	in := w.inst[first]
+	for l := first; l < 32; l++ {
+		if mask>>l&1 == 1 && (w.mask[l] != mask || w.inst[l].op != in.op || w.inst[l].mode != in.mode) {
+			return
+		}
+	}
+	switch in.op {
+	case opShfl:
+		for l := first; l < 32; l++ {
+			if mask>>l&1 == 0 {
+				continue
+			}
+			j, p := shflSource(in.mode, l, w.b[l], w.c[l])
+			if mask>>j&1 == 0 {
+				w.resErr[l] = fmt.Errorf("lane %d reads lane %d, outside the member mask %#08x (undefined)", l, j, mask)
+			}
+			w.res[l], w.resP[l] = w.val[j], p
+		}
+	case opVote:
+		var ballot uint32
+		for l := first; l < 32; l++ {
+			if mask>>l&1 == 1 && w.val[l] != 0 {
+				ballot |= 1 << l
+			}
+		}
+		var v uint64
+		switch in.mode {
+		case voteAll:
+			v = b2u(ballot == mask)
+		case voteAny:
+			v = b2u(ballot != 0)
+		case voteUni:
+			v = b2u(ballot == mask || ballot == 0)
+		case voteBallot:
+			v = uint64(ballot)
+		}
+		for l := first; l < 32; l++ {
+			if mask>>l&1 == 1 {
+				w.res[l] = v
+			}
+		}
+	}
+	for l := first; l < 32; l++ {
+		if mask>>l&1 == 1 {
+			w.done[l]++
+		}
+	}
+	w.waiting &^= mask
+}
+
+// shflSource is the lane that lane l reads in shfl mode with lane operand
+// b and clamp value c, and whether it is in range (otherwise l reads its
+// own value).
+func shflSource(mode uint8, l, b, c uint32) (uint32, bool) {
+	b &= 31
+	segmask := c >> 8 & 31
+	maxLane := l&segmask | c&31&^segmask
+	minLane := l & segmask
+	var j int32
+	var p bool
+	switch mode {
+	case shflUp:
+		j = int32(l) - int32(b)
+		p = j >= int32(maxLane)
+	case shflDown:
+		j = int32(l + b)
+		p = j <= int32(maxLane)
+	case shflBfly:
+		j = int32(l ^ b)
+		p = j <= int32(maxLane)
+	default:
+		j = int32(minLane | b&^segmask)
+		p = j <= int32(maxLane)
+	}
+	if !p {
+		return l, false
+	}
+	return uint32(j), true
+}
