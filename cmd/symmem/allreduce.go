@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"io"
 	"os"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -29,28 +30,51 @@ type specFlags struct {
 	offset uint64
 }
 
-// spec parses and validates the flags into a spec with input seed seed.
+// spec parses and validates the flags into a spec with input seed seed,
+// reporting every bad flag at once, each named with its value.
 func (f *specFlags) spec(seed uint64) (workload.Spec, error) {
+	s := workload.Spec{World: f.world, Offset: f.offset, Seed: seed}
+	parsed := map[string]bool{}
 	var errs []error
-	n, err := parseBytes(f.bytes)
-	errs = append(errs, flagErr("bytes", err))
-	dt, err := device.ParseDType(f.dtype)
-	errs = append(errs, flagErr("dtype", err))
-	op, err := device.ParseReduceOp(f.op)
-	errs = append(errs, flagErr("op", err))
-	algo, err := workload.ParseAlgo(f.algo)
-	errs = append(errs, flagErr("algo", err))
-	if err := errors.Join(errs...); err != nil {
-		return workload.Spec{}, err
+	note := func(flag string, err error) {
+		parsed[flag] = err == nil
+		errs = append(errs, flagErr(flag, err))
 	}
-	s := workload.Spec{World: f.world, Bytes: n, DType: dt, Op: op, Algo: algo, Offset: f.offset, Seed: seed}
-	if f.world < 1 || f.world > 72 {
-		return s, fmt.Errorf("--world %d: want 1..72", f.world)
+	var err error
+	s.Bytes, err = parseBytes(f.bytes)
+	note("bytes", err)
+	if err == nil && s.Bytes == 0 {
+		errs = append(errs, errors.New("--bytes 0: want a positive size"))
 	}
-	if err := s.Validate(); err != nil {
-		return s, fmt.Errorf("invalid all-reduce: %w", err)
+	s.DType, err = device.ParseDType(f.dtype)
+	note("dtype", err)
+	s.Op, err = device.ParseReduceOp(f.op)
+	note("op", err)
+	s.Algo, err = workload.ParseAlgo(f.algo)
+	note("algo", err)
+	errs = append(errs, checkWorld("world", f.world))
+	parsed["offset"] = true
+	values := map[string]string{"bytes": f.bytes, "offset": strconv.FormatUint(f.offset, 10)}
+	var fe *workload.FieldError
+	for _, err := range unjoin(s.Validate()) {
+		if !errors.As(err, &fe) || fe.Field == "world" || !parsed[fe.Field] || !parsed["dtype"] {
+			continue // named above, or a consequence of a flag named above
+		}
+		errs = append(errs, fmt.Errorf("--%s %s: %w", fe.Field, values[fe.Field], fe.Err))
 	}
-	return s, nil
+	return s, errors.Join(errs...)
+}
+
+// unjoin returns the errors that errors.Join joined into err (err itself
+// when it was not joined, nothing when it is nil).
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
 }
 
 type allReduceFlags struct {
@@ -61,6 +85,7 @@ type allReduceFlags struct {
 	kernels string
 
 	worldSet bool
+	bad      []error // flags whose values did not parse
 }
 
 func newAllReduceCmd(a *app) *cobra.Command {
@@ -81,6 +106,7 @@ launch should exit non-zero with rank R's status.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.worldSet = cmd.Flags().Changed("world")
+			f.bad = flagErrors(cmd)
 			return runAllReduce(a, f, cmd.OutOrStdout())
 		},
 	}
@@ -95,6 +121,7 @@ launch should exit non-zero with rank R's status.`,
 	fl.StringVar(&f.dev, "device", "sim", "device: sim or cuda")
 	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait, > 0 (virtual time on sim)")
 	kernelsFlag(fl, &f.kernels)
+	collectFlagErrors(cmd)
 	return cmd
 }
 
@@ -109,13 +136,18 @@ func flagErr(name string, err error) error {
 // starts, reporting every problem at once.
 func (f *allReduceFlags) validate() (workload.Spec, faultKill, error) {
 	s, err := f.spec(f.seed)
-	errs := []error{err, checkTimeout(f.timeout), checkDevice(f.dev)}
+	errs := append(f.bad, err, checkTimeout(f.timeout), checkDevice(f.dev), checkKernels(f.kernels), checkKernelImage())
 	if err == nil && s.Algo == workload.LowLatency && s.Bytes > rank.LowLatencyMaxBytes {
 		errs = append(errs, fmt.Errorf("--algo ll --bytes %s: the low-latency all-reduce takes tensors up to %s; use one-shot, two-shot or auto",
 			formatBytes(s.Bytes), formatBytes(rank.LowLatencyMaxBytes)))
 	}
 	if err == nil && f.dev == "sim" {
-		errs = append(errs, checkSimMemory(fmt.Sprintf("--world %d --bytes %s", s.World, formatBytes(s.Bytes)), s.World, s.Offset+s.Bytes))
+		flags := fmt.Sprintf("--world %d --bytes %s", s.World, formatBytes(s.Bytes))
+		if s.Offset > 0 {
+			flags += fmt.Sprintf(" --offset %d", s.Offset)
+		}
+		need, _ := s.BufferBytes() // Validate bounded both below 2^33
+		errs = append(errs, checkSimMemory(flags, s.World, need))
 	}
 	fault, faulty, err := parseFaultKill(os.Getenv)
 	errs = append(errs, err)

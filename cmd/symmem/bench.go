@@ -18,8 +18,16 @@ import (
 	"github.com/symmem/symmem/backend"
 	"github.com/symmem/symmem/bench"
 	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/workload"
+)
+
+// Bounds of bench's counts: a sweep is meant to end.
+const (
+	maxCalls  = 1_000_000 // --warmup and --iters
+	maxLoops  = 1000      // --loops
+	maxBlocks = 1 << 16   // --max-blocks
 )
 
 // benchDefaults are the per-device defaults of the flags not given: the
@@ -52,6 +60,7 @@ type benchFlags struct {
 
 	worldSet bool
 	changed  func(name string) bool // whether a flag was given
+	bad      []error                // flags whose values did not parse
 }
 
 func newBenchCmd(a *app) *cobra.Command {
@@ -82,6 +91,7 @@ prints and writes the files).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.worldSet = cmd.Flags().Changed("world")
 			f.changed = cmd.Flags().Changed
+			f.bad = flagErrors(cmd)
 			return runBench(a, f, cmd.OutOrStdout())
 		},
 	}
@@ -111,13 +121,14 @@ prints and writes the files).`,
 	fl.StringVar(&f.title, "title", "", "plot title")
 	fl.BoolVar(&f.progress, "progress", true, "show a progress bar (only when stdout is a terminal)")
 	cmd.AddCommand(newBenchPlotCmd())
+	collectFlagErrors(cmd)
 	return cmd
 }
 
 // plan turns the flags into a validated plan, reporting every bad flag at
 // once, before any work starts.
 func (f *benchFlags) plan() (bench.Plan, []bench.Report, error) {
-	var errs []error
+	errs := append(f.bad, checkKernelImage())
 	def, ok := benchDefaults[f.dev]
 	if !ok {
 		errs = append(errs, checkDevice(f.dev))
@@ -125,18 +136,18 @@ func (f *benchFlags) plan() (bench.Plan, []bench.Report, error) {
 	}
 	p := bench.Plan{Seed: f.seed, Check: f.check, Sync: f.sync, Graph: f.graph, MaxBlocks: f.maxBlocks, Warmup: f.warmup, Iters: f.iters, Loops: f.loops}
 	for _, d := range []struct {
-		flag     string
-		v        *int
-		def, min int
-	}{{"warmup", &p.Warmup, def.warmup, 0}, {"iters", &p.Iters, def.iters, 1}, {"loops", &p.Loops, def.loops, 1}} {
+		flag             string
+		v                *int
+		def, least, most int
+	}{{"warmup", &p.Warmup, def.warmup, 0, maxCalls}, {"iters", &p.Iters, def.iters, 1, maxCalls}, {"loops", &p.Loops, def.loops, 1, maxLoops}} {
 		if f.changed == nil || !f.changed(d.flag) {
 			*d.v = d.def
-		} else if *d.v < d.min {
-			errs = append(errs, fmt.Errorf("--%s %d: want at least %d", d.flag, *d.v, d.min))
+		} else {
+			errs = append(errs, checkCount(d.flag, *d.v, d.least, d.most))
 		}
 	}
-	if f.maxBlocks < 0 {
-		errs = append(errs, fmt.Errorf("--max-blocks %d: want 0 (the kernels' own limits) or a positive count", f.maxBlocks))
+	if f.maxBlocks < 0 || f.maxBlocks > maxBlocks {
+		errs = append(errs, fmt.Errorf("--max-blocks %d: want 0 (the kernels' own limits) or a count up to %d", f.maxBlocks, maxBlocks))
 	}
 	if f.graph && f.sync {
 		errs = append(errs, errors.New("--graph and --sync together: a graph's calls cannot be waited for one by one"))
@@ -147,18 +158,36 @@ func (f *benchFlags) plan() (bench.Plan, []bench.Report, error) {
 	}
 	lo, err := parseBytes(f.min)
 	errs = append(errs, flagErr("min", err))
+	minOK := err == nil
+	if minOK && (lo == 0 || lo > bench.MaxBytes) {
+		errs = append(errs, fmt.Errorf("--min %s: want 1 byte to %s", f.min, formatBytes(bench.MaxBytes)))
+		minOK = false
+	}
 	hi, err := parseBytes(maxS)
 	errs = append(errs, flagErr("max", err))
+	if err == nil && (hi == 0 || hi > bench.MaxBytes) {
+		errs = append(errs, fmt.Errorf("--max %s: want 1 byte to %s", maxS, formatBytes(bench.MaxBytes)))
+	}
 	step, err := bench.ParseStep(f.step)
 	errs = append(errs, flagErr("step", err))
 	if err := errors.Join(errs...); err == nil {
 		p.Sizes, err = bench.Sizes(lo, hi, step)
-		errs = append(errs, flagErr("min/--max", err))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--min %s --max %s: %w", f.min, maxS, err))
+		}
 	}
+	errs = append(errs, checkList("dtype", f.dtypes, "bf16, f16, f32"), checkList("op", f.ops, "sum, avg, max, min"),
+		checkList("algo", f.algos, "ll, one-shot, two-shot, auto"))
 	for _, s := range f.dtypes {
 		dt, err := device.ParseDType(strings.TrimSpace(s))
 		errs = append(errs, flagErr("dtype", err))
 		p.DTypes = append(p.DTypes, dt)
+		if err == nil && minOK {
+			// Every size is a multiple of --min: its alignment is theirs.
+			if _, err := kernels.CheckAlignment(0, lo, dt); err != nil {
+				errs = append(errs, fmt.Errorf("--min %s: %w", f.min, err))
+			}
+		}
 	}
 	for _, s := range f.ops {
 		op, err := device.ParseReduceOp(strings.TrimSpace(s))
@@ -374,13 +403,14 @@ func newBenchPlotCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plot --out FILE.png REPORT.json...",
 		Short: "Draw time and busbw against size from JSON reports (ours and the reference scripts')",
-		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if outPath == "" {
-				return errors.New("--out is required")
+			errs := flagErrors(cmd)
+			if len(args) == 0 {
+				errs = append(errs, errors.New("no report to draw: want symmem bench plot --out FILE.png REPORT.json [REPORT.json ...]"))
 			}
-			var errs []error
-			if _, err := bench.PlotFormat(outPath); err != nil {
+			if outPath == "" {
+				errs = append(errs, errors.New("--out is required: the image to write (.png, .svg, .jpg or .tiff)"))
+			} else if _, err := bench.PlotFormat(outPath); err != nil {
 				errs = append(errs, fmt.Errorf("--out: %w", err))
 			} else {
 				errs = append(errs, checkWritable("out", outPath))
@@ -392,11 +422,12 @@ func newBenchPlotCmd() *cobra.Command {
 			if err := bench.SavePlot(outPath, title, reps...); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", outPath)
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d reports)\n", outPath, len(reps))
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&outPath, "out", "", "image to write (.png, .svg, .jpg or .tiff)")
 	cmd.Flags().StringVar(&title, "title", "", "plot title")
+	collectFlagErrors(cmd)
 	return cmd
 }

@@ -25,6 +25,7 @@ type selftestFlags struct {
 	seed    uint64
 	timeout time.Duration
 	kernels string
+	bad     []error // flags whose values did not parse
 }
 
 func newSelftestCmd(a *app) *cobra.Command {
@@ -39,6 +40,7 @@ its own results; the table lists each case, the mode, world size, time and
 outcome. Exits non-zero if any case fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.bad = flagErrors(cmd)
 			return runSelftest(a, f, cmd.OutOrStdout())
 		},
 	}
@@ -50,6 +52,7 @@ outcome. Exits non-zero if any case fails.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of inputs and schedules")
 	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait, > 0 (virtual time on sim)")
 	kernelsFlag(fl, &f.kernels)
+	collectFlagErrors(cmd)
 	return cmd
 }
 
@@ -59,19 +62,20 @@ type caseResult struct {
 	err     error
 }
 
+// maxCycles bounds --cycles: a selftest is meant to end.
+const maxCycles = 1_000_000
+
 // selftestLargest is the largest tensor a conformance case reduces (the
 // intra-node-comm case's 10 MiB), for the simulator's memory check.
 const selftestLargest = 10 << 20
 
 // validate checks every flag before any work starts.
 func (f *selftestFlags) validate() error {
-	errs := []error{checkDevice(f.dev), checkTimeout(f.timeout)}
+	errs := append(f.bad, checkDevice(f.dev), checkTimeout(f.timeout), checkKernels(f.kernels), checkKernelImage())
 	if _, launched, _ := launch.ProcessEnvFromOS(); !launched || f.dev != "cuda" {
 		errs = append(errs, checkWorld("world", f.world))
 	}
-	if f.cycles < 1 {
-		errs = append(errs, fmt.Errorf("--cycles %d: want at least 1", f.cycles))
-	}
+	errs = append(errs, checkCount("cycles", f.cycles, 1, maxCycles))
 	if _, err := regexp.Compile(f.cases); err != nil {
 		errs = append(errs, fmt.Errorf("--cases %q: %w", f.cases, err))
 	}

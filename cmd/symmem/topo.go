@@ -21,7 +21,8 @@ func newTopoCmd() *cobra.Command {
 		Short: "Print the NVLink topology matrix and whether it is fully connected",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := errors.Join(checkDevice(dev), checkWorld("world", world)); err != nil {
+			errs := append(flagErrors(cmd), checkDevice(dev), checkWorld("world", world), checkKernelImage())
+			if err := errors.Join(errs...); err != nil {
 				return err
 			}
 			var m [][]int
@@ -52,6 +53,7 @@ func newTopoCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&dev, "device", "sim", "device: sim or cuda")
 	cmd.Flags().IntVar(&world, "world", 4, "number of simulated devices (sim only)")
+	collectFlagErrors(cmd)
 	return cmd
 }
 
