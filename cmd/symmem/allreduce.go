@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/launch"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -107,7 +110,7 @@ launch should exit non-zero with rank R's status.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.worldSet = cmd.Flags().Changed("world")
 			f.bad = flagErrors(cmd)
-			return runAllReduce(a, f, cmd.OutOrStdout())
+			return runAllReduce(cmd.Context(), a, f, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
@@ -157,7 +160,12 @@ func (f *allReduceFlags) validate() (workload.Spec, faultKill, error) {
 	return s, fault, errors.Join(errs...)
 }
 
-func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
+// progressBytes is the size from which allreduce shows progress on a
+// terminal: world x bytes above it take seconds on the simulator.
+const progressBytes = 16 << 20
+
+func runAllReduce(ctx context.Context, a *app, f *allReduceFlags, out io.Writer) error {
+	start := time.Now()
 	s, fault, err := f.validate()
 	if err != nil {
 		return err
@@ -166,8 +174,9 @@ func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var stop simStopper
 	o := backend.Options{Device: f.dev, World: s.World, WorldSet: f.worldSet, Seed: s.Seed, Timeout: f.timeout,
-		Logger: a.log, Command: "allreduce", Sim: kern}
+		Logger: a.log, Command: "allreduce", Sim: func(c *simjob.Config) { kern(c); stop.adjust(c) }}
 	if fault.point != "" {
 		o.WrapProcess = fault.apply
 	}
@@ -179,23 +188,54 @@ func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
 		return fmt.Errorf("%s: rank %d out of range [0, %d)", faultKillEnv, fault.rank, b.World())
 	}
 	s.World = b.World()
-	inputs := s.Inputs()
-	results := make([]workload.RankResult, s.World)
-	res, err := b.Run(s.Program(inputs, results))
+	phase := atomic.Value{}
+	phase.Store("inputs")
+	status := func() string {
+		if b.Simulated() && phase.Load() == "running" {
+			return fmt.Sprintf("simulating, %d scheduling steps", stop.steps.Load())
+		}
+		return phase.Load().(string)
+	}
+	what := fmt.Sprintf("allreduce %d x %s", s.World, formatBytes(s.Bytes))
+	prog := a.newProgress(out, uint64(s.World)*s.Bytes >= progressBytes, what, 0, status)
+	var (
+		results []workload.RankResult
+		res     backend.Outcome
+		v       workload.Verdict
+	)
+	err = runInterruptible(ctx, stop.halt, func() error {
+		inputs := s.Inputs()
+		results = make([]workload.RankResult, s.World)
+		phase.Store("running")
+		var err error
+		if res, err = b.Run(s.Program(inputs, results)); err != nil {
+			return err
+		}
+		phase.Store("checking")
+		if r := b.Rank(); r >= 0 {
+			// A launched rank process checks its own result.
+			v, results = s.CheckRank(inputs, r, results[r]), results[r:r+1]
+		} else {
+			v = s.Check(inputs, results)
+		}
+		return nil
+	})
+	prog.done()
+	if ie := interruption(ctx); ie != nil {
+		fmt.Fprintf(out, "allreduce: %s after %v; no result\n", ie, time.Since(start).Round(time.Millisecond))
+		return ie
+	}
 	if err != nil {
 		return err
 	}
 	if r := b.Rank(); r >= 0 {
-		// A launched rank process checks its own result.
-		v := s.CheckRank(inputs, r, results[r])
 		fmt.Fprintf(out, "rank %d: ", r)
-		printSummary(out, s, results[r:r+1], v)
+		printSummary(out, s, results, v)
 		if !v.OK() {
 			return fmt.Errorf("rank %d: all-reduce check failed: %d problems", r, len(v.Problems))
 		}
 		return nil
 	}
-	v := s.Check(inputs, results)
 	printSummary(out, s, results, v)
 	if res.Trace != "" {
 		fmt.Fprintf(out, "trace %s\n", res.Trace)

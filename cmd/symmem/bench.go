@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/symmem/symmem/backend"
 	"github.com/symmem/symmem/bench"
@@ -92,7 +91,7 @@ prints and writes the files).`,
 			f.worldSet = cmd.Flags().Changed("world")
 			f.changed = cmd.Flags().Changed
 			f.bad = flagErrors(cmd)
-			return runBench(a, f, cmd.OutOrStdout())
+			return runBench(cmd.Context(), a, f, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
@@ -230,44 +229,71 @@ func (f *benchFlags) plan() (bench.Plan, []bench.Report, error) {
 	return p, refs, nil
 }
 
-func runBench(a *app, f *benchFlags, out io.Writer) (err error) {
+func runBench(ctx context.Context, a *app, f *benchFlags, out io.Writer) error {
+	start := time.Now()
 	p, refs, err := f.plan()
 	if err != nil {
 		return err
-	}
-	if f.cpuProfile != "" {
-		prof, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		if err := pprof.StartCPUProfile(prof); err != nil {
-			prof.Close()
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer func() {
-			pprof.StopCPUProfile()
-			err = errors.Join(err, prof.Close())
-		}()
 	}
 	rep := bench.Report{
 		Schema: bench.Schema, Tool: "symmem bench", Device: f.dev, World: f.world,
 		Timer: bench.TimerOf(f.dev == "sim"), Simulated: f.dev == "sim",
 		Warmup: p.Warmup, Iters: p.Iters, Loops: p.Loops,
 	}
+	var stop simStopper
 	b, err := backend.Choose(backend.Options{Device: f.dev, World: f.world, WorldSet: f.worldSet, Seed: f.seed,
-		Timeout: f.timeout, Logger: a.log, Command: "bench"})
+		Timeout: f.timeout, Logger: a.log, Command: "bench", Sim: stop.adjust})
 	if err != nil {
 		return err
 	}
 	rep.World = b.World()
-	if b.Rank() > 0 {
-		// Rank 0 of a launched job reports for every rank.
-		_, err := b.Run(bench.Program(p, nil))
+	stopProfile, err := startProfile(f.cpuProfile)
+	if err != nil {
 		return err
 	}
-	s := newSink(out, rep, len(p.Cases()), f.progress)
-	_, err = b.Run(s.program(p))
-	return s.finish(f, refs, err)
+	if b.Rank() > 0 {
+		// Rank 0 of a launched job reports for every rank.
+		err := runInterruptible(ctx, nil, func() error {
+			_, err := b.Run(bench.Program(p, nil))
+			return err
+		})
+		return errors.Join(err, stopProfile(out))
+	}
+	cases := len(p.Cases())
+	prog := a.newProgress(out, f.progress && cases > 1, "bench", cases, nil)
+	s := &sink{out: prog.writer(out), rep: rep, prog: prog}
+	err = runInterruptible(ctx, stop.halt, func() error {
+		_, err := b.Run(s.program(p))
+		return err
+	})
+	summary, err := s.finish(out, f, refs, cases, time.Since(start), err)
+	err = errors.Join(err, stopProfile(out))
+	fmt.Fprintln(out, summary)
+	return err
+}
+
+// startProfile starts a Go CPU profile into path (nothing when path is
+// empty); stop ends it and prints "wrote PATH" to out.
+func startProfile(path string) (stop func(out io.Writer) error, err error) {
+	if path == "" {
+		return func(io.Writer) error { return nil }, nil
+	}
+	prof, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(prof); err != nil {
+		prof.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func(out io.Writer) error {
+		pprof.StopCPUProfile()
+		if err := prof.Close(); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		fmt.Fprintf(out, "wrote %s\n", path)
+		return nil
+	}, nil
 }
 
 func readReports(paths []string) ([]bench.Report, error) {
@@ -285,30 +311,12 @@ func readReports(paths []string) ([]bench.Report, error) {
 // sink receives rank 0's rows: it prints them as they come (above the
 // progress bar, when there is one) and writes the files at the end.
 type sink struct {
-	mu    sync.Mutex
-	out   io.Writer
-	rep   bench.Report
-	bar   *mpb.Bar
-	prog  *mpb.Progress
-	wrote bool // the header
-}
-
-func newSink(out io.Writer, rep bench.Report, cases int, progress bool) *sink {
-	s := &sink{out: out, rep: rep}
-	if progress && cases > 1 && out == io.Writer(os.Stdout) && isTerminal(os.Stdout) {
-		s.prog = mpb.New(mpb.WithOutput(os.Stdout), mpb.WithWidth(48))
-		s.bar = s.prog.AddBar(int64(cases),
-			mpb.PrependDecorators(decor.Name("bench "), decor.CountersNoUnit("%d/%d cases")),
-			mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_GO), decor.Name(" "), decor.Percentage()))
-		s.out = s.prog
-	}
-	return s
-}
-
-// isTerminal reports whether f is a character device (a terminal).
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	mu     sync.Mutex
+	out    io.Writer
+	rep    bench.Report
+	prog   *progress
+	wrote  bool // the header
+	closed bool // finish ran: rows arriving later are dropped
 }
 
 // program is the bench program for rank 0 (every other rank runs
@@ -337,40 +345,48 @@ func (s *sink) program(p bench.Plan) rank.Program {
 func (s *sink) emit(row bench.Row) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
 	s.rep.Rows = append(s.rep.Rows, row)
 	fmt.Fprintln(s.out, bench.FormatRow(row))
-	if s.bar != nil {
-		s.bar.Increment()
-	}
+	s.prog.increment()
 }
 
-// finish stops the bar, prints the footer and writes the files, whatever
-// rows were measured (also when runErr says the sweep stopped early), and
-// fails on wrong elements.
-func (s *sink) finish(f *benchFlags, refs []bench.Report, runErr error) error {
+// finish stops the progress bar, prints the footer, writes the files with
+// whatever rows were measured (also when runErr says the sweep stopped
+// early, or was interrupted) and prints "wrote F" for each. It returns the
+// command's summary line, and fails on wrong elements.
+func (s *sink) finish(out io.Writer, f *benchFlags, refs []bench.Report, cases int, elapsed time.Duration, runErr error) (summary string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.bar != nil {
-		if runErr != nil {
-			s.bar.Abort(false)
-		} else {
-			s.bar.SetTotal(-1, true)
-		}
-		s.prog.Wait()
-		s.out = os.Stdout
-	}
+	s.closed = true
+	s.prog.done()
+	s.out = out
 	errs := []error{runErr}
 	if s.wrote {
-		errs = append(errs, bench.WriteFooter(s.out, s.rep.Rows))
+		errs = append(errs, bench.WriteFooter(out, s.rep.Rows))
 	}
-	if f.jsonPath != "" {
-		errs = append(errs, writeFile(f.jsonPath, func(w io.Writer) error { return bench.WriteJSON(w, s.rep) }))
+	write := func(flag, path string, fn func(io.Writer) error) {
+		if path == "" {
+			return
+		}
+		if err := writeFile(path, fn); err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %w", flag, err))
+			return
+		}
+		fmt.Fprintf(out, "wrote %s\n", path)
 	}
-	if f.csvPath != "" {
-		errs = append(errs, writeFile(f.csvPath, func(w io.Writer) error { return bench.WriteCSV(w, s.rep.Rows) }))
-	}
-	if f.plotPath != "" && len(s.rep.Rows) > 0 {
-		errs = append(errs, bench.SavePlot(f.plotPath, f.title, append([]bench.Report{s.rep}, refs...)...))
+	write("json", f.jsonPath, func(w io.Writer) error { return bench.WriteJSON(w, s.rep) })
+	write("csv", f.csvPath, func(w io.Writer) error { return bench.WriteCSV(w, s.rep.Rows) })
+	if f.plotPath != "" {
+		if len(s.rep.Rows) == 0 {
+			fmt.Fprintf(out, "did not write %s: no case was measured\n", f.plotPath)
+		} else if err := bench.SavePlot(f.plotPath, f.title, append([]bench.Report{s.rep}, refs...)...); err != nil {
+			errs = append(errs, fmt.Errorf("--plot: %w", err))
+		} else {
+			fmt.Fprintf(out, "wrote %s\n", f.plotPath)
+		}
 	}
 	var wrong int64
 	for _, r := range s.rep.Rows {
@@ -379,7 +395,17 @@ func (s *sink) finish(f *benchFlags, refs []bench.Report, runErr error) error {
 	if wrong > 0 {
 		errs = append(errs, fmt.Errorf("bench: %d elements differ from the reference", wrong))
 	}
-	return errors.Join(errs...)
+	took := elapsed.Round(time.Millisecond)
+	var ie *interruptedError
+	switch {
+	case errors.As(runErr, &ie):
+		summary = fmt.Sprintf("bench: %s after %d of %d cases (%v)", ie, len(s.rep.Rows), cases, took)
+	case runErr != nil:
+		summary = fmt.Sprintf("bench: failed after %d of %d cases (%v)", len(s.rep.Rows), cases, took)
+	default:
+		summary = fmt.Sprintf("bench: %d cases in %v, %d wrong elements", len(s.rep.Rows), took, wrong)
+	}
+	return summary, errors.Join(errs...)
 }
 
 // writeFile creates path and writes it with fn.

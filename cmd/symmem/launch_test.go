@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,13 +33,7 @@ const helperEnv = "SYMMEM_LAUNCH_TEST_HELPER"
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		if args, ok := strings.CutPrefix(mode, "symmem "); ok {
-			root := newRoot()
-			root.SetArgs(strings.Fields(args))
-			if err := root.Execute(); err != nil {
-				fmt.Fprintln(os.Stderr, "symmem:", err)
-				os.Exit(1)
-			}
-			os.Exit(0)
+			os.Exit(runMain(strings.Fields(args)))
 		}
 		if strings.HasPrefix(mode, "peer-") {
 			os.Exit(helperProcessRank(mode))
@@ -403,7 +398,7 @@ func TestParseFaultKill(t *testing.T) {
 func TestFaultKillNeedsLaunchAndCUDA(t *testing.T) {
 	t.Setenv(faultKillEnv, "1:allreduce")
 	f := &allReduceFlags{specFlags: specFlags{world: 2, bytes: "4KiB", dtype: "f32", op: "sum", algo: "auto"}, seed: 1, dev: "sim", timeout: time.Second}
-	if err := runAllReduce(testApp, f, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "works only under symmem launch") {
+	if err := runAllReduce(context.Background(), testApp, f, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "works only under symmem launch") {
 		t.Fatalf("allreduce on sim with %s set: %v", faultKillEnv, err)
 	}
 }

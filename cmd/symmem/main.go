@@ -12,6 +12,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -30,16 +31,31 @@ import (
 var version = "dev"
 
 func main() {
-	if err := newRoot().Execute(); err != nil {
+	os.Exit(runMain(os.Args[1:]))
+}
+
+// runMain runs the command line args under a context that SIGINT and
+// SIGTERM cancel, prints its error, and returns the exit status (130 or
+// 143 when a signal stopped it, see [exitCode]).
+func runMain(args []string) int {
+	ctx, stop := signalContext(context.Background())
+	defer stop()
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "symmem:", err)
-		os.Exit(1)
 	}
+	return exitCode(err)
 }
 
 // app carries what every subcommand shares.
 type app struct {
 	logLevel string
 	log      *zap.Logger
+	// terminal says whether a command's output is a terminal, where
+	// progress is shown.
+	terminal func(io.Writer) bool
 
 	sysOnce sync.Once
 	sys     *pa.ActorSystem
@@ -52,8 +68,10 @@ func (a *app) actorSystem() *pa.ActorSystem {
 	return a.sys
 }
 
-func newRoot() *cobra.Command {
-	a := &app{}
+func newRoot() *cobra.Command { return newRootApp(&app{terminal: isTerminal}) }
+
+// newRootApp is the command tree sharing a.
+func newRootApp(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "symmem",
 		Short:         "GPU symmetric memory and intra-node all-reduce, on a deterministic simulator or on GPUs",

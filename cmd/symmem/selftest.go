@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/symmem/symmem/conformance"
 	"github.com/symmem/symmem/launch"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 )
 
 type selftestFlags struct {
@@ -41,7 +44,7 @@ outcome. Exits non-zero if any case fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.bad = flagErrors(cmd)
-			return runSelftest(a, f, cmd.OutOrStdout())
+			return runSelftest(cmd.Context(), a, f, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
@@ -88,7 +91,8 @@ func (f *selftestFlags) validate() error {
 	return nil
 }
 
-func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
+func runSelftest(ctx context.Context, a *app, f *selftestFlags, out io.Writer) error {
+	start := time.Now()
 	if err := f.validate(); err != nil {
 		return err
 	}
@@ -96,8 +100,9 @@ func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var stop simStopper
 	b, err := backend.Choose(backend.Options{Device: f.dev, World: f.world, Seed: f.seed, Timeout: f.timeout,
-		Logger: a.log, Command: "selftest", Sim: kern})
+		Logger: a.log, Command: "selftest", Sim: func(c *simjob.Config) { kern(c); stop.adjust(c) }})
 	if err != nil {
 		return err
 	}
@@ -109,12 +114,25 @@ func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
 	if len(cases) == 0 {
 		return fmt.Errorf("no case matches %q on %d ranks", f.cases, world)
 	}
+	var current atomic.Value
+	current.Store("")
+	prog := a.newProgress(out, len(cases) > 1, "selftest", len(cases), func() string { return current.Load().(string) })
 	var results []caseResult
+	var stopped *interruptedError
 	for _, c := range cases {
-		start := time.Now()
-		_, err := b.Run(c.Program)
-		results = append(results, caseResult{name: c.Name, elapsed: time.Since(start), err: err})
+		current.Store(c.Name)
+		began := time.Now()
+		err := runInterruptible(ctx, stop.halt, func() error {
+			_, err := b.Run(c.Program)
+			return err
+		})
+		if stopped = interruption(ctx); stopped != nil {
+			break // the case did not finish: no verdict
+		}
+		results = append(results, caseResult{name: c.Name, elapsed: time.Since(began), err: err})
+		prog.increment()
 	}
+	prog.done()
 	who := "all ranks"
 	if r := b.Rank(); r >= 0 {
 		who = fmt.Sprintf("rank %d", r)
@@ -131,8 +149,15 @@ func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%s\n", r.name, mode, world, who, r.elapsed.Round(time.Millisecond), status)
 	}
 	tw.Flush()
-	if failed > 0 {
+	took := time.Since(start).Round(time.Millisecond)
+	switch {
+	case stopped != nil:
+		fmt.Fprintf(out, "selftest: %s after %d of %d cases (%d failed) in %v\n", stopped, len(results), len(cases), failed, took)
+		return stopped
+	case failed > 0:
+		fmt.Fprintf(out, "selftest: %d of %d cases failed in %v\n", failed, len(cases), took)
 		return fmt.Errorf("selftest: %d of %d cases failed", failed, len(results))
 	}
+	fmt.Fprintf(out, "selftest: %d cases ok in %v\n", len(cases), took)
 	return nil
 }
