@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync"
 
 	pa "github.com/asynkron/protoactor-go/actor"
@@ -27,8 +28,9 @@ import (
 	"github.com/symmem/symmem/actor"
 )
 
-// version is set at link time (-ldflags "-X main.version=...").
-var version = "dev"
+// version is set at link time (-ldflags "-X main.version=..."); without
+// it the module's version from the build information is printed.
+var version = ""
 
 func main() {
 	os.Exit(runMain(os.Args[1:]))
@@ -77,6 +79,7 @@ func newRootApp(a *app) *cobra.Command {
 		Short:         "GPU symmetric memory and intra-node all-reduce, on a deterministic simulator or on GPUs",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionLine(),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(a.logLevel, cmd.ErrOrStderr())
 			if err != nil {
@@ -86,6 +89,7 @@ func newRootApp(a *app) *cobra.Command {
 			return nil
 		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "error", "log level: debug (what each rank does: rendezvous, allocations, algorithm choices, launches, timeouts), info, warn, error")
 	root.AddCommand(newVersionCmd(), newAllReduceCmd(a), newLaunchCmd(a), newSelftestCmd(a), newTopoCmd())
 	root.AddCommand(newBenchCmd(a))
@@ -107,10 +111,51 @@ func newLogger(level string, w io.Writer) (*zap.Logger, error) {
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
+		Short: "Print the version: the module's, the commit it was built from and when, and whether the tree was modified",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintf(cmd.OutOrStdout(), "symmem %s\n", version)
+			fmt.Fprintln(cmd.OutOrStdout(), versionLine())
 		},
 	}
+}
+
+// versionLine describes this build (see [describeBuild]).
+func versionLine() string {
+	info, _ := debug.ReadBuildInfo()
+	return describeBuild(version, info)
+}
+
+// describeBuild describes a build in one line: the version set at link
+// time, else the module's version, then the version-control settings the
+// Go tool recorded (vcs.revision, vcs.time, vcs.modified) and the Go
+// version, e.g. "symmem (devel) commit 5176ace1d2e3 2025-01-02T03:04:05Z
+// modified go1.25.0". Without build information it says so.
+func describeBuild(linked string, info *debug.BuildInfo) string {
+	v := linked
+	if v == "" && info != nil {
+		v = info.Main.Version
+	}
+	if v == "" {
+		v = "(unknown version)"
+	}
+	if info == nil {
+		return "symmem " + v + " (no build information)"
+	}
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	line := "symmem " + v
+	if rev := settings["vcs.revision"]; rev != "" {
+		line += " commit " + rev[:min(12, len(rev))]
+	} else {
+		line += " commit unknown (built without version control information)"
+	}
+	if t := settings["vcs.time"]; t != "" {
+		line += " " + t
+	}
+	if settings["vcs.modified"] == "true" {
+		line += " modified"
+	}
+	return line + " " + info.GoVersion
 }
