@@ -14,7 +14,7 @@ func TestTopoPrintsALegend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{" GPU2    18   18    0", "Legend: the entry in row GPUi, column GPUj is the number of NVLink links", "0 on the diagonal"} {
+	for _, want := range []string{" GPU2   18   18    0", "Legend: the entry in row GPUi, column GPUj is the number of NVLink links", "0 on the diagonal"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("topo output lacks %q:\n%s", want, out)
 		}
