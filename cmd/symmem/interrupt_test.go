@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,8 +71,10 @@ func TestInterruptStopsSelftestAndAllReduce(t *testing.T) {
 		if !strings.Contains(out, tc.want) {
 			t.Errorf("%v: output lacks %q:\n%s", tc.args, tc.want, out)
 		}
-		if stopped > 2*time.Second {
-			t.Errorf("%v: stopped %v after the interrupt, want within 2s", tc.args, stopped)
+		// Within a second or two on an idle machine; the bound leaves room
+		// for a loaded one (without the halt, these runs take minutes).
+		if stopped > 5*time.Second {
+			t.Errorf("%v: stopped %v after the interrupt, want within a second or two", tc.args, stopped)
 		}
 	}
 }
@@ -98,14 +99,15 @@ func TestExitCodes(t *testing.T) {
 }
 
 // TestBenchInterruptedBySIGINT runs symmem bench as a process, sends it
-// SIGINT once its first row is out, and checks that it stops promptly,
-// prints its footer, "wrote F" for every file and the summary, writes the
-// rows it measured, and exits 130.
+// SIGINT once its first row is out, and checks that it stops promptly (its
+// footer follows within seconds, however loaded the machine), prints
+// "wrote F" for every file and the summary, writes the rows it measured,
+// and exits 130.
 func TestBenchInterruptedBySIGINT(t *testing.T) {
 	dir := t.TempDir()
-	js, cs, png := filepath.Join(dir, "b.json"), filepath.Join(dir, "b.csv"), filepath.Join(dir, "b.png")
+	js, cs, svg := filepath.Join(dir, "b.json"), filepath.Join(dir, "b.csv"), filepath.Join(dir, "b.svg")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=symmem bench --world 2 --min 1KiB --max 4MiB --dtype bf16,f32 --json "+js+" --csv "+cs+" --plot "+png)
+	cmd.Env = append(os.Environ(), helperEnv+"=symmem bench --world 2 --min 1KiB --max 4MiB --dtype bf16,f32 --json "+js+" --csv "+cs+" --plot "+svg)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -127,22 +129,26 @@ func TestBenchInterruptedBySIGINT(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	rest, _ := io.ReadAll(stdout)
-	out.Write(rest)
+	var stopped time.Duration
+	for lines.Scan() {
+		out.WriteString(lines.Text() + "\n")
+		if stopped == 0 && strings.HasPrefix(lines.Text(), "# Out of bounds values") {
+			stopped = time.Since(sent)
+		}
+	}
 	err = cmd.Wait()
-	took := time.Since(sent)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
 		t.Errorf("exit %v, want status 130\nstdout:\n%s\nstderr:\n%s", err, out.String(), stderr.String())
 	}
-	if took > 3*time.Second {
-		t.Errorf("stopped %v after SIGINT, want within a second or two", took)
+	if stopped == 0 || stopped > 5*time.Second { // see TestInterruptStopsSelftestAndAllReduce
+		t.Errorf("the footer came %v after SIGINT, want the sweep stopped within a second or two", stopped)
 	}
 	if !strings.Contains(stderr.String(), "symmem: interrupted by SIGINT") {
 		t.Errorf("stderr lacks the interruption:\n%s", stderr.String())
 	}
 	text := out.String()
-	for _, want := range []string{"# Out of bounds values", "wrote " + js, "wrote " + cs, "wrote " + png, "bench: interrupted by SIGINT after "} {
+	for _, want := range []string{"# Out of bounds values", "wrote " + js, "wrote " + cs, "wrote " + svg, "bench: interrupted by SIGINT after "} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
@@ -155,7 +161,7 @@ func TestBenchInterruptedBySIGINT(t *testing.T) {
 	if rows == 0 || len(rep.Rows) != rows || rows >= 2*3*13 {
 		t.Errorf("%d rows printed, %d in the JSON report: want the same, at least 1 and fewer than the whole sweep", rows, len(rep.Rows))
 	}
-	if st, err := os.Stat(png); err != nil || st.Size() == 0 {
+	if st, err := os.Stat(svg); err != nil || st.Size() == 0 {
 		t.Errorf("plot: %v", err)
 	}
 }
