@@ -115,7 +115,7 @@ launch should exit non-zero with rank R's status.`,
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&f.world, "world", 4, "number of ranks")
-	fl.StringVar(&f.bytes, "bytes", "64KiB", "tensor size in bytes (8196, 64KiB, 1MiB, ...)")
+	fl.StringVar(&f.bytes, "bytes", "64KiB", "tensor size: 8196 (a number without a unit is bytes), 64KiB, 1MiB, ...")
 	fl.StringVar(&f.dtype, "dtype", "bf16", "element type: float32|f32, bfloat16|bf16, float16|f16")
 	fl.StringVar(&f.op, "op", "sum", "reduction: sum, avg, max, min")
 	fl.StringVar(&f.algo, "algo", "auto", "algorithm: auto (ll up to 256KiB on up to 4 ranks, 64KiB above, else two-shot), one-shot, two-shot, ll (the low-latency one-shot, up to 256KiB)")

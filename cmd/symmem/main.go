@@ -8,7 +8,10 @@
 //	symmem selftest  [--device sim|cuda] [--world N]
 //	symmem launch    --nproc N -- COMMAND...
 //	symmem topo      [--device sim|cuda]
-//	symmem version
+//	symmem version   (or symmem --version)
+//
+// Every bad flag is named in one error before any work starts. SIGINT and
+// SIGTERM stop a long command with what it has, exit status 130 or 143.
 package main
 
 import (
