@@ -110,7 +110,9 @@ launch should exit non-zero with rank R's status.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.worldSet = cmd.Flags().Changed("world")
 			f.bad = flagErrors(cmd)
-			return runAllReduce(cmd.Context(), a, f, cmd.OutOrStdout())
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			return runAllReduce(ctx, a, f, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()

@@ -91,7 +91,9 @@ prints and writes the files).`,
 			f.worldSet = cmd.Flags().Changed("world")
 			f.changed = cmd.Flags().Changed
 			f.bad = flagErrors(cmd)
-			return runBench(cmd.Context(), a, f, cmd.OutOrStdout())
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			return runBench(ctx, a, f, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()

@@ -14,9 +14,10 @@ import (
 	"github.com/symmem/symmem/simjob"
 )
 
-// Interrupts. The command runs under a context that the first SIGINT or
-// SIGTERM cancels with an [*interruptedError] as its cause (see
-// [signalContext]); a long command stops its work within a second or two
+// Interrupts. A long command runs under a context that the first SIGINT
+// or SIGTERM cancels with an [*interruptedError] as its cause (see
+// [signalContext]; the other commands keep the default handling, which
+// ends the process at once); it stops its work within a second or two
 // (on the simulator by halting the simulation, see [simStopper]), prints
 // what it has, writes the files it was asked for, and returns the
 // interruption, which main turns into exit status 130 (SIGINT) or 143

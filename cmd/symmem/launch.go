@@ -68,8 +68,14 @@ func runLaunch(a *app, f *launchFlags, args []string, stdout, stderr io.Writer) 
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return launch.Run(launch.Options{
+	start := time.Now()
+	err := launch.Run(launch.Options{
 		NProc: f.nproc, Drain: f.drain, Grace: f.grace,
 		Stdout: stdout, Stderr: stderr, Logger: a.log, System: a.actorSystem(),
 	}, args)
+	if err == nil {
+		// Failures are reported by main; success gets its summary here.
+		fmt.Fprintf(stdout, "launch: %d ranks of %s exited 0 in %v\n", f.nproc, args[0], time.Since(start).Round(time.Millisecond))
+	}
+	return err
 }

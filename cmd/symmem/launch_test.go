@@ -275,6 +275,9 @@ func TestLaunchRanksMeetThroughTheStore(t *testing.T) {
 			t.Errorf("rank %d did not report success:\n%s", i, out)
 		}
 	}
+	if !strings.Contains(out, "launch: 3 ranks of "+os.Args[0]+" exited 0 in ") {
+		t.Errorf("no summary line:\n%s", out)
+	}
 }
 
 func TestLaunchReportsAFailedRank(t *testing.T) {

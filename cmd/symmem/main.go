@@ -39,15 +39,12 @@ func main() {
 	os.Exit(runMain(os.Args[1:]))
 }
 
-// runMain runs the command line args under a context that SIGINT and
-// SIGTERM cancel, prints its error, and returns the exit status (130 or
-// 143 when a signal stopped it, see [exitCode]).
+// runMain runs the command line args, prints its error, and returns the
+// exit status (130 or 143 when a signal stopped it, see [exitCode]).
 func runMain(args []string) int {
-	ctx, stop := signalContext(context.Background())
-	defer stop()
 	root := newRoot()
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err := root.ExecuteContext(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "symmem:", err)
 	}

@@ -44,7 +44,9 @@ outcome. Exits non-zero if any case fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.bad = flagErrors(cmd)
-			return runSelftest(cmd.Context(), a, f, cmd.OutOrStdout())
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			return runSelftest(ctx, a, f, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
