@@ -38,15 +38,15 @@ func (a *app) newProgress(out io.Writer, show bool, name string, total int, stat
 		return nil
 	}
 	p := mpb.New(mpb.WithOutput(out), mpb.WithWidth(40), mpb.WithAutoRefresh())
-	after := []decor.Decorator{decor.Elapsed(decor.ET_STYLE_GO, decor.WCSyncSpaceR)}
+	after := []decor.Decorator{decor.Name(" "), decor.Elapsed(decor.ET_STYLE_GO)}
 	if status != nil {
-		after = append(after, decor.Any(func(decor.Statistics) string { return status() }))
+		after = append(after, decor.Any(func(decor.Statistics) string { return "  " + status() }))
 	}
 	var bar *mpb.Bar
 	if total > 0 {
 		bar = p.AddBar(int64(total),
 			mpb.PrependDecorators(decor.Name(name+" "), decor.CountersNoUnit("%d/%d ")),
-			mpb.AppendDecorators(append([]decor.Decorator{decor.Percentage(decor.WCSyncSpace)}, after...)...))
+			mpb.AppendDecorators(append([]decor.Decorator{decor.Percentage()}, after...)...))
 	} else {
 		bar = p.AddSpinner(0, mpb.PrependDecorators(decor.Name(name+" ")), mpb.AppendDecorators(after...), mpb.BarRemoveOnComplete())
 	}
