@@ -57,22 +57,23 @@ func SavePlot(path, title string, reports ...Report) error {
 	return nil
 }
 
-// WritePlot is SavePlot writing to w in format.
+// WritePlot is SavePlot writing to w in format. The title (by default
+// "all-reduce" and the worlds) is followed by a line naming the devices
+// the reports were measured on; the legend, one entry per curve in its own
+// colour, stands to the right of both plots, and the image grows taller
+// when the legend needs it.
 func WritePlot(w io.Writer, format, title string, reports ...Report) error {
 	var rows []Row
-	simulated := false
 	for _, rep := range reports {
 		rows = append(rows, rep.Rows...)
-		simulated = simulated || rep.Simulated
 	}
 	curves := seriesOf(rows)
 	if title == "" {
 		title = "all-reduce" + worldsOf(reports)
 	}
-	if simulated {
-		title += " (simulator: CPU time, not GPU performance)"
-	}
 	timeP, bwP := newLogPlot("per-call time (us)"), newLogPlot("bus bandwidth (GB/s)")
+	legend := plot.NewLegend()
+	legend.Top, legend.Left = true, true
 	drawn := 0
 	for i, s := range curves {
 		tpts, bpts := points(s.rows, func(r Row) float64 { return r.TimeUs }), points(s.rows, func(r Row) float64 { return r.BusBW })
@@ -80,7 +81,9 @@ func WritePlot(w io.Writer, format, title string, reports ...Report) error {
 			continue
 		}
 		own := len(s.rows) > 0 && s.rows[0].Impl == "symmem"
-		for j, c := range []struct {
+		col := SeriesColor(i, len(curves))
+		var thumbs []plot.Thumbnailer
+		for _, c := range []struct {
 			p   *plot.Plot
 			pts plotter.XYs
 		}{{timeP, tpts}, {bwP, bpts}} {
@@ -91,7 +94,7 @@ func WritePlot(w io.Writer, format, title string, reports ...Report) error {
 			if err != nil {
 				return fmt.Errorf("plot %s: %w", s.name, err)
 			}
-			line.Color, scatter.Color = plotutil.Color(i), plotutil.Color(i)
+			line.Color, scatter.Color = col, col
 			scatter.Shape = plotutil.Shape(i)
 			line.Width = vg.Points(1)
 			if own {
@@ -100,10 +103,9 @@ func WritePlot(w io.Writer, format, title string, reports ...Report) error {
 				line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 			}
 			c.p.Add(line, scatter)
-			if j == 1 || len(bpts) == 0 {
-				bwP.Legend.Add(s.name, line, scatter)
-			}
+			thumbs = []plot.Thumbnailer{line, scatter}
 		}
+		legend.Add(s.name, thumbs...)
 		drawn++
 	}
 	if drawn == 0 {
@@ -118,11 +120,9 @@ func WritePlot(w io.Writer, format, title string, reports ...Report) error {
 			}
 		}
 	}
-	// Bandwidth grows with size, so the lower right corner is free.
-	bwP.Legend.Top, bwP.Legend.Left = false, false
-	bwP.Legend.XOffs, bwP.Legend.YOffs = -vg.Points(8), vg.Points(8)
-	const width, height = 14 * vg.Inch, 6 * vg.Inch
-	c, err := draw.NewFormattedCanvas(width, height, format)
+	ext := legend.Rectangle(draw.Canvas{})
+	lay := layoutPlot(ext.Max.X-ext.Min.X, ext.Max.Y-ext.Min.Y)
+	c, err := draw.NewFormattedCanvas(lay.Width, lay.Height, format)
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
@@ -131,15 +131,118 @@ func WritePlot(w io.Writer, format, title string, reports ...Report) error {
 		Color: color.Black, Font: font.From(plot.DefaultFont, 14),
 		XAlign: draw.XCenter, YAlign: draw.YTop, Handler: plot.DefaultTextHandler,
 	}
-	dc.FillText(titleStyle, vg.Point{X: width / 2, Y: height - vg.Points(8)}, title)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Inch / 3, PadTop: vg.Inch / 2, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 4}
-	canvases := plot.Align([][]*plot.Plot{{timeP, bwP}}, tiles, dc)
+	dc.FillText(titleStyle, vg.Point{X: lay.Plots.Max.X / 2, Y: lay.Height - vg.Points(8)}, title)
+	sub := titleStyle
+	sub.Font = font.From(plot.DefaultFont, 11)
+	dc.FillText(sub, vg.Point{X: lay.Plots.Max.X / 2, Y: lay.Height - vg.Points(28)}, devicesOf(reports))
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Inch / 3, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
+	canvases := plot.Align([][]*plot.Plot{{timeP, bwP}}, tiles, draw.Canvas{Canvas: c, Rectangle: lay.Plots})
 	timeP.Draw(canvases[0][0])
 	bwP.Draw(canvases[0][1])
+	legend.Draw(draw.Canvas{Canvas: c, Rectangle: lay.Legend})
 	if _, err := c.WriteTo(w); err != nil {
 		return fmt.Errorf("plot: write %s: %w", format, err)
 	}
 	return nil
+}
+
+// plotLayout places a plot image's parts: the two plots side by side
+// under the title lines, and the legend in a column of its own to their
+// right, so that it never covers a curve.
+type plotLayout struct {
+	Width, Height vg.Length
+	Plots, Legend vg.Rectangle
+}
+
+// Sizes of the plot image's parts.
+const (
+	plotsWidth   = 14 * vg.Inch // both plots
+	plotsHeight  = 6 * vg.Inch  // the least height of the image
+	titleSpace   = 44           // points above the plots for the title and the devices line
+	legendMargin = vg.Inch / 4  // around the legend
+)
+
+// layoutPlot lays out an image whose legend is legendW x legendH.
+func layoutPlot(legendW, legendH vg.Length) plotLayout {
+	top := vg.Points(titleSpace)
+	height := max(plotsHeight, legendH+top+2*legendMargin)
+	width := plotsWidth + legendW + 2*legendMargin
+	return plotLayout{
+		Width: width, Height: height,
+		Plots: vg.Rectangle{Max: vg.Point{X: plotsWidth, Y: height - top}},
+		Legend: vg.Rectangle{
+			Min: vg.Point{X: plotsWidth + legendMargin, Y: height - top - legendH},
+			Max: vg.Point{X: plotsWidth + legendMargin + legendW, Y: height - top},
+		},
+	}
+}
+
+// SeriesColor is the colour of curve i of n: the plotting library's
+// default palette while it has a colour for each curve, otherwise n hues
+// evenly spaced around the colour wheel, alternately darker, so that no two
+// curves share a colour.
+func SeriesColor(i, n int) color.Color {
+	if n <= len(plotutil.DefaultColors) {
+		return plotutil.Color(i)
+	}
+	v := 0.85
+	if i%2 == 1 {
+		v = 0.6
+	}
+	return hsv(360*float64(i)/float64(n), 0.8, v)
+}
+
+// hsv converts a hue in degrees, a saturation and a value in [0, 1] to an
+// opaque RGB colour.
+func hsv(h, s, v float64) color.Color {
+	c := v * s
+	x := c * (1 - math.Abs(math.Mod(h/60, 2)-1))
+	var r, g, b float64
+	switch {
+	case h < 60:
+		r, g = c, x
+	case h < 120:
+		r, g = x, c
+	case h < 180:
+		g, b = c, x
+	case h < 240:
+		g, b = x, c
+	case h < 300:
+		r, b = x, c
+	default:
+		r, b = c, x
+	}
+	m := v - c
+	to8 := func(f float64) uint8 { return uint8(math.Round((f + m) * 255)) }
+	return color.RGBA{R: to8(r), G: to8(g), B: to8(b), A: 255}
+}
+
+// devicesOf names the devices the reports were measured on, for the line
+// under a plot's title: "on NVIDIA H100 80GB HBM3", "on the simulator (CPU
+// time, not GPU performance)", or several joined with "and".
+func devicesOf(reports []Report) string {
+	var names []string
+	for _, rep := range reports {
+		name := rep.DeviceName
+		switch {
+		case rep.Simulated || rep.Device == "sim":
+			name = "the simulator (CPU time, not GPU performance)"
+		case name == "" && rep.Device != "":
+			name = rep.Device
+		case name == "":
+			name = "an unnamed device"
+		}
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	if len(names) == 1 {
+		return "on " + names[0]
+	}
+	return "on " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // worldsOf names the world sizes of the reports and their rows for a

@@ -152,7 +152,8 @@ func (a *allocator) find(p device.Ptr, n uint64) (*block, error) {
 // lookup returns the symmetric block holding [p, p+n), or nil.
 func (a *allocator) lookup(p device.Ptr, n uint64) *block {
 	for _, b := range a.blocks {
-		if p >= b.data && uint64(p-b.data)+n <= b.bufSize {
+		// Compared without p-b.data+n, which a huge n would wrap around.
+		if p >= b.data && n <= b.bufSize && uint64(p-b.data) <= b.bufSize-n {
 			return b
 		}
 	}

@@ -16,7 +16,7 @@ func checkOp(in Tensor, op device.ReduceOp) error {
 	if !op.Valid() {
 		return fmt.Errorf("unsupported reduce op %v (want sum, avg, max or min)", op)
 	}
-	return nil
+	return in.checkSize()
 }
 
 // prepare resolves a symmetric input: its allocation's handle on group (a

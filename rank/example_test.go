@@ -26,40 +26,6 @@ func first(b []byte) float32 {
 	return vals[0]
 }
 
-// Four simulated ranks each contribute rank+1 and all-reduce in place with
-// the two-shot algorithm: every element becomes 1+2+3+4.
-func ExampleSimulate() {
-	res, err := simjob.Simulate(simjob.Config{World: 4, Seed: 1}, func(r *rank.Rank) error {
-		buf, err := r.Alloc(4096) // symmetric: a signal pad, then 4096 data bytes
-		if err != nil {
-			return err
-		}
-		defer r.Free(buf)
-		in := rank.Tensor{Ptr: buf, DType: device.Float32, Numel: 1024}
-		if err := r.Write(in, fill(1024, float32(r.ID()+1))); err != nil {
-			return err
-		}
-		if err := r.TwoShotAllReduce(in, device.Sum, rank.WorldGroup); err != nil { // rendezvous on first use
-			return err
-		}
-		out, err := r.Read(in)
-		if err != nil {
-			return err
-		}
-		if r.ID() == 0 {
-			fmt.Println("rank 0 holds", first(out))
-		}
-		return nil
-	})
-	if err == nil {
-		err = res.Err()
-	}
-	fmt.Println("error:", err)
-	// Output:
-	// rank 0 holds 10
-	// error: <nil>
-}
-
 // Rendezvous gives each rank a handle on every peer's buffer and signal
 // pad: rank 1 writes into its own buffer, signals rank 0, and rank 0 reads
 // rank 1's buffer once the signal arrived.

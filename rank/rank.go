@@ -211,6 +211,9 @@ func (r *Rank) group(name string) ([]int, error) {
 
 // Write copies host bytes into t (len(data) must equal t's size).
 func (r *Rank) Write(t Tensor, data []byte) error {
+	if err := t.checkSize(); err != nil {
+		return fmt.Errorf("rank %d: write: %w", r.id, err)
+	}
 	if uint64(len(data)) != t.Bytes() {
 		return fmt.Errorf("rank %d: write of %d bytes into %v (%d bytes)", r.id, len(data), t, t.Bytes())
 	}
@@ -222,6 +225,9 @@ func (r *Rank) Write(t Tensor, data []byte) error {
 
 // Read copies t to the host.
 func (r *Rank) Read(t Tensor) ([]byte, error) {
+	if err := t.checkSize(); err != nil {
+		return nil, fmt.Errorf("rank %d: read: %w", r.id, err)
+	}
 	out := make([]byte, t.Bytes())
 	if err := r.dev.Read(r.stream, out, t.Ptr); err != nil {
 		return nil, fmt.Errorf("rank %d: read %v: %w", r.id, t, err)

@@ -16,6 +16,15 @@ type Tensor struct {
 // Bytes is the size of the view in bytes.
 func (t Tensor) Bytes() uint64 { return t.Numel * uint64(t.DType.Size()) }
 
+// checkSize fails for a view larger than an allocation can be (see
+// maxAlloc), whose byte size might not even fit in 64 bits.
+func (t Tensor) checkSize() error {
+	if size := uint64(max(1, t.DType.Size())); t.Numel > maxAlloc/size {
+		return fmt.Errorf("tensor of %d %v elements is larger than the %d-byte limit of an allocation", t.Numel, t.DType, uint64(maxAlloc))
+	}
+	return nil
+}
+
 // Slice returns elements [from, to) of t.
 func (t Tensor) Slice(from, to uint64) (Tensor, error) {
 	if from > to || to > t.Numel {

@@ -105,25 +105,89 @@ const guardBytes = 64
 // guard is the sentinel byte written around the tensor.
 const guard = 0xA5
 
-// Validate checks the spec before any rank runs.
+// MaxBytes is the largest tensor, and the largest offset, of a checked
+// run (4 GiB): the host keeps every rank's input and output and a float64
+// reference, so a larger run would not fit in memory anyway.
+const MaxBytes = 1 << 32
+
+// FieldError is a problem with one field of a [Spec]. Field is the field's
+// name in lower case ("world", "bytes", "dtype", "op", "algo", "offset"),
+// which is also the name of the command-line flag that sets it.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+
+// Unwrap returns the problem.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Validate checks the spec before any rank runs. It reports every problem
+// at once, each a [*FieldError] naming the field that causes it.
 func (s Spec) Validate() error {
+	var errs []error
+	bad := func(field string, err error) { errs = append(errs, &FieldError{Field: field, Err: err}) }
 	if s.World < 1 {
-		return fmt.Errorf("world size %d, want at least 1", s.World)
+		bad("world", fmt.Errorf("world size %d, want at least 1", s.World))
 	}
 	if !s.DType.Valid() {
-		return fmt.Errorf("unsupported dtype %v", s.DType)
+		bad("dtype", fmt.Errorf("unsupported dtype %v", s.DType))
 	}
 	if !s.Op.Valid() {
-		return fmt.Errorf("unsupported reduce op %v", s.Op)
+		bad("op", fmt.Errorf("unsupported reduce op %v", s.Op))
 	}
-	if s.Bytes%uint64(s.DType.Size()) != 0 {
-		return fmt.Errorf("%d bytes is not a whole number of %v elements", s.Bytes, s.DType)
+	switch s.Algo {
+	case Auto, OneShot, TwoShot, LowLatency:
+	default:
+		bad("algo", fmt.Errorf("unknown algorithm %v", s.Algo))
 	}
-	if s.Bytes > 1<<32 {
-		return fmt.Errorf("%d bytes is above the 4 GiB limit of a checked run", s.Bytes)
+	if s.Bytes > MaxBytes {
+		bad("bytes", fmt.Errorf("%d bytes is above the %d-byte (4 GiB) limit of a checked run", s.Bytes, uint64(MaxBytes)))
 	}
-	if _, err := kernels.CheckAlignment(s.Offset, s.Bytes, s.DType); err != nil {
-		return err
+	if s.Offset > MaxBytes {
+		bad("offset", fmt.Errorf("offset of %d bytes is above the %d-byte (4 GiB) limit of a checked run", s.Offset, uint64(MaxBytes)))
+	}
+	if s.DType.Valid() {
+		// The kernels' alignment rule, checked apart for the size and for the
+		// offset so that each problem names its own field.
+		if _, err := kernels.CheckAlignment(0, s.Bytes, s.DType); err != nil {
+			bad("bytes", err)
+		}
+		if _, err := kernels.CheckAlignment(s.Offset, 0, s.DType); err != nil {
+			bad("offset", err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// BufferBytes is the size of the symmetric buffer a rank of s allocates:
+// the offset, the tensor and the guards around it. It fails where the sum
+// does not fit in 64 bits (a spec that passed [Spec.Validate] never does).
+func (s Spec) BufferBytes() (uint64, error) {
+	return SumBytes(s.Offset, guardBytes, s.Bytes, guardBytes)
+}
+
+// SumBytes returns the sum of sizes, offsets or counts, or an error where
+// the sum does not fit in 64 bits: every size arithmetic on values read
+// from flags, programs or case files goes through it (or [CheckSpan]) so
+// that a huge value is refused instead of wrapping around.
+func SumBytes(sizes ...uint64) (uint64, error) {
+	var sum uint64
+	for _, n := range sizes {
+		if n > math.MaxUint64-sum {
+			return 0, fmt.Errorf("the sum of %v overflows 64 bits", sizes)
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
+// CheckSpan checks that bytes bytes at offset lie inside a buffer of size
+// bytes, without computing offset+bytes (which may wrap around).
+func CheckSpan(offset, bytes, size uint64) error {
+	if bytes > size || offset > size-bytes {
+		return fmt.Errorf("%d bytes at offset %d do not fit in %d bytes", bytes, offset, size)
 	}
 	return nil
 }
@@ -174,8 +238,11 @@ func (s Spec) Program(inputs [][]byte, results []RankResult) rank.Program {
 }
 
 func (s Spec) run(r *rank.Rank, input []byte) (RankResult, error) {
+	total, err := s.BufferBytes()
+	if err != nil {
+		return RankResult{}, err
+	}
 	lead := s.Offset + guardBytes
-	total := lead + s.Bytes + guardBytes
 	buf, err := r.Alloc(total)
 	if err != nil {
 		return RankResult{}, err

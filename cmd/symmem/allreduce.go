@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"os"
+	"strconv"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/launch"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -29,28 +33,51 @@ type specFlags struct {
 	offset uint64
 }
 
-// spec parses and validates the flags into a spec with input seed seed.
+// spec parses and validates the flags into a spec with input seed seed,
+// reporting every bad flag at once, each named with its value.
 func (f *specFlags) spec(seed uint64) (workload.Spec, error) {
+	s := workload.Spec{World: f.world, Offset: f.offset, Seed: seed}
+	parsed := map[string]bool{}
 	var errs []error
-	n, err := parseBytes(f.bytes)
-	errs = append(errs, flagErr("bytes", err))
-	dt, err := device.ParseDType(f.dtype)
-	errs = append(errs, flagErr("dtype", err))
-	op, err := device.ParseReduceOp(f.op)
-	errs = append(errs, flagErr("op", err))
-	algo, err := workload.ParseAlgo(f.algo)
-	errs = append(errs, flagErr("algo", err))
-	if err := errors.Join(errs...); err != nil {
-		return workload.Spec{}, err
+	note := func(flag string, err error) {
+		parsed[flag] = err == nil
+		errs = append(errs, flagErr(flag, err))
 	}
-	s := workload.Spec{World: f.world, Bytes: n, DType: dt, Op: op, Algo: algo, Offset: f.offset, Seed: seed}
-	if f.world < 1 || f.world > 72 {
-		return s, fmt.Errorf("--world %d: want 1..72", f.world)
+	var err error
+	s.Bytes, err = parseBytes(f.bytes)
+	note("bytes", err)
+	if err == nil && s.Bytes == 0 {
+		errs = append(errs, errors.New("--bytes 0: want a positive size"))
 	}
-	if err := s.Validate(); err != nil {
-		return s, fmt.Errorf("invalid all-reduce: %w", err)
+	s.DType, err = device.ParseDType(f.dtype)
+	note("dtype", err)
+	s.Op, err = device.ParseReduceOp(f.op)
+	note("op", err)
+	s.Algo, err = workload.ParseAlgo(f.algo)
+	note("algo", err)
+	errs = append(errs, checkWorld("world", f.world))
+	parsed["offset"] = true
+	values := map[string]string{"bytes": f.bytes, "offset": strconv.FormatUint(f.offset, 10)}
+	var fe *workload.FieldError
+	for _, err := range unjoin(s.Validate()) {
+		if !errors.As(err, &fe) || fe.Field == "world" || !parsed[fe.Field] || !parsed["dtype"] {
+			continue // named above, or a consequence of a flag named above
+		}
+		errs = append(errs, fmt.Errorf("--%s %s: %w", fe.Field, values[fe.Field], fe.Err))
 	}
-	return s, nil
+	return s, errors.Join(errs...)
+}
+
+// unjoin returns the errors that errors.Join joined into err (err itself
+// when it was not joined, nothing when it is nil).
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
 }
 
 type allReduceFlags struct {
@@ -61,6 +88,7 @@ type allReduceFlags struct {
 	kernels string
 
 	worldSet bool
+	bad      []error // flags whose values did not parse
 }
 
 func newAllReduceCmd(a *app) *cobra.Command {
@@ -81,12 +109,15 @@ launch should exit non-zero with rank R's status.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.worldSet = cmd.Flags().Changed("world")
-			return runAllReduce(a, f, cmd.OutOrStdout())
+			f.bad = flagErrors(cmd)
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			return runAllReduce(ctx, a, f, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&f.world, "world", 4, "number of ranks")
-	fl.StringVar(&f.bytes, "bytes", "64KiB", "tensor size in bytes (8196, 64KiB, 1MiB, ...)")
+	fl.StringVar(&f.bytes, "bytes", "64KiB", "tensor size: 8196 (a number without a unit is bytes), 64KiB, 1MiB, ...")
 	fl.StringVar(&f.dtype, "dtype", "bf16", "element type: float32|f32, bfloat16|bf16, float16|f16")
 	fl.StringVar(&f.op, "op", "sum", "reduction: sum, avg, max, min")
 	fl.StringVar(&f.algo, "algo", "auto", "algorithm: auto (ll up to 256KiB on up to 4 ranks, 64KiB above, else two-shot), one-shot, two-shot, ll (the low-latency one-shot, up to 256KiB)")
@@ -95,6 +126,7 @@ launch should exit non-zero with rank R's status.`,
 	fl.StringVar(&f.dev, "device", "sim", "device: sim or cuda")
 	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait, > 0 (virtual time on sim)")
 	kernelsFlag(fl, &f.kernels)
+	collectFlagErrors(cmd)
 	return cmd
 }
 
@@ -109,13 +141,18 @@ func flagErr(name string, err error) error {
 // starts, reporting every problem at once.
 func (f *allReduceFlags) validate() (workload.Spec, faultKill, error) {
 	s, err := f.spec(f.seed)
-	errs := []error{err, checkTimeout(f.timeout), checkDevice(f.dev)}
+	errs := append(f.bad, err, checkTimeout(f.timeout), checkDevice(f.dev), checkKernels(f.kernels), checkKernelImage())
 	if err == nil && s.Algo == workload.LowLatency && s.Bytes > rank.LowLatencyMaxBytes {
 		errs = append(errs, fmt.Errorf("--algo ll --bytes %s: the low-latency all-reduce takes tensors up to %s; use one-shot, two-shot or auto",
 			formatBytes(s.Bytes), formatBytes(rank.LowLatencyMaxBytes)))
 	}
 	if err == nil && f.dev == "sim" {
-		errs = append(errs, checkSimMemory(fmt.Sprintf("--world %d --bytes %s", s.World, formatBytes(s.Bytes)), s.World, s.Offset+s.Bytes))
+		flags := fmt.Sprintf("--world %d --bytes %s", s.World, formatBytes(s.Bytes))
+		if s.Offset > 0 {
+			flags += fmt.Sprintf(" --offset %d", s.Offset)
+		}
+		need, _ := s.BufferBytes() // Validate bounded both below 2^33
+		errs = append(errs, checkSimMemory(flags, s.World, need))
 	}
 	fault, faulty, err := parseFaultKill(os.Getenv)
 	errs = append(errs, err)
@@ -125,7 +162,12 @@ func (f *allReduceFlags) validate() (workload.Spec, faultKill, error) {
 	return s, fault, errors.Join(errs...)
 }
 
-func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
+// progressBytes is the size from which allreduce shows progress on a
+// terminal: world x bytes above it take seconds on the simulator.
+const progressBytes = 16 << 20
+
+func runAllReduce(ctx context.Context, a *app, f *allReduceFlags, out io.Writer) error {
+	start := time.Now()
 	s, fault, err := f.validate()
 	if err != nil {
 		return err
@@ -134,8 +176,9 @@ func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var stop simStopper
 	o := backend.Options{Device: f.dev, World: s.World, WorldSet: f.worldSet, Seed: s.Seed, Timeout: f.timeout,
-		Logger: a.log, Command: "allreduce", Sim: kern}
+		Logger: a.log, Command: "allreduce", Sim: func(c *simjob.Config) { kern(c); stop.adjust(c) }}
 	if fault.point != "" {
 		o.WrapProcess = fault.apply
 	}
@@ -147,23 +190,54 @@ func runAllReduce(a *app, f *allReduceFlags, out io.Writer) error {
 		return fmt.Errorf("%s: rank %d out of range [0, %d)", faultKillEnv, fault.rank, b.World())
 	}
 	s.World = b.World()
-	inputs := s.Inputs()
-	results := make([]workload.RankResult, s.World)
-	res, err := b.Run(s.Program(inputs, results))
+	phase := atomic.Value{}
+	phase.Store("inputs")
+	status := func() string {
+		if b.Simulated() && phase.Load() == "running" {
+			return fmt.Sprintf("simulating, %d scheduling steps", stop.steps.Load())
+		}
+		return phase.Load().(string)
+	}
+	what := fmt.Sprintf("allreduce %d x %s", s.World, formatBytes(s.Bytes))
+	prog := a.newProgress(out, uint64(s.World)*s.Bytes >= progressBytes, what, 0, status)
+	var (
+		results []workload.RankResult
+		res     backend.Outcome
+		v       workload.Verdict
+	)
+	err = runInterruptible(ctx, stop.halt, func() error {
+		inputs := s.Inputs()
+		results = make([]workload.RankResult, s.World)
+		phase.Store("running")
+		var err error
+		if res, err = b.Run(s.Program(inputs, results)); err != nil {
+			return err
+		}
+		phase.Store("checking")
+		if r := b.Rank(); r >= 0 {
+			// A launched rank process checks its own result.
+			v, results = s.CheckRank(inputs, r, results[r]), results[r:r+1]
+		} else {
+			v = s.Check(inputs, results)
+		}
+		return nil
+	})
+	prog.done()
+	if ie := interruption(ctx); ie != nil {
+		fmt.Fprintf(out, "allreduce: %s after %v; no result\n", ie, time.Since(start).Round(time.Millisecond))
+		return ie
+	}
 	if err != nil {
 		return err
 	}
 	if r := b.Rank(); r >= 0 {
-		// A launched rank process checks its own result.
-		v := s.CheckRank(inputs, r, results[r])
 		fmt.Fprintf(out, "rank %d: ", r)
-		printSummary(out, s, results[r:r+1], v)
+		printSummary(out, s, results, v)
 		if !v.OK() {
 			return fmt.Errorf("rank %d: all-reduce check failed: %d problems", r, len(v.Problems))
 		}
 		return nil
 	}
-	v := s.Check(inputs, results)
 	printSummary(out, s, results, v)
 	if res.Trace != "" {
 		fmt.Fprintf(out, "trace %s\n", res.Trace)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -107,10 +108,34 @@ func TestParseBytes(t *testing.T) {
 	}
 }
 
+// TestVersion: version and --version print the same line, and it carries
+// the build's version-control information when the Go tool recorded it.
 func TestVersion(t *testing.T) {
 	out, err := runCmd(t, "version")
-	if err != nil || !strings.HasPrefix(out, "symmem ") {
+	if err != nil || !strings.HasPrefix(out, "symmem ") || strings.Count(out, "\n") != 1 {
 		t.Fatalf("version: %q, %v", out, err)
+	}
+	flag, err := runCmd(t, "--version")
+	if err != nil || flag != out {
+		t.Errorf("--version: %q, %v; want %q", flag, err, out)
+	}
+	info := &debug.BuildInfo{GoVersion: "go1.25.0", Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{
+		{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "5176ace7ebea0123456789abcdef0123456789ab"},
+		{Key: "vcs.time", Value: "2025-01-02T03:04:05Z"}, {Key: "vcs.modified", Value: "true"},
+	}}
+	for _, c := range []struct {
+		linked string
+		info   *debug.BuildInfo
+		want   string
+	}{
+		{"", info, "symmem v1.2.3 commit 5176ace7ebea 2025-01-02T03:04:05Z modified go1.25.0"},
+		{"v2.0.0", info, "symmem v2.0.0 commit 5176ace7ebea 2025-01-02T03:04:05Z modified go1.25.0"},
+		{"", &debug.BuildInfo{GoVersion: "go1.25.0", Main: debug.Module{Version: "(devel)"}}, "symmem (devel) commit unknown (built without version control information) go1.25.0"},
+		{"", nil, "symmem (unknown version) (no build information)"},
+	} {
+		if got := describeBuild(c.linked, c.info); got != c.want {
+			t.Errorf("describeBuild(%q, ...) = %q, want %q", c.linked, got, c.want)
+		}
 	}
 }
 

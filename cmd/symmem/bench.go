@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,14 +13,20 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/symmem/symmem/backend"
 	"github.com/symmem/symmem/bench"
 	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/workload"
+)
+
+// Bounds of bench's counts: a sweep is meant to end.
+const (
+	maxCalls  = 1_000_000 // --warmup and --iters
+	maxLoops  = 1000      // --loops
+	maxBlocks = 1 << 16   // --max-blocks
 )
 
 // benchDefaults are the per-device defaults of the flags not given: the
@@ -52,6 +59,7 @@ type benchFlags struct {
 
 	worldSet bool
 	changed  func(name string) bool // whether a flag was given
+	bad      []error                // flags whose values did not parse
 }
 
 func newBenchCmd(a *app) *cobra.Command {
@@ -82,14 +90,17 @@ prints and writes the files).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.worldSet = cmd.Flags().Changed("world")
 			f.changed = cmd.Flags().Changed
-			return runBench(a, f, cmd.OutOrStdout())
+			f.bad = flagErrors(cmd)
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			return runBench(ctx, a, f, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&f.world, "world", 4, "number of ranks (under launch: the launcher's)")
 	fl.StringVar(&f.dev, "device", "sim", "device: sim or cuda")
-	fl.StringVar(&f.min, "min", "1KiB", "smallest size in bytes")
-	fl.StringVar(&f.max, "max", "", "largest size in bytes (default 256MiB on cuda, 1MiB on sim)")
+	fl.StringVar(&f.min, "min", "1KiB", "smallest size: 1024 (a number without a unit is bytes), 1KiB, ...")
+	fl.StringVar(&f.max, "max", "", "largest size, as --min (default 256MiB on cuda, 1MiB on sim)")
 	fl.StringVar(&f.step, "step", "x2", "size step: x2 or x4 (any factor xN)")
 	fl.StringSliceVar(&f.dtypes, "dtype", []string{"bf16"}, "element types, comma-separated: bf16, f16, f32")
 	fl.StringSliceVar(&f.ops, "op", []string{"sum"}, "reductions, comma-separated: sum, avg, max, min")
@@ -111,13 +122,14 @@ prints and writes the files).`,
 	fl.StringVar(&f.title, "title", "", "plot title")
 	fl.BoolVar(&f.progress, "progress", true, "show a progress bar (only when stdout is a terminal)")
 	cmd.AddCommand(newBenchPlotCmd())
+	collectFlagErrors(cmd)
 	return cmd
 }
 
 // plan turns the flags into a validated plan, reporting every bad flag at
 // once, before any work starts.
 func (f *benchFlags) plan() (bench.Plan, []bench.Report, error) {
-	var errs []error
+	errs := append(f.bad, checkKernelImage())
 	def, ok := benchDefaults[f.dev]
 	if !ok {
 		errs = append(errs, checkDevice(f.dev))
@@ -125,18 +137,18 @@ func (f *benchFlags) plan() (bench.Plan, []bench.Report, error) {
 	}
 	p := bench.Plan{Seed: f.seed, Check: f.check, Sync: f.sync, Graph: f.graph, MaxBlocks: f.maxBlocks, Warmup: f.warmup, Iters: f.iters, Loops: f.loops}
 	for _, d := range []struct {
-		flag     string
-		v        *int
-		def, min int
-	}{{"warmup", &p.Warmup, def.warmup, 0}, {"iters", &p.Iters, def.iters, 1}, {"loops", &p.Loops, def.loops, 1}} {
+		flag             string
+		v                *int
+		def, least, most int
+	}{{"warmup", &p.Warmup, def.warmup, 0, maxCalls}, {"iters", &p.Iters, def.iters, 1, maxCalls}, {"loops", &p.Loops, def.loops, 1, maxLoops}} {
 		if f.changed == nil || !f.changed(d.flag) {
 			*d.v = d.def
-		} else if *d.v < d.min {
-			errs = append(errs, fmt.Errorf("--%s %d: want at least %d", d.flag, *d.v, d.min))
+		} else {
+			errs = append(errs, checkCount(d.flag, *d.v, d.least, d.most))
 		}
 	}
-	if f.maxBlocks < 0 {
-		errs = append(errs, fmt.Errorf("--max-blocks %d: want 0 (the kernels' own limits) or a positive count", f.maxBlocks))
+	if f.maxBlocks < 0 || f.maxBlocks > maxBlocks {
+		errs = append(errs, fmt.Errorf("--max-blocks %d: want 0 (the kernels' own limits) or a count up to %d", f.maxBlocks, maxBlocks))
 	}
 	if f.graph && f.sync {
 		errs = append(errs, errors.New("--graph and --sync together: a graph's calls cannot be waited for one by one"))
@@ -147,18 +159,36 @@ func (f *benchFlags) plan() (bench.Plan, []bench.Report, error) {
 	}
 	lo, err := parseBytes(f.min)
 	errs = append(errs, flagErr("min", err))
+	minOK := err == nil
+	if minOK && (lo == 0 || lo > bench.MaxBytes) {
+		errs = append(errs, fmt.Errorf("--min %s: want 1 byte to %s", f.min, formatBytes(bench.MaxBytes)))
+		minOK = false
+	}
 	hi, err := parseBytes(maxS)
 	errs = append(errs, flagErr("max", err))
+	if err == nil && (hi == 0 || hi > bench.MaxBytes) {
+		errs = append(errs, fmt.Errorf("--max %s: want 1 byte to %s", maxS, formatBytes(bench.MaxBytes)))
+	}
 	step, err := bench.ParseStep(f.step)
 	errs = append(errs, flagErr("step", err))
 	if err := errors.Join(errs...); err == nil {
 		p.Sizes, err = bench.Sizes(lo, hi, step)
-		errs = append(errs, flagErr("min/--max", err))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--min %s --max %s: %w", f.min, maxS, err))
+		}
 	}
+	errs = append(errs, checkList("dtype", f.dtypes, "bf16, f16, f32"), checkList("op", f.ops, "sum, avg, max, min"),
+		checkList("algo", f.algos, "ll, one-shot, two-shot, auto"))
 	for _, s := range f.dtypes {
 		dt, err := device.ParseDType(strings.TrimSpace(s))
 		errs = append(errs, flagErr("dtype", err))
 		p.DTypes = append(p.DTypes, dt)
+		if err == nil && minOK {
+			// Every size is a multiple of --min: its alignment is theirs.
+			if _, err := kernels.CheckAlignment(0, lo, dt); err != nil {
+				errs = append(errs, fmt.Errorf("--min %s: %w", f.min, err))
+			}
+		}
 	}
 	for _, s := range f.ops {
 		op, err := device.ParseReduceOp(strings.TrimSpace(s))
@@ -201,44 +231,71 @@ func (f *benchFlags) plan() (bench.Plan, []bench.Report, error) {
 	return p, refs, nil
 }
 
-func runBench(a *app, f *benchFlags, out io.Writer) (err error) {
+func runBench(ctx context.Context, a *app, f *benchFlags, out io.Writer) error {
+	start := time.Now()
 	p, refs, err := f.plan()
 	if err != nil {
 		return err
-	}
-	if f.cpuProfile != "" {
-		prof, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		if err := pprof.StartCPUProfile(prof); err != nil {
-			prof.Close()
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer func() {
-			pprof.StopCPUProfile()
-			err = errors.Join(err, prof.Close())
-		}()
 	}
 	rep := bench.Report{
 		Schema: bench.Schema, Tool: "symmem bench", Device: f.dev, World: f.world,
 		Timer: bench.TimerOf(f.dev == "sim"), Simulated: f.dev == "sim",
 		Warmup: p.Warmup, Iters: p.Iters, Loops: p.Loops,
 	}
+	var stop simStopper
 	b, err := backend.Choose(backend.Options{Device: f.dev, World: f.world, WorldSet: f.worldSet, Seed: f.seed,
-		Timeout: f.timeout, Logger: a.log, Command: "bench"})
+		Timeout: f.timeout, Logger: a.log, Command: "bench", Sim: stop.adjust})
 	if err != nil {
 		return err
 	}
 	rep.World = b.World()
-	if b.Rank() > 0 {
-		// Rank 0 of a launched job reports for every rank.
-		_, err := b.Run(bench.Program(p, nil))
+	stopProfile, err := startProfile(f.cpuProfile)
+	if err != nil {
 		return err
 	}
-	s := newSink(out, rep, len(p.Cases()), f.progress)
-	_, err = b.Run(s.program(p))
-	return s.finish(f, refs, err)
+	if b.Rank() > 0 {
+		// Rank 0 of a launched job reports for every rank.
+		err := runInterruptible(ctx, nil, func() error {
+			_, err := b.Run(bench.Program(p, nil))
+			return err
+		})
+		return errors.Join(err, stopProfile(out))
+	}
+	cases := len(p.Cases())
+	prog := a.newProgress(out, f.progress && cases > 1, "bench", cases, nil)
+	s := &sink{out: prog.writer(out), rep: rep, prog: prog}
+	err = runInterruptible(ctx, stop.halt, func() error {
+		_, err := b.Run(s.program(p))
+		return err
+	})
+	summary, err := s.finish(out, f, refs, cases, time.Since(start), err)
+	err = errors.Join(err, stopProfile(out))
+	fmt.Fprintln(out, summary)
+	return err
+}
+
+// startProfile starts a Go CPU profile into path (nothing when path is
+// empty); stop ends it and prints "wrote PATH" to out.
+func startProfile(path string) (stop func(out io.Writer) error, err error) {
+	if path == "" {
+		return func(io.Writer) error { return nil }, nil
+	}
+	prof, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(prof); err != nil {
+		prof.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func(out io.Writer) error {
+		pprof.StopCPUProfile()
+		if err := prof.Close(); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		fmt.Fprintf(out, "wrote %s\n", path)
+		return nil
+	}, nil
 }
 
 func readReports(paths []string) ([]bench.Report, error) {
@@ -256,30 +313,12 @@ func readReports(paths []string) ([]bench.Report, error) {
 // sink receives rank 0's rows: it prints them as they come (above the
 // progress bar, when there is one) and writes the files at the end.
 type sink struct {
-	mu    sync.Mutex
-	out   io.Writer
-	rep   bench.Report
-	bar   *mpb.Bar
-	prog  *mpb.Progress
-	wrote bool // the header
-}
-
-func newSink(out io.Writer, rep bench.Report, cases int, progress bool) *sink {
-	s := &sink{out: out, rep: rep}
-	if progress && cases > 1 && out == io.Writer(os.Stdout) && isTerminal(os.Stdout) {
-		s.prog = mpb.New(mpb.WithOutput(os.Stdout), mpb.WithWidth(48))
-		s.bar = s.prog.AddBar(int64(cases),
-			mpb.PrependDecorators(decor.Name("bench "), decor.CountersNoUnit("%d/%d cases")),
-			mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_GO), decor.Name(" "), decor.Percentage()))
-		s.out = s.prog
-	}
-	return s
-}
-
-// isTerminal reports whether f is a character device (a terminal).
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	mu     sync.Mutex
+	out    io.Writer
+	rep    bench.Report
+	prog   *progress
+	wrote  bool // the header
+	closed bool // finish ran: rows arriving later are dropped
 }
 
 // program is the bench program for rank 0 (every other rank runs
@@ -308,40 +347,48 @@ func (s *sink) program(p bench.Plan) rank.Program {
 func (s *sink) emit(row bench.Row) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
 	s.rep.Rows = append(s.rep.Rows, row)
 	fmt.Fprintln(s.out, bench.FormatRow(row))
-	if s.bar != nil {
-		s.bar.Increment()
-	}
+	s.prog.increment()
 }
 
-// finish stops the bar, prints the footer and writes the files, whatever
-// rows were measured (also when runErr says the sweep stopped early), and
-// fails on wrong elements.
-func (s *sink) finish(f *benchFlags, refs []bench.Report, runErr error) error {
+// finish stops the progress bar, prints the footer, writes the files with
+// whatever rows were measured (also when runErr says the sweep stopped
+// early, or was interrupted) and prints "wrote F" for each. It returns the
+// command's summary line, and fails on wrong elements.
+func (s *sink) finish(out io.Writer, f *benchFlags, refs []bench.Report, cases int, elapsed time.Duration, runErr error) (summary string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.bar != nil {
-		if runErr != nil {
-			s.bar.Abort(false)
-		} else {
-			s.bar.SetTotal(-1, true)
-		}
-		s.prog.Wait()
-		s.out = os.Stdout
-	}
+	s.closed = true
+	s.prog.done()
+	s.out = out
 	errs := []error{runErr}
 	if s.wrote {
-		errs = append(errs, bench.WriteFooter(s.out, s.rep.Rows))
+		errs = append(errs, bench.WriteFooter(out, s.rep.Rows))
 	}
-	if f.jsonPath != "" {
-		errs = append(errs, writeFile(f.jsonPath, func(w io.Writer) error { return bench.WriteJSON(w, s.rep) }))
+	write := func(flag, path string, fn func(io.Writer) error) {
+		if path == "" {
+			return
+		}
+		if err := writeFile(path, fn); err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %w", flag, err))
+			return
+		}
+		fmt.Fprintf(out, "wrote %s\n", path)
 	}
-	if f.csvPath != "" {
-		errs = append(errs, writeFile(f.csvPath, func(w io.Writer) error { return bench.WriteCSV(w, s.rep.Rows) }))
-	}
-	if f.plotPath != "" && len(s.rep.Rows) > 0 {
-		errs = append(errs, bench.SavePlot(f.plotPath, f.title, append([]bench.Report{s.rep}, refs...)...))
+	write("json", f.jsonPath, func(w io.Writer) error { return bench.WriteJSON(w, s.rep) })
+	write("csv", f.csvPath, func(w io.Writer) error { return bench.WriteCSV(w, s.rep.Rows) })
+	if f.plotPath != "" {
+		if len(s.rep.Rows) == 0 {
+			fmt.Fprintf(out, "did not write %s: no case was measured\n", f.plotPath)
+		} else if err := bench.SavePlot(f.plotPath, f.title, append([]bench.Report{s.rep}, refs...)...); err != nil {
+			errs = append(errs, fmt.Errorf("--plot: %w", err))
+		} else {
+			fmt.Fprintf(out, "wrote %s\n", f.plotPath)
+		}
 	}
 	var wrong int64
 	for _, r := range s.rep.Rows {
@@ -350,7 +397,17 @@ func (s *sink) finish(f *benchFlags, refs []bench.Report, runErr error) error {
 	if wrong > 0 {
 		errs = append(errs, fmt.Errorf("bench: %d elements differ from the reference", wrong))
 	}
-	return errors.Join(errs...)
+	took := elapsed.Round(time.Millisecond)
+	var ie *interruptedError
+	switch {
+	case errors.As(runErr, &ie):
+		summary = fmt.Sprintf("bench: %s after %d of %d cases (%v)", ie, len(s.rep.Rows), cases, took)
+	case runErr != nil:
+		summary = fmt.Sprintf("bench: failed after %d of %d cases (%v)", len(s.rep.Rows), cases, took)
+	default:
+		summary = fmt.Sprintf("bench: %d cases in %v, %d wrong elements", len(s.rep.Rows), took, wrong)
+	}
+	return summary, errors.Join(errs...)
 }
 
 // writeFile creates path and writes it with fn.
@@ -374,13 +431,14 @@ func newBenchPlotCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plot --out FILE.png REPORT.json...",
 		Short: "Draw time and busbw against size from JSON reports (ours and the reference scripts')",
-		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if outPath == "" {
-				return errors.New("--out is required")
+			errs := flagErrors(cmd)
+			if len(args) == 0 {
+				errs = append(errs, errors.New("no report to draw: want symmem bench plot --out FILE.png REPORT.json [REPORT.json ...]"))
 			}
-			var errs []error
-			if _, err := bench.PlotFormat(outPath); err != nil {
+			if outPath == "" {
+				errs = append(errs, errors.New("--out is required: the image to write (.png, .svg, .jpg or .tiff)"))
+			} else if _, err := bench.PlotFormat(outPath); err != nil {
 				errs = append(errs, fmt.Errorf("--out: %w", err))
 			} else {
 				errs = append(errs, checkWritable("out", outPath))
@@ -392,11 +450,12 @@ func newBenchPlotCmd() *cobra.Command {
 			if err := bench.SavePlot(outPath, title, reps...); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", outPath)
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d reports)\n", outPath, len(reps))
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&outPath, "out", "", "image to write (.png, .svg, .jpg or .tiff)")
 	cmd.Flags().StringVar(&title, "title", "", "plot title")
+	collectFlagErrors(cmd)
 	return cmd
 }

@@ -77,7 +77,7 @@ func TestBenchBadFlags(t *testing.T) {
 	}{
 		{[]string{"--step", "x1", "--dtype", "f64", "--op", "xor", "--algo", "ring"}, []string{"--step", "--dtype", "--op", "--algo"}},
 		{[]string{"--min", "4KiB", "--max", "1KiB"}, []string{"largest size"}},
-		{[]string{"--min", "6", "--max", "6", "--dtype", "f32"}, []string{"size 6"}},
+		{[]string{"--min", "6", "--max", "6", "--dtype", "f32"}, []string{"--min 6: alignment: float32 tensor size of 6 bytes"}},
 		{[]string{"--device", "tpu"}, []string{`--device "tpu"`}},
 		{[]string{"--world", "0"}, []string{"--world 0"}},
 		{[]string{"--iters", "-1"}, []string{"iters -1"}},

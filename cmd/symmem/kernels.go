@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/pflag"
 
@@ -33,4 +34,37 @@ func simKernels(s string) (func(*simjob.Config), error) {
 		return nil, err
 	}
 	return func(c *simjob.Config) { c.Device.Kernels = k }, nil
+}
+
+// checkKernels checks --kernels.
+func checkKernels(s string) error {
+	_, err := parseKernels(s)
+	return err
+}
+
+// kernelImageEnv names a kernel image (fatbin) that GPU runs load instead
+// of the embedded one (see backend.OpenGPU).
+const kernelImageEnv = "SYMMEM_KERNEL_IMAGE"
+
+// checkKernelImage fails when SYMMEM_KERNEL_IMAGE names a file that cannot
+// be read, on every device: the simulator does not load the image, but a
+// misspelt path should not go unnoticed until the same command runs on a
+// GPU.
+func checkKernelImage() error {
+	path := os.Getenv(kernelImageEnv)
+	if path == "" {
+		return nil
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", kernelImageEnv, err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s=%s: not a regular file", kernelImageEnv, path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", kernelImageEnv, err)
+	}
+	return f.Close()
 }

@@ -15,6 +15,7 @@ type launchFlags struct {
 	nproc int
 	drain time.Duration
 	grace time.Duration
+	bad   []error // flags whose values did not parse
 }
 
 func newLaunchCmd(a *app) *cobra.Command {
@@ -39,30 +40,42 @@ Each rank runs in its own process group: signals reach the processes a rank
 started too, and whatever is left of a rank's group when the rank exits is
 killed. Launch waits at most 1s after a rank exits for such processes to
 close its output.`,
-		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.bad = flagErrors(cmd)
 			return runLaunch(a, f, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().IntVar(&f.nproc, "nproc", 2, "number of rank processes")
 	cmd.Flags().DurationVar(&f.drain, "drain", 10*time.Second, "time the other ranks get to report a rank's failure and exit by themselves before SIGTERM (0: stop them at once)")
 	cmd.Flags().DurationVar(&f.grace, "grace", 5*time.Second, "time the other ranks get to exit after SIGTERM (or a forwarded SIGINT) before SIGKILL")
+	collectFlagErrors(cmd)
 	return cmd
 }
 
 func runLaunch(a *app, f *launchFlags, args []string, stdout, stderr io.Writer) error {
-	var errs []error
-	if f.nproc < 1 || f.nproc > 72 {
-		errs = append(errs, fmt.Errorf("--nproc %d: want 1..72", f.nproc))
+	errs := append(f.bad, checkWorld("nproc", f.nproc))
+	if len(args) == 0 {
+		errs = append(errs, errors.New("no command to launch: want symmem launch --nproc N -- COMMAND [ARGS...]"))
 	}
-	if f.drain < 0 || f.grace < 0 {
-		errs = append(errs, fmt.Errorf("--drain %v, --grace %v: want durations >= 0", f.drain, f.grace))
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"drain", f.drain}, {"grace", f.grace}} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("--%s %v: want a duration >= 0", d.flag, d.v))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return launch.Run(launch.Options{
+	start := time.Now()
+	err := launch.Run(launch.Options{
 		NProc: f.nproc, Drain: f.drain, Grace: f.grace,
 		Stdout: stdout, Stderr: stderr, Logger: a.log, System: a.actorSystem(),
 	}, args)
+	if err == nil {
+		// Failures are reported by main; success gets its summary here.
+		fmt.Fprintf(stdout, "launch: %d ranks of %s exited 0 in %v\n", f.nproc, args[0], time.Since(start).Round(time.Millisecond))
+	}
+	return err
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,13 +33,7 @@ const helperEnv = "SYMMEM_LAUNCH_TEST_HELPER"
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		if args, ok := strings.CutPrefix(mode, "symmem "); ok {
-			root := newRoot()
-			root.SetArgs(strings.Fields(args))
-			if err := root.Execute(); err != nil {
-				fmt.Fprintln(os.Stderr, "symmem:", err)
-				os.Exit(1)
-			}
-			os.Exit(0)
+			os.Exit(runMain(strings.Fields(args)))
 		}
 		if strings.HasPrefix(mode, "peer-") {
 			os.Exit(helperProcessRank(mode))
@@ -280,6 +275,9 @@ func TestLaunchRanksMeetThroughTheStore(t *testing.T) {
 			t.Errorf("rank %d did not report success:\n%s", i, out)
 		}
 	}
+	if !strings.Contains(out, "launch: 3 ranks of "+os.Args[0]+" exited 0 in ") {
+		t.Errorf("no summary line:\n%s", out)
+	}
 }
 
 func TestLaunchReportsAFailedRank(t *testing.T) {
@@ -403,7 +401,7 @@ func TestParseFaultKill(t *testing.T) {
 func TestFaultKillNeedsLaunchAndCUDA(t *testing.T) {
 	t.Setenv(faultKillEnv, "1:allreduce")
 	f := &allReduceFlags{specFlags: specFlags{world: 2, bytes: "4KiB", dtype: "f32", op: "sum", algo: "auto"}, seed: 1, dev: "sim", timeout: time.Second}
-	if err := runAllReduce(testApp, f, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "works only under symmem launch") {
+	if err := runAllReduce(context.Background(), testApp, f, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "works only under symmem launch") {
 		t.Fatalf("allreduce on sim with %s set: %v", faultKillEnv, err)
 	}
 }

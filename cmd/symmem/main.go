@@ -8,13 +8,18 @@
 //	symmem selftest  [--device sim|cuda] [--world N]
 //	symmem launch    --nproc N -- COMMAND...
 //	symmem topo      [--device sim|cuda]
-//	symmem version
+//	symmem version   (or symmem --version)
+//
+// Every bad flag is named in one error before any work starts. SIGINT and
+// SIGTERM stop a long command with what it has, exit status 130 or 143.
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync"
 
 	pa "github.com/asynkron/protoactor-go/actor"
@@ -26,20 +31,33 @@ import (
 	"github.com/symmem/symmem/actor"
 )
 
-// version is set at link time (-ldflags "-X main.version=...").
-var version = "dev"
+// version is set at link time (-ldflags "-X main.version=..."); without
+// it the module's version from the build information is printed.
+var version = ""
 
 func main() {
-	if err := newRoot().Execute(); err != nil {
+	os.Exit(runMain(os.Args[1:]))
+}
+
+// runMain runs the command line args, prints its error, and returns the
+// exit status (130 or 143 when a signal stopped it, see [exitCode]).
+func runMain(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "symmem:", err)
-		os.Exit(1)
 	}
+	return exitCode(err)
 }
 
 // app carries what every subcommand shares.
 type app struct {
 	logLevel string
 	log      *zap.Logger
+	// terminal says whether a command's output is a terminal, where
+	// progress is shown.
+	terminal func(io.Writer) bool
 
 	sysOnce sync.Once
 	sys     *pa.ActorSystem
@@ -52,13 +70,16 @@ func (a *app) actorSystem() *pa.ActorSystem {
 	return a.sys
 }
 
-func newRoot() *cobra.Command {
-	a := &app{}
+func newRoot() *cobra.Command { return newRootApp(&app{terminal: isTerminal}) }
+
+// newRootApp is the command tree sharing a.
+func newRootApp(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "symmem",
 		Short:         "GPU symmetric memory and intra-node all-reduce, on a deterministic simulator or on GPUs",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionLine(),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(a.logLevel, cmd.ErrOrStderr())
 			if err != nil {
@@ -68,6 +89,7 @@ func newRoot() *cobra.Command {
 			return nil
 		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "error", "log level: debug (what each rank does: rendezvous, allocations, algorithm choices, launches, timeouts), info, warn, error")
 	root.AddCommand(newVersionCmd(), newAllReduceCmd(a), newLaunchCmd(a), newSelftestCmd(a), newTopoCmd())
 	root.AddCommand(newBenchCmd(a))
@@ -89,10 +111,51 @@ func newLogger(level string, w io.Writer) (*zap.Logger, error) {
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
+		Short: "Print the version: the module's, the commit it was built from and when, and whether the tree was modified",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintf(cmd.OutOrStdout(), "symmem %s\n", version)
+			fmt.Fprintln(cmd.OutOrStdout(), versionLine())
 		},
 	}
+}
+
+// versionLine describes this build (see [describeBuild]).
+func versionLine() string {
+	info, _ := debug.ReadBuildInfo()
+	return describeBuild(version, info)
+}
+
+// describeBuild describes a build in one line: the version set at link
+// time, else the module's version, then the version-control settings the
+// Go tool recorded (vcs.revision, vcs.time, vcs.modified) and the Go
+// version, e.g. "symmem (devel) commit 5176ace1d2e3 2025-01-02T03:04:05Z
+// modified go1.25.0". Without build information it says so.
+func describeBuild(linked string, info *debug.BuildInfo) string {
+	v := linked
+	if v == "" && info != nil {
+		v = info.Main.Version
+	}
+	if v == "" {
+		v = "(unknown version)"
+	}
+	if info == nil {
+		return "symmem " + v + " (no build information)"
+	}
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	line := "symmem " + v
+	if rev := settings["vcs.revision"]; rev != "" {
+		line += " commit " + rev[:min(12, len(rev))]
+	} else {
+		line += " commit unknown (built without version control information)"
+	}
+	if t := settings["vcs.time"]; t != "" {
+		line += " " + t
+	}
+	if settings["vcs.modified"] == "true" {
+		line += " modified"
+	}
+	return line + " " + info.GoVersion
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/symmem/symmem/conformance"
 	"github.com/symmem/symmem/launch"
 	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 )
 
 type selftestFlags struct {
@@ -25,6 +28,7 @@ type selftestFlags struct {
 	seed    uint64
 	timeout time.Duration
 	kernels string
+	bad     []error // flags whose values did not parse
 }
 
 func newSelftestCmd(a *app) *cobra.Command {
@@ -39,7 +43,10 @@ its own results; the table lists each case, the mode, world size, time and
 outcome. Exits non-zero if any case fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runSelftest(a, f, cmd.OutOrStdout())
+			f.bad = flagErrors(cmd)
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			return runSelftest(ctx, a, f, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
@@ -50,6 +57,7 @@ outcome. Exits non-zero if any case fails.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of inputs and schedules")
 	fl.DurationVar(&f.timeout, "timeout", rank.DefaultTimeout, "timeout of every wait, > 0 (virtual time on sim)")
 	kernelsFlag(fl, &f.kernels)
+	collectFlagErrors(cmd)
 	return cmd
 }
 
@@ -59,19 +67,20 @@ type caseResult struct {
 	err     error
 }
 
+// maxCycles bounds --cycles: a selftest is meant to end.
+const maxCycles = 1_000_000
+
 // selftestLargest is the largest tensor a conformance case reduces (the
 // intra-node-comm case's 10 MiB), for the simulator's memory check.
 const selftestLargest = 10 << 20
 
 // validate checks every flag before any work starts.
 func (f *selftestFlags) validate() error {
-	errs := []error{checkDevice(f.dev), checkTimeout(f.timeout)}
+	errs := append(f.bad, checkDevice(f.dev), checkTimeout(f.timeout), checkKernels(f.kernels), checkKernelImage())
 	if _, launched, _ := launch.ProcessEnvFromOS(); !launched || f.dev != "cuda" {
 		errs = append(errs, checkWorld("world", f.world))
 	}
-	if f.cycles < 1 {
-		errs = append(errs, fmt.Errorf("--cycles %d: want at least 1", f.cycles))
-	}
+	errs = append(errs, checkCount("cycles", f.cycles, 1, maxCycles))
 	if _, err := regexp.Compile(f.cases); err != nil {
 		errs = append(errs, fmt.Errorf("--cases %q: %w", f.cases, err))
 	}
@@ -84,7 +93,8 @@ func (f *selftestFlags) validate() error {
 	return nil
 }
 
-func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
+func runSelftest(ctx context.Context, a *app, f *selftestFlags, out io.Writer) error {
+	start := time.Now()
 	if err := f.validate(); err != nil {
 		return err
 	}
@@ -92,8 +102,9 @@ func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var stop simStopper
 	b, err := backend.Choose(backend.Options{Device: f.dev, World: f.world, Seed: f.seed, Timeout: f.timeout,
-		Logger: a.log, Command: "selftest", Sim: kern})
+		Logger: a.log, Command: "selftest", Sim: func(c *simjob.Config) { kern(c); stop.adjust(c) }})
 	if err != nil {
 		return err
 	}
@@ -105,12 +116,25 @@ func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
 	if len(cases) == 0 {
 		return fmt.Errorf("no case matches %q on %d ranks", f.cases, world)
 	}
+	var current atomic.Value
+	current.Store("")
+	prog := a.newProgress(out, len(cases) > 1, "selftest", len(cases), func() string { return current.Load().(string) })
 	var results []caseResult
+	var stopped *interruptedError
 	for _, c := range cases {
-		start := time.Now()
-		_, err := b.Run(c.Program)
-		results = append(results, caseResult{name: c.Name, elapsed: time.Since(start), err: err})
+		current.Store(c.Name)
+		began := time.Now()
+		err := runInterruptible(ctx, stop.halt, func() error {
+			_, err := b.Run(c.Program)
+			return err
+		})
+		if stopped = interruption(ctx); stopped != nil {
+			break // the case did not finish: no verdict
+		}
+		results = append(results, caseResult{name: c.Name, elapsed: time.Since(began), err: err})
+		prog.increment()
 	}
+	prog.done()
 	who := "all ranks"
 	if r := b.Rank(); r >= 0 {
 		who = fmt.Sprintf("rank %d", r)
@@ -127,8 +151,15 @@ func runSelftest(a *app, f *selftestFlags, out io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%s\n", r.name, mode, world, who, r.elapsed.Round(time.Millisecond), status)
 	}
 	tw.Flush()
-	if failed > 0 {
+	took := time.Since(start).Round(time.Millisecond)
+	switch {
+	case stopped != nil:
+		fmt.Fprintf(out, "selftest: %s after %d of %d cases (%d failed) in %v\n", stopped, len(results), len(cases), failed, took)
+		return stopped
+	case failed > 0:
+		fmt.Fprintf(out, "selftest: %d of %d cases failed in %v\n", failed, len(cases), took)
 		return fmt.Errorf("selftest: %d of %d cases failed", failed, len(results))
 	}
+	fmt.Fprintf(out, "selftest: %d cases ok in %v\n", len(cases), took)
 	return nil
 }

@@ -21,7 +21,8 @@ func newTopoCmd() *cobra.Command {
 		Short: "Print the NVLink topology matrix and whether it is fully connected",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := errors.Join(checkDevice(dev), checkWorld("world", world)); err != nil {
+			errs := append(flagErrors(cmd), checkDevice(dev), checkWorld("world", world), checkKernelImage())
+			if err := errors.Join(errs...); err != nil {
 				return err
 			}
 			var m [][]int
@@ -46,16 +47,19 @@ func newTopoCmd() *cobra.Command {
 			default:
 				return fmt.Errorf("--device %q: want sim or cuda", dev)
 			}
-			printMatrix(cmd.OutOrStdout(), m)
+			printMatrix(cmd.OutOrStdout(), m, dev == "sim")
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&dev, "device", "sim", "device: sim or cuda")
 	cmd.Flags().IntVar(&world, "world", 4, "number of simulated devices (sim only)")
+	collectFlagErrors(cmd)
 	return cmd
 }
 
-func printMatrix(out io.Writer, m [][]int) {
+// printMatrix prints the NVLink matrix m, a legend, and a summary line;
+// simulated says the devices are the simulator's.
+func printMatrix(out io.Writer, m [][]int, simulated bool) {
 	tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "\t")
 	for j := range m {
@@ -74,5 +78,12 @@ func printMatrix(out io.Writer, m [][]int) {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-	fmt.Fprintf(out, "%d devices, fully connected: %v\n", len(m), full)
+	fmt.Fprintln(out, "Legend: the entry in row GPUi, column GPUj is the number of NVLink links between")
+	fmt.Fprintln(out, "  the two devices; 0 on the diagonal, and where a pair has no NVLink (its")
+	fmt.Fprintln(out, "  traffic goes over PCIe). Fully connected: every pair has at least one link.")
+	kind := "devices"
+	if simulated {
+		kind = "simulated devices"
+	}
+	fmt.Fprintf(out, "%d %s, fully connected: %v\n", len(m), kind, full)
 }

@@ -6,6 +6,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/symmem/symmem/internal/hostmem"
 	"github.com/symmem/symmem/simjob"
 )
@@ -21,6 +24,23 @@ const maxWorld = 72
 func checkWorld(flag string, n int) error {
 	if n < 1 || n > maxWorld {
 		return fmt.Errorf("--%s %d: want 1..%d", flag, n, maxWorld)
+	}
+	return nil
+}
+
+// checkCount checks an integer flag against [least, most].
+func checkCount(flag string, n, least, most int) error {
+	if n < least || n > most {
+		return fmt.Errorf("--%s %d: want %d..%d", flag, n, least, most)
+	}
+	return nil
+}
+
+// checkList checks a list flag: an empty list is refused (there is no "all"
+// shorthand), naming what the flag takes.
+func checkList(flag string, list []string, want string) error {
+	if len(list) == 0 {
+		return fmt.Errorf("--%s: empty list: want one or more of %s", flag, want)
 	}
 	return nil
 }
@@ -83,4 +103,59 @@ func checkSimMemory(flags string, world int, bytes uint64) error {
 // gib prints a memory size in GiB with one decimal.
 func gib(n uint64) string {
 	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}
+
+// lenientValue is a flag's value that records a value it cannot parse
+// instead of failing the command line at once, so that a command can
+// report every bad flag together (see [collectFlagErrors]).
+type lenientValue struct {
+	pflag.Value
+	name string
+	err  error
+}
+
+// Set implements pflag.Value: a value that does not parse is recorded,
+// leaving the flag's value as it was.
+func (v *lenientValue) Set(s string) error {
+	v.err = nil
+	if err := v.Value.Set(s); err != nil {
+		v.err = fmt.Errorf("--%s %q: want %s", v.name, s, wantOfType(v.Type()))
+	}
+	return nil
+}
+
+// wantOfType says what a flag of pflag type typ takes.
+func wantOfType(typ string) string {
+	switch typ {
+	case "int", "int64", "int32":
+		return "an integer"
+	case "uint64", "uint", "uint32":
+		return "a whole number >= 0"
+	case "duration":
+		return "a duration such as 30s or 1m"
+	case "bool":
+		return "true or false"
+	}
+	return "a " + typ
+}
+
+// collectFlagErrors makes the local flags of cmd record the values they
+// cannot parse; [flagErrors] returns them, to be reported with the
+// command's other checks.
+func collectFlagErrors(cmd *cobra.Command) {
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		f.Value = &lenientValue{Value: f.Value, name: f.Name}
+	})
+}
+
+// flagErrors returns an error for each flag of cmd given a value it could
+// not parse, in the order of the flags' names.
+func flagErrors(cmd *cobra.Command) []error {
+	var errs []error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if v, ok := f.Value.(*lenientValue); ok && v.err != nil {
+			errs = append(errs, v.err)
+		}
+	})
+	return errs
 }
