@@ -76,7 +76,13 @@ func (r *Rank) checkPlain(what string, in, t Tensor) error {
 
 // overlaps reports whether [p, p+n) and [q, q+m) share a byte.
 func overlaps(p device.Ptr, n uint64, q device.Ptr, m uint64) bool {
-	return n > 0 && m > 0 && uint64(p) < uint64(q)+m && uint64(q) < uint64(p)+n
+	if n == 0 || m == 0 {
+		return false
+	}
+	if p >= q {
+		return uint64(p-q) < m
+	}
+	return uint64(q-p) < n
 }
 
 // launch queues an all-reduce kernel on the rank's stream and, unless the
