@@ -47,3 +47,10 @@ func (p *Bounded[T]) Drain() []T {
 	p.idle = nil
 	return out
 }
+
+// Len returns the number of idle values the pool holds.
+func (p *Bounded[T]) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
+}

@@ -10,6 +10,9 @@ func TestBounded(t *testing.T) {
 	if !p.Put(1) || !p.Put(2) || p.Put(3) {
 		t.Fatal("Put: want the first two kept and the third refused")
 	}
+	if p.Len() != 2 {
+		t.Fatalf("Len = %d, want 2", p.Len())
+	}
 	if v, ok := p.Get(); !ok || v != 2 {
 		t.Fatalf("Get = %d, %v; want 2 (last in, first out)", v, ok)
 	}

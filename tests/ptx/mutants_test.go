@@ -10,6 +10,7 @@ import (
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/device/sim/ptx"
 	"github.com/symmem/symmem/fuzz"
+	"github.com/symmem/symmem/internal/longtest"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/workload"
 )
@@ -38,8 +39,10 @@ var ptxMutants = []ptxMutant{
 // TestPTXMutantsAreKilled edits the committed PTX text (no compiler
 // needed) and runs the fuzzer in PTX mode, with the race detector, on
 // each mutant: every one must fail some case, while the unmutated PTX
-// passes the same cases. Run with -v for the kill table.
+// passes the same cases. Run with -v for the kill table. A long sweep
+// (SYMMEM_LONG=1).
 func TestPTXMutantsAreKilled(t *testing.T) {
+	longtest.Require(t, "the PTX mutant table")
 	text, err := kernels.PTX()
 	if err != nil {
 		t.Fatal(err)

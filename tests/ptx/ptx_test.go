@@ -13,6 +13,7 @@ import (
 	"github.com/symmem/symmem/conformance"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/internal/longtest"
 	"github.com/symmem/symmem/internal/simtest"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
@@ -25,20 +26,27 @@ import (
 var ptxDevice = sim.Config{Kernels: sim.Kernels{PTX: true}}
 
 // TestPTXConformance runs the self-checking conformance cases with the
-// kernels' PTX, thread by thread, at worlds 2 to 8: the reference table
+// kernels' PTX, thread by thread: the reference table
 // (every dtype, form, offset and size, checked bitwise), signals, bounds,
 // groups, bad inputs, leaks, and graph replays at world 2, under go test
-// -race too (about 4 minutes on two cores; the package runs beside package
-// tests). Left out are the cases whose tensors (300 KiB, 10 MiB) take
+// -race too. The default run covers worlds 2 and 3 (the reference table
+// and the leak check at world 2); the long sweep (SYMMEM_LONG=1) every
+// world from 2 to 8. Left out are the cases whose tensors (300 KiB, 10 MiB) take
 // minutes to interpret: sim-conformance (the bitwise comparison with the
 // Go twins is TestPTXMatchesGoTwins here) and intra-node-comm.
 func TestPTXConformance(t *testing.T) {
-	for world := 2; world <= 8; world++ {
+	last := 3
+	if longtest.Enabled() {
+		last = 8
+	}
+	for world := 2; world <= last; world++ {
 		for _, c := range conformance.Cases(conformance.Options{Cycles: 3, Seed: 7}) {
 			switch {
 			case !c.Fits(world), c.Name == "sim-conformance", c.Name == "intra-node-comm":
 				continue
 			case c.Name == "graphs" && world > 2:
+				continue
+			case (c.Name == "allreduce-table" || c.Name == "leaks") && world > 2 && !longtest.Enabled():
 				continue
 			}
 			t.Run(fmt.Sprintf("%s/world%d", c.Name, world), func(t *testing.T) {
