@@ -213,12 +213,12 @@ type ptxLane struct {
 	// that reads the same bytes again is spinning.
 	polling    bool
 	casPolling bool
-	pollAddr  uint64
-	pollLoops uint64 // the thread's loop count at the poll
-	poll      [16]byte
-	pollLen   int
-	spinStart time.Duration
-	spinning  bool
+	pollAddr   uint64
+	pollLoops  uint64 // the thread's loop count at the poll
+	poll       [16]byte
+	pollLen    int
+	spinStart  time.Duration
+	spinning   bool
 	// fence: a membar ran since the last atomic; the next atomic write
 	// releases.
 	fence bool
