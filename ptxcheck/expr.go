@@ -62,7 +62,7 @@ func (ev *evaluator) lookup(name string) float64 {
 type num float64
 type variable string
 type unary struct{ x node }
-type binary struct {
+type binop struct {
 	op   byte
 	l, r node
 }
@@ -75,7 +75,7 @@ func (n num) eval(*evaluator) float64         { return float64(n) }
 func (v variable) eval(ev *evaluator) float64 { return ev.lookup(string(v)) }
 func (u unary) eval(ev *evaluator) float64    { return -u.x.eval(ev) }
 
-func (b binary) eval(ev *evaluator) float64 {
+func (b binop) eval(ev *evaluator) float64 {
 	l, r := b.l.eval(ev), b.r.eval(ev)
 	switch b.op {
 	case '+':
@@ -211,7 +211,7 @@ func (p *exprParser) sum() (node, error) {
 		if err != nil {
 			return nil, err
 		}
-		l = binary{op: op, l: l, r: r}
+		l = binop{op: op, l: l, r: r}
 	}
 	return l, nil
 }
@@ -228,7 +228,7 @@ func (p *exprParser) product() (node, error) {
 		if err != nil {
 			return nil, err
 		}
-		l = binary{op: op, l: l, r: r}
+		l = binop{op: op, l: l, r: r}
 	}
 	return l, nil
 }
