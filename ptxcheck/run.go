@@ -33,6 +33,8 @@ type Options struct {
 	MaxSteps int64
 	// NoRace turns the race detector off.
 	NoRace bool
+	// Vars replace (or add to) the program's vars.
+	Vars map[string]Expr
 	// Progress, when set, is called after every run.
 	Progress func(Run)
 }
@@ -139,6 +141,17 @@ func (c *compiled) runnable() error {
 // for a program that cannot run at all (a bad harness, a [*Refusal]);
 // what the runs find is in the report.
 func RunProgram(prog *Program, src *Source, opts Options) (*Report, error) {
+	if len(opts.Vars) > 0 {
+		p := *prog
+		p.Vars = map[string]Expr{}
+		for k, v := range prog.Vars {
+			p.Vars[k] = v
+		}
+		for k, v := range opts.Vars {
+			p.Vars[k] = v
+		}
+		prog = &p
+	}
 	c, err := compile(prog, src)
 	if err != nil {
 		return nil, err
