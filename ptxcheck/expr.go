@@ -25,15 +25,6 @@ type env struct {
 	vars map[string]float64
 }
 
-func (e env) with(name string, v float64) env {
-	m := make(map[string]float64, len(e.vars)+1)
-	for k, x := range e.vars {
-		m[k] = x
-	}
-	m[name] = v
-	return env{vars: m}
-}
-
 type node interface {
 	eval(e *evaluator) float64
 }

@@ -13,20 +13,20 @@ import (
 
 // checkFlags are the flags of symmem check.
 type checkFlags struct {
-	ptx         string
-	listUnsupp  bool
-	seeds       int
-	firstSeed   uint64
-	seed        int64
-	worlds      string
-	strategy    string
-	depth       int
-	maxThreads  int
-	maxBlocks   int
-	maxSteps    int64
-	race        bool
-	showRuns    bool
-	progressOut io.Writer
+	ptx        string
+	listUnsupp bool
+	seeds      int
+	firstSeed  uint64
+	seed       int64
+	worlds     string
+	strategy   string
+	depth      int
+	maxThreads int
+	maxBlocks  int
+	maxSteps   int64
+	race       bool
+	showRuns   bool
+	vars       []string
 }
 
 func newCheckCmd() *cobra.Command {
@@ -64,6 +64,7 @@ cannot run, and runs nothing.`,
 	fl.Int64Var(&f.maxSteps, "max-steps", ptxcheck.DefaultMaxSteps, "scheduling steps a run may take before it counts as a hang")
 	fl.BoolVar(&f.race, "race", true, "run the race detector")
 	fl.BoolVar(&f.showRuns, "runs", false, "print every run's world, seed, steps and trace hash")
+	fl.StringArrayVar(&f.vars, "var", nil, "NAME=EXPR: replace (or add) a var of the harness (repeatable)")
 	return cmd
 }
 
@@ -100,6 +101,15 @@ func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed bool) error {
 	if f.maxSteps < 1 {
 		bad = append(bad, fmt.Errorf("--max-steps %d: want at least 1", f.maxSteps))
 	}
+	vars := map[string]ptxcheck.Expr{}
+	for _, v := range f.vars {
+		name, x, ok := strings.Cut(v, "=")
+		if !ok || strings.TrimSpace(name) == "" {
+			bad = append(bad, fmt.Errorf("--var %q: want NAME=EXPR", v))
+			continue
+		}
+		vars[strings.TrimSpace(name)] = ptxcheck.Expr(x)
+	}
 	var worlds []int
 	if f.worlds != "" {
 		var err error
@@ -123,7 +133,7 @@ func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed bool) error {
 		return err
 	}
 	opts := ptxcheck.Options{Worlds: worlds, Seeds: f.seeds, FirstSeed: f.firstSeed, Strategy: f.strategy, Depth: f.depth,
-		MaxThreads: f.maxThreads, MaxBlocks: f.maxBlocks, MaxSteps: f.maxSteps, NoRace: !f.race}
+		MaxThreads: f.maxThreads, MaxBlocks: f.maxBlocks, MaxSteps: f.maxSteps, NoRace: !f.race, Vars: vars}
 	if oneSeed {
 		opts.Seeds, opts.FirstSeed = 1, uint64(f.seed)
 	}
@@ -201,6 +211,14 @@ func replayCommand(harness string, f *checkFlags, x *ptxcheck.Finding) string {
 	}
 	if !f.race {
 		args = append(args, "--race=false")
+	}
+	for _, v := range f.vars {
+		args = append(args, "--var", v)
+	}
+	for i, a := range args {
+		if strings.ContainsAny(a, " '\"*()%$") {
+			args[i] = "'" + a + "'"
+		}
 	}
 	return strings.Join(args, " ")
 }

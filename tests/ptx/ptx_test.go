@@ -13,6 +13,7 @@ import (
 	"github.com/symmem/symmem/conformance"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/internal/longtest"
 	"github.com/symmem/symmem/internal/simtest"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
@@ -21,19 +22,26 @@ import (
 )
 
 // ptxDevice is the simulated device configuration that runs the kernels'
-// PTX.
-var ptxDevice = sim.Config{Kernels: sim.Kernels{PTX: true}}
+// PTX, on grids of at most three blocks of two warps (the suite's sweep
+// shape: code for a second warp and a third block runs).
+var ptxDevice = sim.Config{Kernels: sim.Kernels{PTX: true, MaxThreads: sim.SweepThreads, MaxBlocks: sim.SweepBlocks}}
 
 // TestPTXConformance runs the self-checking conformance cases with the
-// kernels' PTX, thread by thread, at worlds 2 to 8: the reference table
-// (every dtype, form, offset and size, checked bitwise), signals, bounds,
-// groups, bad inputs, leaks, and graph replays at world 2, under go test
-// -race too (about 4 minutes on two cores; the package runs beside package
-// tests). Left out are the cases whose tensors (300 KiB, 10 MiB) take
-// minutes to interpret: sim-conformance (the bitwise comparison with the
-// Go twins is TestPTXMatchesGoTwins here) and intra-node-comm.
+// kernels' PTX, thread by thread, on grids of up to three blocks of two
+// warps, at worlds 2 and 5 (2 to 8 with SYMMEM_LONG=1): the reference
+// table (every dtype, form, offset and size, checked bitwise), signals,
+// bounds, groups, bad inputs, leaks, and graph replays at world 2, under
+// go test -race too (about 2.5 minutes on two cores; the package runs
+// beside package tests). Left out are the cases whose tensors (300 KiB,
+// 10 MiB) take minutes to interpret: sim-conformance (the bitwise
+// comparison with the Go twins is TestPTXMatchesGoTwins here) and
+// intra-node-comm.
 func TestPTXConformance(t *testing.T) {
-	for world := 2; world <= 8; world++ {
+	worlds := []int{2, 5}
+	if longtest.Enabled() {
+		worlds = []int{2, 3, 4, 5, 6, 7, 8}
+	}
+	for _, world := range worlds {
 		for _, c := range conformance.Cases(conformance.Options{Cycles: 3, Seed: 7}) {
 			switch {
 			case !c.Fits(world), c.Name == "sim-conformance", c.Name == "intra-node-comm":
@@ -256,7 +264,7 @@ func TestPTXErrorsMatchGoTwins(t *testing.T) {
 	errs := map[bool]string{}
 	for _, ptx := range []bool{false, true} {
 		res, err := simjob.Simulate(simjob.Config{World: 2, Seed: 1, Timeout: 50 * time.Millisecond,
-			Device: sim.Config{Kernels: sim.Kernels{PTX: ptx}}}, program)
+			Device: sim.Config{Kernels: sim.Kernels{PTX: ptx, MaxThreads: sim.SweepThreads, MaxBlocks: sim.SweepBlocks}}}, program)
 		if err != nil {
 			t.Fatal(err)
 		}
