@@ -43,6 +43,9 @@ func TestExamples(t *testing.T) {
 			}
 			found := false
 			for _, f := range rep.Findings {
+				if f.Runs < 1 || f.Runs > len(rep.Runs) {
+					t.Errorf("%s: found in %d of %d runs", f.Title, f.Runs, len(rep.Runs))
+				}
 				switch {
 				case v.race != "" && f.Kind == "race" && strings.Contains(f.Title, v.race):
 					found = true

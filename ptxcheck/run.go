@@ -63,7 +63,7 @@ type Run struct {
 	Seed     uint64
 	Trace    string // the trace hash: the same seed gives the same one
 	Steps    int64
-	Findings int // findings of this run, repeats included
+	Findings int // findings of this run, before they are merged by site
 }
 
 // Finding is one distinct problem: a race, a hang, a failure of a kernel
@@ -192,7 +192,12 @@ func RunProgram(prog *Program, src *Source, opts Options) (*Report, error) {
 			if err != nil {
 				return nil, err
 			}
+			inRun := map[string]bool{}
 			for _, f := range found {
+				if inRun[f.key] {
+					continue // the same site on other devices or elements
+				}
+				inRun[f.key] = true
 				if old, ok := byKey[f.key]; ok {
 					old.Runs++
 					continue
