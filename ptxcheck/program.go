@@ -14,8 +14,8 @@ import (
 )
 
 // Program is what every rank does: the buffers it allocates and the steps
-// it runs, in order. A harness file is a Program in JSON (see the
-// package documentation for an example).
+// it runs, in order. A harness file is a Program in JSON (docs/check.md
+// documents its schema with an example).
 type Program struct {
 	// PTX is the PTX file, relative to the harness file's folder.
 	PTX string `json:"ptx"`
@@ -183,8 +183,9 @@ func (p *Param) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Expr is an expression (see the package documentation), written in JSON
-// as a string or a number.
+// Expr is an expression (see docs/check.md): arithmetic on numbers over
+// rank, world, i, iter and the program's vars, with sum_ranks, min, max
+// and floor; written in JSON as a string or a number.
 type Expr string
 
 // UnmarshalJSON accepts a string or a number.

@@ -213,3 +213,43 @@ func TestExpressions(t *testing.T) {
 		t.Errorf("unknown variable: %v", err)
 	}
 }
+
+// TestDebugLines: .loc, .file and .section are hidden from the
+// interpreter and become the line table (inlined code names where it was
+// inlined); .local declarations stay for the interpreter to judge.
+func TestDebugLines(t *testing.T) {
+	text := strings.Join([]string{
+		".version 8.0", // 1
+		".visible .entry k()",
+		"{",
+		"\t.local .align 8 .b8 \t__local_depot0[8];",
+		"\t.loc\t1 7 3",
+		"\tret;", // 6
+		"\t.loc\t1 9 5, function_name $L__info_string0, inlined_at 1 12 2",
+		"\tret;", // 8
+		"}",
+		"\t.file\t1 \"k.cu\"",
+		"\t.section\t.debug_str",
+		"\t{",
+		".b8 95,0",
+		"\t}",
+	}, "\n")
+	clean, locs := debugLines(text)
+	lines := strings.Split(clean, "\n")
+	if !strings.Contains(lines[3], ".local") || lines[4] != "" || lines[9] != "" || lines[10] != "" || lines[12] != "" || lines[13] != "" {
+		t.Errorf("cleaned text:\n%s", clean)
+	}
+	if got := locs[6].String(); got != "k.cu:7" {
+		t.Errorf("line 6 is at %q, want k.cu:7", got)
+	}
+	if got := locs[8].String(); got != "k.cu:9 (inlined at k.cu:12)" {
+		t.Errorf("line 8 is at %q", got)
+	}
+	src, err := Parse("k.ptx", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := src.Unsupported(); len(p) != 1 || p[0].Line != 4 || !strings.Contains(p[0].Err, "unsupported declaration .local") {
+		t.Errorf("unsupported: %v", p)
+	}
+}

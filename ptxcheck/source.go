@@ -130,13 +130,13 @@ func debugLines(text string) (string, []Loc) {
 				inSection = false
 			}
 			lines[i] = ""
-		case strings.HasPrefix(t, ".section"):
+		case directive(t, ".section"):
 			depth = strings.Count(t, "{") - strings.Count(t, "}")
 			inSection = depth > 0 || !strings.Contains(t, "}")
 			lines[i] = ""
-		case strings.HasPrefix(t, ".file"):
+		case directive(t, ".file"):
 			lines[i] = ""
-		case strings.HasPrefix(t, ".loc"):
+		case directive(t, ".loc"):
 			if m := locDirective.FindStringSubmatch(t); m != nil {
 				n, _ := strconv.Atoi(m[2])
 				cur = Loc{File: files[m[1]], Line: n}
@@ -158,6 +158,12 @@ func debugLines(text string) (string, []Loc) {
 		locs[i+1] = cur
 	}
 	return strings.Join(lines, "\n"), locs
+}
+
+// directive reports whether line t is the directive d (".loc" but not
+// ".local").
+func directive(t, d string) bool {
+	return strings.HasPrefix(t, d) && (len(t) == len(d) || t[len(d)] == ' ' || t[len(d)] == '\t')
 }
 
 // Problem is a line the interpreter refuses.
