@@ -203,7 +203,7 @@ func (c Case) simConfig(st actor.Strategy, in *injector, keep bool) simjob.Confi
 		Timeout:      c.timeout(),
 		KeepTrace:    keep,
 		RaceDetector: c.Race,
-		Device:       sim.Config{Kernels: c.Kernels},
+		Device:       sim.Config{Kernels: sweepShape(c.Kernels)},
 	}
 	if len(in.plan) > 0 { // hooks with nothing to inject would only cost time
 		cfg.Setup, cfg.WrapDevice, cfg.WrapStore = in.setup, in.wrapDevice, in.wrapStore
@@ -212,4 +212,16 @@ func (c Case) simConfig(st actor.Strategy, in *injector, keep bool) simjob.Confi
 		c.Instrument(&cfg)
 	}
 	return cfg
+}
+
+// sweepShape caps the PTX launches of a case that names no cap at the
+// suite's sweep shape (sim.SweepBlocks blocks of sim.SweepThreads
+// threads: two warps and three blocks), so that every case, and its
+// replay, runs the code of a second warp and a third block at a cost a
+// sweep of many seeds affords.
+func sweepShape(k sim.Kernels) sim.Kernels {
+	if k.PTX && k.MaxThreads == 0 && k.MaxBlocks == 0 {
+		k.MaxThreads, k.MaxBlocks = sim.SweepThreads, sim.SweepBlocks
+	}
+	return k
 }

@@ -71,6 +71,9 @@ type Access struct {
 	// Old and New are an Atomic's compare-and-swap operands (a signal put
 	// swaps 0 for 1, a wait 1 for 0).
 	Old, New uint32
+	// Line is the PTX source line of the instruction that made a PTX
+	// thread's access; 0 for every other access.
+	Line int
 }
 
 // emit sends a to the observer, if any.

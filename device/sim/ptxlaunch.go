@@ -23,10 +23,12 @@ type Kernels struct {
 	PTX bool
 	// Module is the PTX to run; nil means the kernels' own (kernels.PTX).
 	Module *ptx.Module
-	// MaxThreads and MaxBlocks cap a PTX launch's shape, for speed (0:
-	// DefaultPTXThreads, DefaultPTXBlocks). The kernels are correct for
-	// any shape; a launch keeps at least one thread per rank, which their
-	// barriers need.
+	// MaxThreads and MaxBlocks cap the shape of every PTX launch (the
+	// kernels' and [PTXLauncher.LaunchPTX]'s), for speed; 0 runs the
+	// grid and block the launch asks for. The kernels are correct for any
+	// shape; a capped launch of theirs keeps at least one thread per
+	// rank, which their barriers need. The suite's PTX sweeps use
+	// [SweepThreads] and [SweepBlocks].
 	MaxThreads, MaxBlocks int
 	// PlainYield makes every PlainYield-th plain (weak) global access of a
 	// thread a scheduling point (0: DefaultPTXPlainYield; 1: every one).
@@ -36,12 +38,34 @@ type Kernels struct {
 	PlainYield int
 }
 
-// Defaults of [Kernels].
+// Capped reports whether k caps launch shapes, and how, as "64 threads x
+// 3 blocks" ("none" when it does not): reports show it beside the shapes
+// that ran.
+func (k Kernels) Capped() string {
+	switch {
+	case k.MaxThreads > 0 && k.MaxBlocks > 0:
+		return fmt.Sprintf("%d blocks x %d threads", k.MaxBlocks, k.MaxThreads)
+	case k.MaxBlocks > 0:
+		return fmt.Sprintf("%d blocks", k.MaxBlocks)
+	case k.MaxThreads > 0:
+		return fmt.Sprintf("%d threads", k.MaxThreads)
+	}
+	return "none"
+}
+
+// DefaultPTXPlainYield is the default [Kernels].PlainYield.
+const DefaultPTXPlainYield = 16
+
+// The cap of the suite's PTX sweeps (conformance, the fuzzer's PTX mode):
+// two warps and three blocks, so that code for a second warp and for
+// blocks past the second runs, at a cost the default test run affords.
 const (
-	DefaultPTXThreads    = 32
-	DefaultPTXBlocks     = 2
-	DefaultPTXPlainYield = 16
+	SweepThreads = 64
+	SweepBlocks  = 3
 )
+
+// DefaultPTXSpinTimeout is the default [PTXLaunch].Timeout.
+const DefaultPTXSpinTimeout = 10 * time.Second
 
 // errRecordAddr is where a PTX launch's error record appears in global
 // memory: outside every device's address space, private to the launch.
@@ -58,13 +82,6 @@ var embeddedPTX = sync.OnceValues(func() (*ptx.Module, error) {
 
 // ptxShape caps a launch's shape as cfg says, keeping a thread per rank.
 func ptxShape(cfg Kernels, grid, threads int, args any) (int, int) {
-	maxT, maxB := cfg.MaxThreads, cfg.MaxBlocks
-	if maxT <= 0 {
-		maxT = DefaultPTXThreads
-	}
-	if maxB <= 0 {
-		maxB = DefaultPTXBlocks
-	}
 	need := 1
 	switch a := args.(type) {
 	case kernels.AllReduceArgs:
@@ -72,7 +89,13 @@ func ptxShape(cfg Kernels, grid, threads int, args any) (int, int) {
 	case kernels.SignalArgs:
 		need = int(a.World)
 	}
-	return min(grid, maxB), min(threads, max(maxT, need))
+	if cfg.MaxBlocks > 0 {
+		grid = min(grid, cfg.MaxBlocks)
+	}
+	if cfg.MaxThreads > 0 {
+		threads = min(threads, max(cfg.MaxThreads, need))
+	}
+	return grid, threads
 }
 
 // runPTX runs the launch's PTX entry point: every block is a task that
@@ -185,15 +208,17 @@ type ptxLane struct {
 
 	plain int // plain accesses since the last scheduling point
 
-	// Polling: the last access was a strong load of poll at pollAddr; a
-	// thread that reads the same bytes again is spinning.
-	polling   bool
-	pollAddr  uint64
-	pollLoops uint64 // the thread's loop count at the poll
-	poll      [16]byte
-	pollLen   int
-	spinStart time.Duration
-	spinning  bool
+	// Polling: the last access was a strong load of poll at pollAddr (or,
+	// with casPolling, a compare-and-swap that failed on it); a thread
+	// that reads the same bytes again is spinning.
+	polling    bool
+	casPolling bool
+	pollAddr   uint64
+	pollLoops  uint64 // the thread's loop count at the poll
+	poll       [16]byte
+	pollLen    int
+	spinStart  time.Duration
+	spinning   bool
 	// fence: a membar ran since the last atomic; the next atomic write
 	// releases.
 	fence bool
@@ -204,7 +229,22 @@ type ptxLane struct {
 	lastReadScope signal.Scope
 }
 
-func (l *ptxLane) reset() { l.polling, l.spinning = false, false }
+func (l *ptxLane) reset() { l.polling, l.casPolling, l.spinning = false, false, false }
+
+// emitSeg and emitAtomic report an access of the thread as blockCtx's do,
+// with the PTX line of the instruction that made it.
+func (l *ptxLane) emitSeg(kind AccessKind, sg segment, write bool, order signal.Order, scope signal.Scope) {
+	l.emitAtomic(kind, sg, write, order, scope, 0, 0)
+}
+
+func (l *ptxLane) emitAtomic(kind AccessKind, sg segment, write bool, order signal.Order, scope signal.Scope, old, new uint32) {
+	if l.l.dev.w.observe == nil {
+		return
+	}
+	l.emit(Access{Kind: kind, Parent: -1, Addr: sg.addr, Size: uint64(len(sg.b)), Phys: sg.phys.id,
+		PhysOffset: sg.off, Owner: sg.phys.owner, Write: write, Order: order, Scope: scope, Old: old, New: new,
+		Line: l.th.Line()})
+}
 
 // point is the scheduling point of a global access: every strong one,
 // every PlainYield-th plain one.
@@ -289,7 +329,7 @@ func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error
 			l.emitSeg(Load, sg, false, signal.Relaxed, signal.Block)
 		}
 	}
-	l.polling = strong
+	l.polling, l.casPolling = strong, false
 	if strong {
 		l.pollAddr, l.pollLen, l.pollLoops = addr, copy(l.poll[:], dst), l.th.Loops()
 		l.lastRead, l.lastReadLen, l.lastReadScope = addr, len(dst), scope(sc)
@@ -330,11 +370,20 @@ func (l *ptxLane) spin(p device.Ptr, n int) error {
 	if t := launchTimeout(l.l.args); t > 0 {
 		timeout = max(t-(now-l.spinStart), time.Nanosecond)
 	}
-	what := l.name() + ": spinning on " + fmt.Sprintf("%#x", uint64(p)) + " for a change"
+	what := l.name() + ": spinning on " + fmt.Sprintf("%#x", uint64(p)) + " at PTX line " + itoa(l.th.Line()) + " for a change"
 	l.record(blockPrefix+"spin on %#x", lanePrefix+"spin on %#x", uint64(p))
 	err = w.sched.Wait(what, changed, timeout)
-	if err != nil && !isTimeout(err) {
+	switch {
+	case err == nil:
+		return nil
+	case !isTimeout(err):
 		return err
+	}
+	if _, user := l.l.args.(PTXLaunch); user {
+		// The kernels' own give up through their clock; any other
+		// kernel that spins that long hangs.
+		return &SpinError{Device: l.l.dev.index, Kernel: l.l.kernel, Launch: l.l.id, Block: l.index, Lane: l.lane,
+			Line: l.th.Line(), Addr: p, Value: append([]byte(nil), last...), Waited: w.sched.Now() - l.spinStart}
 	}
 	return nil
 }
@@ -346,13 +395,15 @@ func launchTimeout(args any) time.Duration {
 		return time.Duration(a.TimeoutNs)
 	case kernels.SignalArgs:
 		return time.Duration(a.TimeoutNs)
+	case PTXLaunch:
+		return a.Timeout
 	}
 	return 0
 }
 
 // Store writes global memory, after a scheduling point.
 func (l *ptxLane) Store(addr uint64, src []byte, sem ptx.Sem, sc ptx.Scope) error {
-	l.polling = false
+	l.polling, l.casPolling = false, false
 	if r, ok, err := l.inRecord(addr, len(src)); ok || err != nil {
 		copy(r, src)
 		return err
@@ -398,7 +449,18 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 	if addr%uint64(size) != 0 {
 		return 0, &FaultError{Device: l.l.dev.index, Addr: p, Size: uint64(size), Write: true, Reason: "atomic on a misaligned address"}
 	}
-	w.sched.Yield("atomic")
+	// A compare-and-swap that failed on this word, retried after a loop
+	// went round with no other access in between, spins like a load:
+	// the thread sleeps until the word changes.
+	if op == ptx.AtomCAS && l.casPolling && l.pollAddr == addr && l.pollLen == size && l.th.Loops() != l.pollLoops {
+		if err := l.spin(p, size); err != nil {
+			return 0, err
+		}
+	} else {
+		w.sched.Yield("atomic")
+		l.spinning = false
+	}
+	l.casPolling = false
 	segs, err := l.l.dev.resolve(p, uint64(size), true)
 	if err != nil {
 		return 0, err
@@ -409,6 +471,9 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 	write := op != ptx.AtomCAS || old == a
 	if write {
 		storeWord(sg.b, val)
+	} else {
+		l.casPolling = true
+		l.pollAddr, l.pollLen, l.pollLoops = addr, copy(l.poll[:], sg.b), l.th.Loops()
 	}
 	o := order(sem)
 	if l.fence {
@@ -430,7 +495,7 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 // read acquires (a relaxed read followed by a fence is an acquire
 // pattern), which the race detector sees as an acquiring re-read.
 func (l *ptxLane) Fence(sem ptx.Sem, sc ptx.Scope) {
-	l.polling = false
+	l.polling, l.casPolling = false, false
 	l.fence = true
 	if l.lastReadLen == 0 || l.l.dev.w.observe == nil {
 		return

@@ -22,24 +22,26 @@ import (
 )
 
 // ptxDevice is the simulated device configuration that runs the kernels'
-// PTX.
-var ptxDevice = sim.Config{Kernels: sim.Kernels{PTX: true}}
+// PTX, on grids of at most three blocks of two warps (the suite's sweep
+// shape: code for a second warp and a third block runs).
+var ptxDevice = sim.Config{Kernels: sim.Kernels{PTX: true, MaxThreads: sim.SweepThreads, MaxBlocks: sim.SweepBlocks}}
 
 // TestPTXConformance runs the self-checking conformance cases with the
-// kernels' PTX, thread by thread: the reference table
-// (every dtype, form, offset and size, checked bitwise), signals, bounds,
-// groups, bad inputs, leaks, and graph replays at world 2, under go test
-// -race too. The default run covers worlds 2 and 3 (the reference table
-// and the leak check at world 2); the long sweep (SYMMEM_LONG=1) every
-// world from 2 to 8. Left out are the cases whose tensors (300 KiB, 10 MiB) take
-// minutes to interpret: sim-conformance (the bitwise comparison with the
-// Go twins is TestPTXMatchesGoTwins here) and intra-node-comm.
+// kernels' PTX, thread by thread, on grids of up to three blocks of two
+// warps: the reference table (every dtype, form, offset and size, checked
+// bitwise), signals, bounds, groups, bad inputs, leaks, and graph replays
+// at world 2, under go test -race too. The default run covers worlds 2
+// and 5 (the reference table and the leak check at world 2 only); the long
+// sweep (SYMMEM_LONG=1) every case at every world from 2 to 8. Left out
+// are the cases whose tensors (300 KiB, 10 MiB) take minutes to interpret:
+// sim-conformance (the bitwise comparison with the Go twins is
+// TestPTXMatchesGoTwins here) and intra-node-comm.
 func TestPTXConformance(t *testing.T) {
-	last := 3
+	worlds := []int{2, 5}
 	if longtest.Enabled() {
-		last = 8
+		worlds = []int{2, 3, 4, 5, 6, 7, 8}
 	}
-	for world := 2; world <= last; world++ {
+	for _, world := range worlds {
 		for _, c := range conformance.Cases(conformance.Options{Cycles: 3, Seed: 7}) {
 			switch {
 			case !c.Fits(world), c.Name == "sim-conformance", c.Name == "intra-node-comm":
@@ -264,7 +266,7 @@ func TestPTXErrorsMatchGoTwins(t *testing.T) {
 	errs := map[bool]string{}
 	for _, ptx := range []bool{false, true} {
 		res, err := simjob.Simulate(simjob.Config{World: 2, Seed: 1, Timeout: 50 * time.Millisecond,
-			Device: sim.Config{Kernels: sim.Kernels{PTX: ptx}}}, program)
+			Device: sim.Config{Kernels: sim.Kernels{PTX: ptx, MaxThreads: sim.SweepThreads, MaxBlocks: sim.SweepBlocks}}}, program)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,7 +52,7 @@ func TestConformanceIsRaceFree(t *testing.T) {
 // to 4 and with 16-, 8- and 4-byte vectors (so the specialised entries and
 // the generic ones), report no race and compute the right result.
 func TestProtocolIsRaceFreePTX(t *testing.T) {
-	dev := sim.Config{Kernels: sim.Kernels{PTX: true}}
+	dev := sim.Config{Kernels: sim.Kernels{PTX: true, MaxThreads: sim.SweepThreads, MaxBlocks: sim.SweepBlocks}}
 	for world := 2; world <= 4; world++ {
 		for i, f := range []form{oneShot, oneShotCopy, twoShot, twoShotOut} {
 			size := []uint64{256, 264, 260, 256}[(i+world)%4]
@@ -71,7 +71,7 @@ func TestProtocolIsRaceFreePTX(t *testing.T) {
 // left out: TestProtocolIsRaceFreePTX runs every form of the all-reduce
 // kernels instead.
 func TestConformanceIsRaceFreePTX(t *testing.T) {
-	conformanceRaceFree(t, sim.Config{Kernels: sim.Kernels{PTX: true}}, "allreduce-table", "sim-conformance", "graphs", "leaks")
+	conformanceRaceFree(t, sim.Config{Kernels: sim.Kernels{PTX: true, MaxThreads: sim.SweepThreads, MaxBlocks: sim.SweepBlocks}}, "allreduce-table", "sim-conformance", "graphs", "leaks")
 }
 
 // conformanceRaceFree runs the conformance cases, but those named in

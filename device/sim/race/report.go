@@ -78,6 +78,9 @@ func Describe(a sim.Access, task string) string {
 		what = fmt.Sprintf("%s (%s, %s)", signalOp(a), a.Order, a.Scope)
 	}
 	s := fmt.Sprintf("%s: %s of %d bytes at %v (phys %d + %#x of device %d)", who, what, a.Size, a.Addr, a.Phys, a.PhysOffset, a.Owner)
+	if a.Line > 0 {
+		s += fmt.Sprintf(" at PTX line %d", a.Line)
+	}
 	if task != "" {
 		s += " in task " + task
 	}
@@ -107,10 +110,11 @@ type site struct {
 	kernel string
 	kind   sim.AccessKind
 	sig    string
+	line   int // PTX line, 0 outside PTX threads
 }
 
 func siteOf(a sim.Access) site {
-	s := site{dev: a.Device, op: a.Op, kernel: a.Kernel, kind: a.Kind}
+	s := site{dev: a.Device, op: a.Op, kernel: a.Kernel, kind: a.Kind, line: a.Line}
 	if a.Kind == sim.Atomic {
 		s.sig = signalOp(a)
 	}

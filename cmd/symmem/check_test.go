@@ -1,0 +1,82 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var checkReplayLine = regexp.MustCompile(`(?m)^   replay: (.*)$`)
+
+// TestCheckFindsAndReplays: symmem check on the example whose first wait
+// is relaxed reports the race with both CUDA lines and exits non-zero;
+// its replay command runs the same schedule (the same trace) and finds
+// the same race; the correct barrier passes.
+func TestCheckFindsAndReplays(t *testing.T) {
+	const harness = "../../examples/kernels/cas_exchange_relaxed_wait.json"
+	out, err := runCmd(t, "check", harness, "--worlds", "2", "--seeds", "2", "--var", "n=128")
+	if err == nil || !strings.Contains(err.Error(), "findings") {
+		t.Fatalf("a racy kernel passed: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"launch cas_exchange_relaxed_wait: grid 3 x block 64", "launch shape cap: none",
+		"data race between the store at examples/kernels/cas_barrier.cu:54 and the load at examples/kernels/cas_barrier.cu:58",
+		"at PTX line 474 `st.f32", "the wait is relaxed (no acquire)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report does not say %q:\n%s", want, out)
+		}
+	}
+	m := checkReplayLine.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no replay command:\n%s", out)
+	}
+	words := shellWords(m[1])
+	if words[0] != "symmem" || words[1] != "check" || !strings.Contains(m[1], "--seed 0") || !strings.Contains(m[1], "--var n=128") {
+		t.Fatalf("replay command %q", m[1])
+	}
+	first, err := runCmd(t, words[1:]...)
+	if err == nil {
+		t.Fatalf("the replay passed:\n%s", first)
+	}
+	again, _ := runCmd(t, words[1:]...)
+	trace := regexp.MustCompile(`trace [0-9a-f]{64}`)
+	if tr := trace.FindString(first); tr == "" || tr != trace.FindString(again) || !strings.Contains(first, "cas_barrier.cu:58") {
+		t.Fatalf("the replay does not reproduce its trace and race:\n%s\n%s", first, again)
+	}
+	if out, err := runCmd(t, "check", "../../examples/kernels/cas_exchange.json", "--worlds", "2", "--seeds", "1", "--var", "n=128"); err != nil ||
+		!strings.Contains(out, "0 distinct findings") {
+		t.Fatalf("the correct barrier: %v\n%s", err, out)
+	}
+}
+
+// TestCheckListUnsupported lists every refused line and exits non-zero,
+// or says that every line is supported.
+func TestCheckListUnsupported(t *testing.T) {
+	out, err := runCmd(t, "check", "--ptx", "../../ptxcheck/testdata/unsupported.ptx", "--list-unsupported")
+	if err == nil || !strings.Contains(err.Error(), "3 unsupported lines") {
+		t.Fatalf("error %v", err)
+	}
+	for _, want := range []string{"entries needs_more, fine", "line 19: wgmma.fence.sync.aligned;", "line 21: cp.async.bulk.commit_group;", "line 23: tex.1d"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the list does not say %q:\n%s", want, out)
+		}
+	}
+	out, err = runCmd(t, "check", "--ptx", "../../examples/kernels/cas_barrier.ptx", "--list-unsupported")
+	if err != nil || !strings.Contains(out, "every line is supported") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// TestCheckBadFlags names every bad flag at once.
+func TestCheckBadFlags(t *testing.T) {
+	_, err := runCmd(t, "check", "x.json", "--seeds", "0", "--strategy", "dfs", "--worlds", "0-2", "--var", "oops")
+	if err == nil {
+		t.Fatal("bad flags accepted")
+	}
+	for _, want := range []string{"--seeds 0", `--strategy "dfs"`, "--worlds", `--var "oops"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not name %s: %v", want, err)
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/device/sim/ptx"
+)
+
+// PTXLaunch is a launch of any entry point of a PTX module, with the
+// parameter bytes its declaration asks for (package ptxcheck packs them).
+type PTXLaunch struct {
+	Module *ptx.Module
+	Entry  string
+	Params []byte
+	// Grid and Block are the launch's shape in x: blocks, and threads per
+	// block. [Kernels].MaxBlocks and MaxThreads cap them when set.
+	Grid, Block int
+	// Timeout bounds every spin of the launch's threads in virtual time:
+	// a thread that keeps reading the same unchanged bytes (a load, or a
+	// compare-and-swap that keeps failing) for that long fails the launch
+	// with a [*SpinError]. 0 means DefaultPTXSpinTimeout.
+	Timeout time.Duration
+}
+
+// PTXLauncher is implemented by the simulated devices: it runs any PTX
+// entry point, not only the kernels' own.
+type PTXLauncher interface {
+	// LaunchPTX checks l and enqueues it on stream s. Its threads run
+	// as the kernels' PTX does (see the package documentation); an error
+	// of a thread (a fault, an instruction the interpreter refuses, a
+	// [*SpinError]) is the launch's error, reported by Synchronize.
+	LaunchPTX(s device.Stream, l PTXLaunch) error
+}
+
+var _ PTXLauncher = (*simDevice)(nil)
+
+// SpinError is the error of a thread that spun on unchanged bytes for its
+// launch's whole timeout: a hang.
+type SpinError struct {
+	Device int
+	Kernel string
+	Launch uint64
+	Block  int
+	Lane   int
+	Line   int        // the PTX line of the spinning load or compare-and-swap
+	Addr   device.Ptr // what it read
+	Value  []byte     // the bytes it kept reading
+	Waited time.Duration
+}
+
+func (e *SpinError) Error() string {
+	return fmt.Sprintf("device %d %s#%d block %d thread %d: PTX line %d spun for %v on %v, which kept holding % x",
+		e.Device, e.Kernel, e.Launch, e.Block, e.Lane, e.Line, e.Waited, e.Addr, e.Value)
+}
+
+// LaunchPTX enqueues a launch of any PTX entry point (see [PTXLauncher]).
+func (d *simDevice) LaunchPTX(s device.Stream, l PTXLaunch) error {
+	st, err := d.stream("launch", s)
+	if err != nil {
+		return err
+	}
+	if l.Module == nil {
+		return fmt.Errorf("device %d: launch %s: no PTX module", d.index, l.Entry)
+	}
+	if l.Grid < 1 || l.Grid > maxBlocks {
+		return fmt.Errorf("device %d: launch %s: grid of %d blocks out of range [1, %d]", d.index, l.Entry, l.Grid, maxBlocks)
+	}
+	if l.Block < 1 || l.Block > maxPTXThreads {
+		return fmt.Errorf("device %d: launch %s: %d threads per block out of range [1, %d]", d.index, l.Entry, l.Block, maxPTXThreads)
+	}
+	if l.Timeout < 0 {
+		return fmt.Errorf("device %d: launch %s: negative spin timeout %v", d.index, l.Entry, l.Timeout)
+	}
+	if l.Timeout == 0 {
+		l.Timeout = DefaultPTXSpinTimeout
+	}
+	// Decode the entry now, so that a launch of what the interpreter
+	// cannot run fails here rather than in its blocks.
+	if _, err := l.Module.NewBlockMem(l.Entry, nil); err != nil {
+		return fmt.Errorf("device %d: launch %s: %w", d.index, l.Entry, err)
+	}
+	l.Params = append([]byte(nil), l.Params...)
+	d.submit(st, func(st *stream) {
+		d.w.launches++
+		id := d.w.launches
+		d.enqueue(st, "kernel", l.Entry, func(o *op) error { return d.runEntry(o, id, l) })
+	})
+	return nil
+}
+
+// maxPTXThreads is the most threads a block of a CUDA launch has.
+const maxPTXThreads = 1024
+
+// runEntry runs a PTX launch's blocks, capped as the device's Kernels say.
+func (d *simDevice) runEntry(o *op, id uint64, l PTXLaunch) error {
+	cfg := d.w.cfg.Kernels
+	grid, threads := l.Grid, l.Block
+	if cfg.MaxBlocks > 0 {
+		grid = min(grid, cfg.MaxBlocks)
+	}
+	if cfg.MaxThreads > 0 {
+		threads = min(threads, cfg.MaxThreads)
+	}
+	ln := &launch{dev: d, op: o, kernel: l.Entry, id: id, grid: grid, threads: threads, args: l}
+	d.record("kernel", "dev%d start %s#%d grid %d x %d ptx %s", d.index, l.Entry, id, grid, threads, l.Entry)
+	return d.runBlocks(ln, func(ctx *blockCtx) error { return ctx.runPTXBlock(l.Module, l.Entry, l.Params, nil) })
+}

@@ -1,0 +1,292 @@
+package ptxcheck
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// An expression is what a harness writes wherever a number depends on the
+// run: a size, a parameter, an element of a buffer. It is arithmetic on
+// float64 (+ - * / %, parentheses, unary minus, integer and decimal
+// literals such as 1024, 0x40 or 1.5e3) over variables: rank, world, i
+// (the element's index, in writes and checks), iter (the index of the
+// innermost repeat), and the harness's own vars. Functions:
+// sum_ranks(e) is e summed over rank = 0..world-1, min(a, b), max(a, b)
+// and floor(e).
+type expr struct {
+	src  string
+	root node
+}
+
+// env binds an expression's variables.
+type env struct {
+	vars map[string]float64
+}
+
+type node interface {
+	eval(e *evaluator) float64
+}
+
+// evaluator evaluates nodes against variables that change per element
+// without copying maps.
+type evaluator struct {
+	base  map[string]float64
+	local map[string]float64
+	err   error
+}
+
+func (ev *evaluator) lookup(name string) float64 {
+	if v, ok := ev.local[name]; ok {
+		return v
+	}
+	if v, ok := ev.base[name]; ok {
+		return v
+	}
+	if ev.err == nil {
+		ev.err = fmt.Errorf("unknown variable %q", name)
+	}
+	return 0
+}
+
+type num float64
+type variable string
+type unary struct{ x node }
+type binop struct {
+	op   byte
+	l, r node
+}
+type call struct {
+	fn   string
+	args []node
+}
+
+func (n num) eval(*evaluator) float64         { return float64(n) }
+func (v variable) eval(ev *evaluator) float64 { return ev.lookup(string(v)) }
+func (u unary) eval(ev *evaluator) float64    { return -u.x.eval(ev) }
+
+func (b binop) eval(ev *evaluator) float64 {
+	l, r := b.l.eval(ev), b.r.eval(ev)
+	switch b.op {
+	case '+':
+		return l + r
+	case '-':
+		return l - r
+	case '*':
+		return l * r
+	case '/':
+		return l / r
+	}
+	return math.Mod(l, r)
+}
+
+func (c call) eval(ev *evaluator) float64 {
+	switch c.fn {
+	case "sum_ranks":
+		world := int(ev.lookup("world"))
+		saved, had := ev.local["rank"]
+		if ev.local == nil {
+			ev.local = map[string]float64{}
+		}
+		var s float64
+		for r := 0; r < world; r++ {
+			ev.local["rank"] = float64(r)
+			s += c.args[0].eval(ev)
+		}
+		if had {
+			ev.local["rank"] = saved
+		} else {
+			delete(ev.local, "rank")
+		}
+		return s
+	case "min":
+		return math.Min(c.args[0].eval(ev), c.args[1].eval(ev))
+	case "max":
+		return math.Max(c.args[0].eval(ev), c.args[1].eval(ev))
+	}
+	return math.Floor(c.args[0].eval(ev))
+}
+
+var arity = map[string]int{"sum_ranks": 1, "min": 2, "max": 2, "floor": 1}
+
+// parseExpr parses an expression.
+func parseExpr(src string) (*expr, error) {
+	p := &exprParser{src: src}
+	p.next()
+	root, err := p.sum()
+	if err != nil {
+		return nil, fmt.Errorf("expression %q: %w", src, err)
+	}
+	if p.tok != "" {
+		return nil, fmt.Errorf("expression %q: unexpected %q", src, p.tok)
+	}
+	return &expr{src: src, root: root}, nil
+}
+
+// eval evaluates x with the variables of e and local ones (element index
+// and the like).
+func (x *expr) eval(e env, local map[string]float64) (float64, error) {
+	ev := &evaluator{base: e.vars, local: local}
+	v := x.root.eval(ev)
+	if ev.err != nil {
+		return 0, fmt.Errorf("expression %q: %w", x.src, ev.err)
+	}
+	return v, nil
+}
+
+// evalInt evaluates x and requires an integer result.
+func (x *expr) evalInt(e env, local map[string]float64) (int64, error) {
+	v, err := x.eval(e, local)
+	if err != nil {
+		return 0, err
+	}
+	if v != math.Trunc(v) || math.IsInf(v, 0) || math.Abs(v) > 1<<63 {
+		return 0, fmt.Errorf("expression %q is %v, not an integer", x.src, v)
+	}
+	return int64(v), nil
+}
+
+type exprParser struct {
+	src string
+	pos int
+	tok string
+}
+
+// next reads the next token into p.tok ("" at the end).
+func (p *exprParser) next() {
+	for p.pos < len(p.src) && (p.src[p.pos] == ' ' || p.src[p.pos] == '\t') {
+		p.pos++
+	}
+	if p.pos >= len(p.src) {
+		p.tok = ""
+		return
+	}
+	start := p.pos
+	c := p.src[p.pos]
+	switch {
+	case strings.IndexByte("+-*/%(),", c) >= 0:
+		p.pos++
+	case c >= '0' && c <= '9' || c == '.':
+		for p.pos < len(p.src) {
+			c := p.src[p.pos]
+			isExp := (c == '+' || c == '-') && (p.src[p.pos-1] == 'e' || p.src[p.pos-1] == 'E') && !strings.HasPrefix(p.src[start:], "0x")
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' || isExp) {
+				break
+			}
+			p.pos++
+		}
+	case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+		for p.pos < len(p.src) {
+			c := p.src[p.pos]
+			if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+				break
+			}
+			p.pos++
+		}
+	default:
+		p.pos++
+	}
+	p.tok = p.src[start:p.pos]
+}
+
+func (p *exprParser) sum() (node, error) {
+	l, err := p.product()
+	if err != nil {
+		return nil, err
+	}
+	for p.tok == "+" || p.tok == "-" {
+		op := p.tok[0]
+		p.next()
+		r, err := p.product()
+		if err != nil {
+			return nil, err
+		}
+		l = binop{op: op, l: l, r: r}
+	}
+	return l, nil
+}
+
+func (p *exprParser) product() (node, error) {
+	l, err := p.factor()
+	if err != nil {
+		return nil, err
+	}
+	for p.tok == "*" || p.tok == "/" || p.tok == "%" {
+		op := p.tok[0]
+		p.next()
+		r, err := p.factor()
+		if err != nil {
+			return nil, err
+		}
+		l = binop{op: op, l: l, r: r}
+	}
+	return l, nil
+}
+
+func (p *exprParser) factor() (node, error) {
+	t := p.tok
+	switch {
+	case t == "":
+		return nil, fmt.Errorf("unexpected end")
+	case t == "-":
+		p.next()
+		x, err := p.factor()
+		if err != nil {
+			return nil, err
+		}
+		return unary{x}, nil
+	case t == "(":
+		p.next()
+		x, err := p.sum()
+		if err != nil {
+			return nil, err
+		}
+		if p.tok != ")" {
+			return nil, fmt.Errorf("missing )")
+		}
+		p.next()
+		return x, nil
+	case t[0] >= '0' && t[0] <= '9' || t[0] == '.':
+		p.next()
+		if u, err := strconv.ParseUint(t, 0, 64); err == nil {
+			return num(float64(u)), nil
+		}
+		v, err := strconv.ParseFloat(t, 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad number %q", t)
+		}
+		return num(v), nil
+	case t[0] == '_' || t[0] >= 'a' && t[0] <= 'z' || t[0] >= 'A' && t[0] <= 'Z':
+		p.next()
+		if p.tok != "(" {
+			return variable(t), nil
+		}
+		n, ok := arity[t]
+		if !ok {
+			return nil, fmt.Errorf("unknown function %s", t)
+		}
+		p.next()
+		var args []node
+		for {
+			a, err := p.sum()
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, a)
+			if p.tok != "," {
+				break
+			}
+			p.next()
+		}
+		if p.tok != ")" {
+			return nil, fmt.Errorf("missing ) after the arguments of %s", t)
+		}
+		p.next()
+		if len(args) != n {
+			return nil, fmt.Errorf("%s takes %d arguments, got %d", t, n, len(args))
+		}
+		return call{fn: t, args: args}, nil
+	}
+	return nil, fmt.Errorf("unexpected %q", t)
+}

@@ -1,0 +1,571 @@
+package ptxcheck
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Program is what every rank does: the buffers it allocates and the steps
+// it runs, in order. A harness file is a Program in JSON (docs/check.md
+// documents its schema with an example).
+type Program struct {
+	// PTX is the PTX file, relative to the harness file's folder.
+	PTX string `json:"ptx"`
+	// Worlds are the world sizes to run, "2-8" or "2,4,8" (default "2").
+	Worlds string `json:"worlds,omitempty"`
+	// Vars are named expressions of world, usable in every expression.
+	Vars map[string]Expr `json:"vars,omitempty"`
+	// Timeout is how long (virtual time) a thread may spin on unchanged
+	// bytes before the run counts as a hang (default 10s).
+	Timeout string   `json:"timeout,omitempty"`
+	Buffers []Buffer `json:"buffers"`
+	Steps   []Step   `json:"steps"`
+}
+
+// Buffer is a device allocation every rank makes, of the same size.
+type Buffer struct {
+	Name string `json:"name"`
+	// Kind is "symmetric" (mapped by every rank: its pointer table is
+	// available), "signal" (symmetric, zeroed) or "plain" (this rank's
+	// only).
+	Kind  string `json:"kind"`
+	Bytes Expr   `json:"bytes"`
+	// Init, when set, is written before the ranks meet; otherwise the
+	// buffer holds garbage (but a signal buffer, zeroed), as fresh device
+	// memory does.
+	Init *Fill `json:"init,omitempty"`
+}
+
+// Fill gives a buffer's elements: Value for each element i from Offset
+// (bytes) for Count elements (default: up to the end of the buffer).
+type Fill struct {
+	DType  string `json:"dtype"`
+	Value  Expr   `json:"value"`
+	Offset Expr   `json:"offset,omitempty"`
+	Count  Expr   `json:"count,omitempty"`
+}
+
+// Step is one thing a rank does; exactly one field is set.
+type Step struct {
+	// Write writes host values into a buffer, after the earlier work of
+	// stream 0.
+	Write *Write `json:"write,omitempty"`
+	// Launch enqueues a kernel launch.
+	Launch *Launch `json:"launch,omitempty"`
+	// Sync waits for every stream the rank used and reports the errors
+	// of their kernels.
+	Sync bool `json:"sync,omitempty"`
+	// Barrier waits until every rank reached it (on the host, through
+	// the Store).
+	Barrier bool `json:"barrier,omitempty"`
+	// Check reads a buffer after the earlier work of stream 0 and
+	// compares it with the expected values.
+	Check *Check `json:"check,omitempty"`
+	// Repeat runs its steps Times times, with iter = 0, 1, ...
+	Repeat *Repeat `json:"repeat,omitempty"`
+}
+
+// Write is a Step's host write into Buffer.
+type Write struct {
+	Buffer string `json:"buffer"`
+	Fill
+}
+
+// Launch is a kernel launch: Entry with Grid blocks of Block threads on
+// stream Stream (0: the rank's own; others are created on first use).
+type Launch struct {
+	Entry  string  `json:"entry"`
+	Grid   Expr    `json:"grid"`
+	Block  Expr    `json:"block"`
+	Stream int     `json:"stream,omitempty"`
+	Params []Param `json:"params"`
+}
+
+// Check compares Count elements of Buffer from Offset with Value. A float
+// element passes when |got - want| <= Tolerance x max(1, |want|) (NaN
+// wants NaN); integers must be equal.
+type Check struct {
+	Buffer string `json:"buffer"`
+	Fill
+	Tolerance float64 `json:"tolerance,omitempty"`
+}
+
+// Repeat runs Steps Times times.
+type Repeat struct {
+	Times Expr   `json:"times"`
+	Steps []Step `json:"steps"`
+}
+
+// Param is one value of a launch's parameter block, written as a JSON
+// object with one key naming its form:
+//
+//	{"u32": "rank"}           a scalar: u8 u16 u32 u64 s8 s16 s32 s64 f32 f64
+//	{"ptr": "buf"}            this rank's address of buf; with "rank": R, rank
+//	                          R's buf as mapped here; with "offset": bytes further
+//	{"ptrs": "buf"}           the address of a device array of every rank's
+//	                          address of buf (symmetric buffers)
+//	{"ptrarray": "buf", "len": 8}
+//	                          the same addresses by value, len of them (the
+//	                          rest zero): an array-of-pointers struct
+//	{"struct": [P, ...]}      a by-value struct of the values P, each at its
+//	                          natural alignment
+//
+// A parameter must have the size its declaration gives (a struct or
+// pointer array at most that size: the rest is zero).
+type Param struct {
+	Form   string // u32, ptr, ptrs, ptrarray, struct, ...
+	Value  Expr   // scalars
+	Buffer string // ptr, ptrs, ptrarray
+	Rank   Expr   // ptr: whose mapping ("" this rank's)
+	Offset Expr   // ptr: bytes into the buffer
+	Len    int    // ptrarray
+	Fields []Param
+}
+
+var scalarForms = map[string]int{"u8": 1, "u16": 2, "u32": 4, "u64": 8, "s8": 1, "s16": 2, "s32": 4, "s64": 8, "f32": 4, "f64": 8}
+
+// UnmarshalJSON reads the one-key form of a Param.
+func (p *Param) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("parameter %s: want an object such as {\"u32\": \"rank\"}", b)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var form []string
+	for _, k := range keys {
+		if _, ok := scalarForms[k]; ok || k == "ptr" || k == "ptrs" || k == "ptrarray" || k == "struct" {
+			form = append(form, k)
+		} else if k != "rank" && k != "offset" && k != "len" {
+			return fmt.Errorf("parameter %s: unknown key %q", b, k)
+		}
+	}
+	if len(form) != 1 {
+		return fmt.Errorf("parameter %s: want exactly one of u8..u64, s8..s64, f32, f64, ptr, ptrs, ptrarray, struct", b)
+	}
+	p.Form = form[0]
+	raw := m[p.Form]
+	var err error
+	switch p.Form {
+	case "struct":
+		err = json.Unmarshal(raw, &p.Fields)
+	case "ptr", "ptrs", "ptrarray":
+		err = json.Unmarshal(raw, &p.Buffer)
+	default:
+		err = json.Unmarshal(raw, &p.Value)
+	}
+	if err != nil {
+		return fmt.Errorf("parameter %s: %w", b, err)
+	}
+	for k, dst := range map[string]*Expr{"rank": &p.Rank, "offset": &p.Offset} {
+		if r, ok := m[k]; ok {
+			if err := json.Unmarshal(r, dst); err != nil {
+				return fmt.Errorf("parameter %s: %s: %w", b, k, err)
+			}
+		}
+	}
+	if r, ok := m["len"]; ok {
+		if err := json.Unmarshal(r, &p.Len); err != nil {
+			return fmt.Errorf("parameter %s: len: %w", b, err)
+		}
+	}
+	return nil
+}
+
+// Expr is an expression (see docs/check.md): arithmetic on numbers over
+// rank, world, i, iter and the program's vars, with sum_ranks, min, max
+// and floor; written in JSON as a string or a number.
+type Expr string
+
+// UnmarshalJSON accepts a string or a number.
+func (e *Expr) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*e = Expr(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("want a number or an expression string, got %s", b)
+	}
+	*e = Expr(n.String())
+	return nil
+}
+
+// LoadHarness reads a harness file: a Program in JSON, unknown fields
+// refused. Its PTX path is made relative to the working directory.
+func LoadHarness(path string) (*Program, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var p Program
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("harness %s: %w", path, err)
+	}
+	if p.PTX != "" && !filepath.IsAbs(p.PTX) {
+		p.PTX = filepath.Join(filepath.Dir(path), p.PTX)
+	}
+	return &p, nil
+}
+
+// ParseWorlds parses "2-8" or "2,4,8".
+func ParseWorlds(s string) ([]int, error) {
+	if s == "" {
+		return []int{2}, nil
+	}
+	var out []int
+	if lo, hi, ok := strings.Cut(s, "-"); ok {
+		a, err1 := strconv.Atoi(strings.TrimSpace(lo))
+		b, err2 := strconv.Atoi(strings.TrimSpace(hi))
+		if err1 != nil || err2 != nil || a > b {
+			return nil, fmt.Errorf("worlds %q: want a range such as 2-8 or a list such as 2,4,8", s)
+		}
+		for w := a; w <= b; w++ {
+			out = append(out, w)
+		}
+	} else {
+		for _, f := range strings.Split(s, ",") {
+			w, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return nil, fmt.Errorf("worlds %q: want a range such as 2-8 or a list such as 2,4,8", s)
+			}
+			out = append(out, w)
+		}
+	}
+	for _, w := range out {
+		if w < 1 || w > 72 {
+			return nil, fmt.Errorf("worlds %q: world %d out of range [1, 72]", s, w)
+		}
+	}
+	return out, nil
+}
+
+// compiled is a Program checked against its PTX, its expressions parsed.
+type compiled struct {
+	prog    *Program
+	src     *Source
+	timeout time.Duration
+	vars    []namedExpr
+	buffers []*cBuffer
+	bufIdx  map[string]int
+	steps   []cStep
+}
+
+type namedExpr struct {
+	name string
+	x    *expr
+}
+
+type cBuffer struct {
+	Buffer
+	idx   int
+	bytes *expr
+	init  *cFill
+}
+
+type cFill struct {
+	dtype         string
+	value         *expr
+	offset, count *expr // nil: 0, to the end
+}
+
+type cStep struct {
+	write  *cWrite
+	launch *cLaunch
+	sync   bool
+	bar    bool
+	check  *cCheck
+	repeat *cRepeat
+	what   string // "step 3 (launch k)"
+}
+
+type cWrite struct {
+	buf  int
+	fill cFill
+}
+
+type cLaunch struct {
+	sig         *Signature
+	grid, block *expr
+	stream      int
+	params      []cParam
+}
+
+type cCheck struct {
+	buf  int
+	fill cFill
+	tol  float64
+}
+
+type cRepeat struct {
+	times *expr
+	steps []cStep
+}
+
+type cParam struct {
+	form   string
+	value  *expr
+	buf    int
+	rank   *expr
+	offset *expr
+	len    int
+	fields []cParam
+	size   int // bytes of the packed value
+	align  int
+}
+
+// compile checks p against src and parses its expressions, naming every
+// problem found.
+func compile(p *Program, src *Source) (*compiled, error) {
+	c := &compiled{prog: p, src: src, bufIdx: map[string]int{}, timeout: 10 * time.Second}
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if p.Timeout != "" {
+		d, err := time.ParseDuration(p.Timeout)
+		if err != nil || d <= 0 {
+			bad("timeout %q: want a positive duration such as 10s", p.Timeout)
+		}
+		c.timeout = d
+	}
+	if _, err := ParseWorlds(p.Worlds); err != nil {
+		errs = append(errs, err)
+	}
+	names := make([]string, 0, len(p.Vars))
+	for n := range p.Vars {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if builtin[n] {
+			bad("vars: %q is a built-in variable", n)
+			continue
+		}
+		x, err := parseExpr(string(p.Vars[n]))
+		if err != nil {
+			bad("vars: %s: %v", n, err)
+			continue
+		}
+		c.vars = append(c.vars, namedExpr{n, x})
+	}
+	parse := func(what string, e Expr, def string) *expr {
+		if e == "" {
+			if def == "" {
+				bad("%s: missing", what)
+				return nil
+			}
+			e = Expr(def)
+		}
+		x, err := parseExpr(string(e))
+		if err != nil {
+			bad("%s: %v", what, err)
+		}
+		return x
+	}
+	fill := func(what string, f Fill) cFill {
+		if dtypeSizes[f.DType] == 0 {
+			bad("%s: dtype %q: want one of u8 u16 u32 u64 s8 s16 s32 s64 f16 bf16 f32 f64", what, f.DType)
+		}
+		cf := cFill{dtype: f.DType, value: parse(what+": value", f.Value, "")}
+		if f.Offset != "" {
+			cf.offset = parse(what+": offset", f.Offset, "")
+		}
+		if f.Count != "" {
+			cf.count = parse(what+": count", f.Count, "")
+		}
+		return cf
+	}
+	if len(p.Buffers) == 0 {
+		bad("buffers: none declared")
+	}
+	for i, b := range p.Buffers {
+		what := fmt.Sprintf("buffer %d (%s)", i, b.Name)
+		if b.Name == "" {
+			bad("%s: no name", what)
+		}
+		if _, dup := c.bufIdx[b.Name]; dup {
+			bad("%s: name used twice", what)
+		}
+		if b.Kind != "symmetric" && b.Kind != "signal" && b.Kind != "plain" {
+			bad("%s: kind %q: want symmetric, signal or plain", what, b.Kind)
+		}
+		cb := &cBuffer{Buffer: b, idx: i, bytes: parse(what+": bytes", b.Bytes, "")}
+		if b.Init != nil {
+			f := fill(what+": init", *b.Init)
+			cb.init = &f
+		}
+		c.bufIdx[b.Name] = i
+		c.buffers = append(c.buffers, cb)
+	}
+	buffer := func(what, name string) int {
+		i, ok := c.bufIdx[name]
+		if !ok {
+			bad("%s: no buffer %q", what, name)
+			return -1
+		}
+		return i
+	}
+	var param func(what string, pr Param) cParam
+	param = func(what string, pr Param) cParam {
+		cp := cParam{form: pr.Form, buf: -1}
+		switch pr.Form {
+		case "ptr", "ptrs", "ptrarray":
+			cp.buf = buffer(what, pr.Buffer)
+			cp.size, cp.align = 8, 8
+			if cp.buf >= 0 && pr.Form != "ptr" && c.buffers[cp.buf].Kind == "plain" {
+				bad("%s: %s of plain buffer %q: only symmetric and signal buffers have a pointer table", what, pr.Form, pr.Buffer)
+			}
+			if pr.Form == "ptr" {
+				if pr.Rank != "" {
+					cp.rank = parse(what+": rank", pr.Rank, "")
+					if cp.buf >= 0 && c.buffers[cp.buf].Kind == "plain" {
+						bad("%s: rank of plain buffer %q: a plain buffer is not mapped by its peers", what, pr.Buffer)
+					}
+				}
+				if pr.Offset != "" {
+					cp.offset = parse(what+": offset", pr.Offset, "")
+				}
+			}
+			if pr.Form == "ptrarray" {
+				if pr.Len < 1 || pr.Len > 72 {
+					bad("%s: ptrarray needs len between 1 and 72, got %d", what, pr.Len)
+				}
+				cp.len = max(pr.Len, 1)
+				cp.size = 8 * cp.len
+			}
+		case "struct":
+			if len(pr.Fields) == 0 {
+				bad("%s: empty struct", what)
+			}
+			cp.align = 1
+			for j, f := range pr.Fields {
+				cf := param(fmt.Sprintf("%s field %d", what, j), f)
+				cp.size = alignUp(cp.size, cf.align) + cf.size
+				cp.align = max(cp.align, cf.align)
+				cp.fields = append(cp.fields, cf)
+			}
+			cp.size = alignUp(cp.size, cp.align)
+		default:
+			cp.value = parse(what, pr.Value, "")
+			cp.size = scalarForms[pr.Form]
+			cp.align = cp.size
+		}
+		return cp
+	}
+	var steps func(where string, ss []Step) []cStep
+	steps = func(where string, ss []Step) []cStep {
+		var out []cStep
+		for i, s := range ss {
+			n := 0
+			for _, set := range []bool{s.Write != nil, s.Launch != nil, s.Sync, s.Barrier, s.Check != nil, s.Repeat != nil} {
+				if set {
+					n++
+				}
+			}
+			what := fmt.Sprintf("%sstep %d", where, i+1)
+			if n != 1 {
+				bad("%s: want exactly one of write, launch, sync, barrier, check, repeat", what)
+				continue
+			}
+			cs := cStep{sync: s.Sync, bar: s.Barrier, what: what}
+			switch {
+			case s.Write != nil:
+				cs.what += " (write " + s.Write.Buffer + ")"
+				cs.write = &cWrite{buf: buffer(cs.what, s.Write.Buffer), fill: fill(cs.what, s.Write.Fill)}
+			case s.Check != nil:
+				cs.what += " (check " + s.Check.Buffer + ")"
+				if s.Check.Tolerance < 0 {
+					bad("%s: negative tolerance", cs.what)
+				}
+				cs.check = &cCheck{buf: buffer(cs.what, s.Check.Buffer), fill: fill(cs.what, s.Check.Fill), tol: s.Check.Tolerance}
+			case s.Repeat != nil:
+				cs.repeat = &cRepeat{times: parse(what+": times", s.Repeat.Times, ""), steps: steps(what+" ", s.Repeat.Steps)}
+			case s.Launch != nil:
+				l := s.Launch
+				cs.what += " (launch " + l.Entry + ")"
+				cl := &cLaunch{grid: parse(cs.what+": grid", l.Grid, ""), block: parse(cs.what+": block", l.Block, ""), stream: l.Stream}
+				if l.Stream < 0 || l.Stream > 64 {
+					bad("%s: stream %d out of range [0, 64]", cs.what, l.Stream)
+				}
+				sig, err := src.Signature(l.Entry)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", cs.what, err))
+				} else {
+					cl.sig = sig
+					if len(l.Params) != len(sig.Params) {
+						bad("%s: %d parameters given, the entry declares %d: %s", cs.what, len(l.Params), len(sig.Params), declList(sig))
+					}
+					for j, pr := range l.Params {
+						pw := fmt.Sprintf("%s parameter %d", cs.what, j)
+						cp := param(pw, pr)
+						if j < len(sig.Params) {
+							if err := fits(cp, sig.Params[j]); err != nil {
+								bad("%s: %v", pw, err)
+							}
+						}
+						cl.params = append(cl.params, cp)
+					}
+				}
+				cs.launch = cl
+			}
+			out = append(out, cs)
+		}
+		return out
+	}
+	c.steps = steps("", p.Steps)
+	if len(p.Steps) == 0 {
+		bad("steps: none given")
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+var builtin = map[string]bool{"rank": true, "world": true, "i": true, "iter": true}
+
+// fits checks a parameter value against its declaration.
+func fits(p cParam, d ParamDecl) error {
+	switch {
+	case p.form == "struct" || p.form == "ptrarray":
+		if d.Type != ".b8" && d.Count == 1 {
+			return fmt.Errorf("%s is a by-value array (%d bytes): the declaration %s is a scalar", p.form, p.size, d)
+		}
+		if p.size > d.Size() {
+			return fmt.Errorf("%s of %d bytes does not fit %s (%d bytes)", p.form, p.size, d, d.Size())
+		}
+	case d.Count > 1 || d.Type == ".b8" && d.Size() != 1:
+		return fmt.Errorf("%s is a scalar of %d bytes: the declaration %s is an array of %d bytes (give a struct or ptrarray)", p.form, p.size, d, d.Size())
+	case p.size != d.Size():
+		return fmt.Errorf("%s is %d bytes: the declaration %s is %d bytes", p.form, p.size, d, d.Size())
+	case strings.HasPrefix(p.form, "f") != strings.HasPrefix(d.Type, ".f") && !strings.HasPrefix(d.Type, ".b"):
+		return fmt.Errorf("%s given for %s: floats and integers differ", p.form, d)
+	}
+	return nil
+}
+
+func declList(sig *Signature) string {
+	var parts []string
+	for _, p := range sig.Params {
+		parts = append(parts, p.String())
+	}
+	return sig.Entry + "(" + strings.Join(parts, ", ") + ")"
+}
+
+func alignUp(n, a int) int { return (n + a - 1) / a * a }
+
+var dtypeSizes = map[string]int{"u8": 1, "u16": 2, "u32": 4, "u64": 8, "s8": 1, "s16": 2, "s32": 4, "s64": 8,
+	"f16": 2, "bf16": 2, "f32": 4, "f64": 8}

@@ -1,0 +1,255 @@
+package ptxcheck
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/symmem/symmem/internal/longtest"
+)
+
+// program parses a harness given as JSON text.
+func program(t *testing.T, text string) *Program {
+	t.Helper()
+	var p Program
+	if err := json.Unmarshal([]byte(text), &p); err != nil {
+		t.Fatal(err)
+	}
+	return &p
+}
+
+func load(t *testing.T, path string) *Source {
+	t.Helper()
+	src, err := LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+const stampHarness = `{
+  "vars": {"n": "5*96"},
+  "buffers": [
+    {"name": "in", "kind": "symmetric", "bytes": "4*n", "init": {"dtype": "f32", "value": "rank*1000 + i"}},
+    {"name": "out", "kind": "plain", "bytes": 131072}
+  ],
+  "steps": [
+    {"launch": {"entry": "stamp", "grid": 5, "block": 96, "params": [
+      {"ptrarray": "in", "len": 8},
+      {"ptr": "out"},
+      {"struct": [{"u8": "rank"}, {"u16": "world"}, {"f32": 0.5}, {"u32": "n"}, {"u64": "1234567 + rank"}]},
+      {"f32": 2}
+    ]}},
+    {"sync": true},
+    {"check": {"buffer": "out", "dtype": "f32", "count": "n", "value": "2*(((rank + 1) % world)*1000 + i) + 0.5"}},
+    {"check": {"buffer": "out", "dtype": "u64", "offset": 65536, "count": "n", "value": "1234567 + rank"}}
+  ]
+}`
+
+// TestUnseenSignature: a kernel whose signature the project never saw (a
+// by-value array of peer pointers, a by-value struct of u8, u16, f32, u32
+// and u64 fields, a float) runs from a harness at worlds 2, 5 and 8 (2 to
+// 8 with SYMMEM_LONG=1) with the grid it asks for (5 blocks of 96
+// threads: three warps), and every element that every thread wrote is
+// checked.
+func TestUnseenSignature(t *testing.T) {
+	src := load(t, "testdata/stamp.ptx")
+	rep, err := RunProgram(program(t, stampHarness), src, Options{Worlds: []int{2, 5, 8}, Seeds: 1})
+	if longtest.Enabled() {
+		rep, err = RunProgram(program(t, stampHarness), src, Options{Worlds: []int{2, 3, 4, 5, 6, 7, 8}, Seeds: 3})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		t.Errorf("finding: %s\n%s", f.Title, strings.Join(f.Details, "\n"))
+	}
+	if len(rep.Runs) != 3 && len(rep.Runs) != 21 {
+		t.Errorf("%d runs, want 3 (21 with SYMMEM_LONG=1)", len(rep.Runs))
+	}
+	if want := []string{"stamp: grid 5 x block 96"}; strings.Join(rep.Shapes, ";") != want[0] || rep.Cap != "none" {
+		t.Errorf("shapes %q with cap %q, want %q uncapped", rep.Shapes, rep.Cap, want)
+	}
+}
+
+// TestWrongResultAndCap: an expectation the kernel does not meet is a
+// finding naming the rank, the element and both values; a cap on the
+// launch shape shows in the report and leaves elements unwritten.
+func TestWrongResultAndCap(t *testing.T) {
+	src := load(t, "testdata/stamp.ptx")
+	p := program(t, strings.Replace(stampHarness, `+ 0.5"`, `+ 1.5"`, 1))
+	rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Seeds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 1 || rep.Findings[0].Kind != "result" ||
+		!strings.Contains(rep.Findings[0].Title, "rank 0 step 3 (check out): 480 of 480 elements differ; first: element 0 is 2000.5, want 2001.5") {
+		t.Fatalf("findings %+v, want one wrong result", rep.Findings)
+	}
+	rep, err = RunProgram(program(t, stampHarness), src, Options{Worlds: []int{2}, Seeds: 1, MaxBlocks: 2, MaxThreads: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Cap != "2 blocks x 64 threads" || len(rep.Shapes) != 1 || !strings.Contains(rep.Shapes[0], "ran 2 x 64: capped") {
+		t.Errorf("cap %q shapes %q", rep.Cap, rep.Shapes)
+	}
+	if len(rep.Findings) == 0 || rep.Findings[0].Kind != "result" {
+		t.Errorf("a capped launch left no element unwritten: %+v", rep.Findings)
+	}
+}
+
+// TestHangs: a thread spinning on a flag nobody raises, with a load or
+// with a compare-and-swap, is a hang naming the PTX line it spins at.
+func TestHangs(t *testing.T) {
+	src := load(t, "testdata/hang.ptx")
+	for entry, line := range map[string]string{"wait_load": "PTX line 20", "wait_cas": "PTX line 39"} {
+		p := program(t, `{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64}],
+			"steps": [{"launch": {"entry": "`+entry+`", "grid": 1, "block": 2, "params": [{"ptr": "flag"}]}}, {"sync": true}]}`)
+		rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Seeds: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Findings) != 1 || rep.Findings[0].Kind != "hang" {
+			t.Fatalf("%s: findings %+v, want one hang", entry, rep.Findings)
+		}
+		if d := strings.Join(rep.Findings[0].Details, "\n"); !strings.Contains(d, line) || !strings.Contains(d, "spun 1ms") {
+			t.Errorf("%s: the hang does not name %s after 1ms:\n%s", entry, line, d)
+		}
+	}
+}
+
+// TestRefusal: a launched entry that uses what the interpreter cannot run
+// is refused before anything runs, with every unsupported line listed;
+// the module's other entries still run.
+func TestRefusal(t *testing.T) {
+	src := load(t, "testdata/unsupported.ptx")
+	probs := src.Unsupported()
+	var lines []int
+	for _, p := range probs {
+		lines = append(lines, p.Line)
+	}
+	if len(probs) != 3 || lines[0] != 19 || lines[1] != 21 || lines[2] != 23 {
+		t.Fatalf("unsupported lines %v, want 19, 21 and 23:\n%v", lines, probs)
+	}
+	harness := `{"buffers": [{"name": "b", "kind": "plain", "bytes": 64}],
+		"steps": [{"launch": {"entry": "ENTRY", "grid": 1, "block": 1, "params": [{"ptr": "b"}]}}, {"sync": true},
+		{"check": {"buffer": "b", "dtype": "u32", "count": 1, "value": 7}}]}`
+	_, err := RunProgram(program(t, strings.Replace(harness, "ENTRY", "needs_more", 1)), src, Options{})
+	var ref *Refusal
+	if !errors.As(err, &ref) || len(ref.Problems) != 3 || !strings.Contains(err.Error(), "wgmma.fence.sync.aligned") ||
+		!strings.Contains(err.Error(), "cp.async.bulk.commit_group") || !strings.Contains(err.Error(), "tex.1d") {
+		t.Fatalf("error %v, want a refusal listing the three lines", err)
+	}
+	rep, err := RunProgram(program(t, strings.Replace(harness, "ENTRY", "fine", 1)), src, Options{Worlds: []int{2}})
+	if err != nil || len(rep.Findings) != 0 {
+		t.Fatalf("the supported entry: %v %+v", err, rep)
+	}
+}
+
+// TestBadHarness: every problem of a harness is named in one error.
+func TestBadHarness(t *testing.T) {
+	src := load(t, "testdata/stamp.ptx")
+	p := program(t, `{"worlds": "9-2", "buffers": [{"name": "in", "kind": "weird", "bytes": "4*"}],
+		"steps": [{"launch": {"entry": "stamp", "grid": 1, "block": 1, "params": [
+			{"u32": 1}, {"ptr": "nope"}, {"struct": [{"u8": 1}]}]}},
+			{"check": {"buffer": "in", "dtype": "f128", "value": "1"}},
+			{"sync": true, "barrier": true},
+			{"launch": {"entry": "nothing", "grid": 1, "block": 1, "params": []}}]}`)
+	err := Validate(p, src)
+	if err == nil {
+		t.Fatal("a bad harness validated")
+	}
+	for _, want := range []string{
+		`worlds "9-2"`, `kind "weird"`, `bytes: expression "4*"`,
+		"3 parameters given, the entry declares 4",
+		"parameter 0: u32 is a scalar of 4 bytes: the declaration .param .align 8 .b8 stamp_param_0[64] is an array",
+		`no buffer "nope"`, `dtype "f128"`, "step 3: want exactly one of", `no entry point "nothing"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q:\n%v", want, err)
+		}
+	}
+}
+
+// TestSignatures: parameter layouts follow the declarations' alignment.
+func TestSignatures(t *testing.T) {
+	sigs, err := signatures(`.visible .entry k(.param .u8 a, .param .align 16 .b8 s[20], .param .u16 b, .param .u64 .ptr .global .align 8 p) {}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offs []int
+	for _, p := range sigs[0].Params {
+		offs = append(offs, p.Offset)
+	}
+	if len(offs) != 4 || offs[0] != 0 || offs[1] != 16 || offs[2] != 36 || offs[3] != 40 || sigs[0].Size != 48 {
+		t.Errorf("offsets %v size %d, want [0 16 36 40] 48", offs, sigs[0].Size)
+	}
+}
+
+// TestExpressions covers the harness's arithmetic.
+func TestExpressions(t *testing.T) {
+	e := env{vars: map[string]float64{"world": 4}}
+	for src, want := range map[string]float64{
+		"1 + 2*3": 7, "(1+2)*3": 9, "-2 - -3": 1, "7 % 4": 3, "0x10 / 4": 4, "1.5e1": 15,
+		"sum_ranks(rank)": 6, "sum_ranks(rank*10 + i)": 60 + 4*2, "min(3, 4) + max(3, 4) + floor(2.7)": 9,
+	} {
+		x, err := parseExpr(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		got, err := x.eval(e, map[string]float64{"i": 2})
+		if err != nil || got != want {
+			t.Errorf("%s = %v (%v), want %v", src, got, err, want)
+		}
+	}
+	for _, bad := range []string{"1 +", "foo(1)", "min(1)", "(1", "1 $ 2"} {
+		if _, err := parseExpr(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	x, _ := parseExpr("nope + 1")
+	if _, err := x.eval(e, nil); err == nil || !strings.Contains(err.Error(), `unknown variable "nope"`) {
+		t.Errorf("unknown variable: %v", err)
+	}
+}
+
+// TestDebugLines: .loc, .file and .section are hidden from the
+// interpreter and become the line table (inlined code names where it was
+// inlined); .local declarations stay for the interpreter to judge.
+func TestDebugLines(t *testing.T) {
+	text := strings.Join([]string{
+		".version 8.0", // 1
+		".visible .entry k()",
+		"{",
+		"\t.local .align 8 .b8 \t__local_depot0[8];",
+		"\t.loc\t1 7 3",
+		"\tret;", // 6
+		"\t.loc\t1 9 5, function_name $L__info_string0, inlined_at 1 12 2",
+		"\tret;", // 8
+		"}",
+		"\t.file\t1 \"k.cu\"",
+		"\t.section\t.debug_str",
+		"\t{",
+		".b8 95,0",
+		"\t}",
+	}, "\n")
+	clean, locs := debugLines(text)
+	lines := strings.Split(clean, "\n")
+	if !strings.Contains(lines[3], ".local") || lines[4] != "" || lines[9] != "" || lines[10] != "" || lines[12] != "" || lines[13] != "" {
+		t.Errorf("cleaned text:\n%s", clean)
+	}
+	if got := locs[6].String(); got != "k.cu:7" {
+		t.Errorf("line 6 is at %q, want k.cu:7", got)
+	}
+	if got := locs[8].String(); got != "k.cu:9 (inlined at k.cu:12)" {
+		t.Errorf("line 8 is at %q", got)
+	}
+	src, err := Parse("k.ptx", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := src.Unsupported(); len(p) != 1 || p[0].Line != 4 || !strings.Contains(p[0].Err, "unsupported declaration .local") {
+		t.Errorf("unsupported: %v", p)
+	}
+}

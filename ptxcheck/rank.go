@@ -1,0 +1,476 @@
+package ptxcheck
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/device/sim/ptx"
+	"github.com/symmem/symmem/rank"
+)
+
+// Mismatch is a check that failed on one rank.
+type Mismatch struct {
+	Rank   int
+	Step   string // the check's step
+	Buffer string
+	Index  int     // the first element that differs
+	Got    float64 // its value
+	Want   float64
+	Bad    int // elements that differ
+	Count  int // elements checked
+}
+
+func (m Mismatch) String() string {
+	return fmt.Sprintf("rank %d %s: %d of %d elements differ; first: element %d is %v, want %v",
+		m.Rank, m.Step, m.Bad, m.Count, m.Index, m.Got, m.Want)
+}
+
+// worldRun is what the ranks of one run share: the compiled program and
+// what they found.
+type worldRun struct {
+	c          *compiled
+	world      int
+	vars       env
+	mismatches [][]Mismatch // by rank
+	shapes     map[string]bool
+	caps       sim.Kernels
+}
+
+// rankRun is one rank running the program.
+type rankRun struct {
+	*worldRun
+	r       *rank.Rank
+	dev     device.Device
+	bufs    []device.Ptr
+	sizes   []uint64
+	sym     []*rank.SymmetricMemory
+	streams map[int]device.Stream
+	barrier int
+}
+
+// run runs the program on rank r.
+func (w *worldRun) run(r *rank.Rank) error {
+	rr := &rankRun{worldRun: w, r: r, dev: r.Device(), streams: map[int]device.Stream{0: r.Stream()}}
+	if err := rr.setup(); err != nil {
+		return fmt.Errorf("rank %d: %w", r.ID(), err)
+	}
+	if err := rr.steps(rr.c.steps, rr.local(nil)); err != nil {
+		return fmt.Errorf("rank %d: %w", r.ID(), err)
+	}
+	if err := rr.syncAll("end of the program"); err != nil {
+		return fmt.Errorf("rank %d: %w", r.ID(), err)
+	}
+	return nil
+}
+
+// local returns the rank's variables over outer (the enclosing repeats').
+func (rr *rankRun) local(outer map[string]float64) map[string]float64 {
+	m := map[string]float64{"rank": float64(rr.r.ID())}
+	for k, v := range outer {
+		m[k] = v
+	}
+	return m
+}
+
+// setup allocates the buffers, writes their initial values and meets the
+// peers to map the symmetric ones.
+func (rr *rankRun) setup() error {
+	loc := rr.local(nil)
+	for _, b := range rr.c.buffers {
+		n, err := b.bytes.evalInt(rr.vars, loc)
+		if err != nil {
+			return fmt.Errorf("buffer %s: bytes: %w", b.Name, err)
+		}
+		if n < 1 || n > 1<<32 {
+			return fmt.Errorf("buffer %s: %d bytes out of range [1, 4 GiB]", b.Name, n)
+		}
+		p, err := rr.r.Alloc(uint64(n))
+		if err != nil {
+			return fmt.Errorf("buffer %s: %w", b.Name, err)
+		}
+		rr.bufs = append(rr.bufs, p)
+		rr.sizes = append(rr.sizes, uint64(n))
+		if b.Kind == "signal" {
+			if err := rr.dev.Memset(rr.r.Stream(), p, 0, uint64(n)); err != nil {
+				return fmt.Errorf("buffer %s: zero: %w", b.Name, err)
+			}
+		}
+		if b.init != nil {
+			if err := rr.write(b.idx, *b.init, loc); err != nil {
+				return fmt.Errorf("buffer %s: init: %w", b.Name, err)
+			}
+		}
+	}
+	if err := rr.r.Synchronize(); err != nil {
+		return err
+	}
+	rr.sym = make([]*rank.SymmetricMemory, len(rr.bufs))
+	for _, b := range rr.c.buffers {
+		if b.Kind == "plain" {
+			continue
+		}
+		h, err := rr.r.Rendezvous(rr.bufs[b.idx], rank.WorldGroup)
+		if err != nil {
+			return fmt.Errorf("buffer %s: %w", b.Name, err)
+		}
+		rr.sym[b.idx] = h
+	}
+	return nil
+}
+
+// steps runs ss with the variables loc.
+func (rr *rankRun) steps(ss []cStep, loc map[string]float64) error {
+	for _, s := range ss {
+		var err error
+		switch {
+		case s.write != nil:
+			err = rr.write(s.write.buf, s.write.fill, loc)
+		case s.launch != nil:
+			err = rr.launch(s.launch, loc)
+		case s.sync:
+			err = rr.syncAll(s.what)
+		case s.bar:
+			err = rr.hostBarrier()
+		case s.check != nil:
+			err = rr.check(s, loc)
+		case s.repeat != nil:
+			var n int64
+			if n, err = s.repeat.times.evalInt(rr.vars, loc); err == nil {
+				if n < 0 || n > 1<<20 {
+					return fmt.Errorf("%s: repeat %d times out of range [0, %d]", s.what, n, 1<<20)
+				}
+				inner := rr.local(loc)
+				for it := range n {
+					inner["iter"] = float64(it)
+					if err = rr.steps(s.repeat.steps, inner); err != nil {
+						break
+					}
+				}
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.what, err)
+		}
+	}
+	return nil
+}
+
+// span resolves a fill's element range in buffer b.
+func (rr *rankRun) span(b int, f cFill, loc map[string]float64) (off uint64, count int, err error) {
+	size := dtypeSizes[f.dtype]
+	var o int64
+	if f.offset != nil {
+		if o, err = f.offset.evalInt(rr.vars, loc); err != nil {
+			return 0, 0, err
+		}
+	}
+	if o < 0 || uint64(o) > rr.sizes[b] {
+		return 0, 0, fmt.Errorf("offset %d outside the %d-byte buffer %s", o, rr.sizes[b], rr.c.buffers[b].Name)
+	}
+	n := int64((rr.sizes[b] - uint64(o)) / uint64(size))
+	if f.count != nil {
+		if n, err = f.count.evalInt(rr.vars, loc); err != nil {
+			return 0, 0, err
+		}
+	}
+	if n < 0 || uint64(o)+uint64(n)*uint64(size) > rr.sizes[b] {
+		return 0, 0, fmt.Errorf("%d elements of %s at offset %d overrun the %d-byte buffer %s", n, f.dtype, o, rr.sizes[b], rr.c.buffers[b].Name)
+	}
+	return uint64(o), int(n), nil
+}
+
+// write writes a fill into buffer b after stream 0's earlier work.
+func (rr *rankRun) write(b int, f cFill, loc map[string]float64) error {
+	off, n, err := rr.span(b, f, loc)
+	if err != nil {
+		return err
+	}
+	size := dtypeSizes[f.dtype]
+	data := make([]byte, n*size)
+	el := rr.local(loc)
+	for i := 0; i < n; i++ {
+		el["i"] = float64(i)
+		v, err := f.value.eval(rr.vars, el)
+		if err != nil {
+			return err
+		}
+		if err := encode(f.dtype, v, data[i*size:]); err != nil {
+			return fmt.Errorf("element %d: %w", i, err)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return rr.dev.Write(rr.r.Stream(), rr.bufs[b].Add(off), data)
+}
+
+// check reads a buffer and compares it, recording a mismatch.
+func (rr *rankRun) check(s cStep, loc map[string]float64) error {
+	ck := s.check
+	off, n, err := rr.span(ck.buf, ck.fill, loc)
+	if err != nil {
+		return err
+	}
+	size := dtypeSizes[ck.fill.dtype]
+	data := make([]byte, n*size)
+	if n > 0 {
+		if err := rr.dev.Read(rr.r.Stream(), data, rr.bufs[ck.buf].Add(off)); err != nil {
+			return err
+		}
+	}
+	m := Mismatch{Rank: rr.r.ID(), Step: s.what, Buffer: rr.c.buffers[ck.buf].Name, Count: n}
+	el := rr.local(loc)
+	for i := 0; i < n; i++ {
+		el["i"] = float64(i)
+		want, err := ck.fill.value.eval(rr.vars, el)
+		if err != nil {
+			return err
+		}
+		got := decode(ck.fill.dtype, data[i*size:])
+		if !agree(ck.fill.dtype, got, want, ck.tol) {
+			if m.Bad == 0 {
+				m.Index, m.Got, m.Want = i, got, roundTo(ck.fill.dtype, want)
+			}
+			m.Bad++
+		}
+	}
+	if m.Bad > 0 {
+		rr.mismatches[rr.r.ID()] = append(rr.mismatches[rr.r.ID()], m)
+	}
+	return nil
+}
+
+// stream returns stream k of the rank, created on first use.
+func (rr *rankRun) stream(k int) (device.Stream, error) {
+	if s, ok := rr.streams[k]; ok {
+		return s, nil
+	}
+	s, err := rr.dev.NewStream()
+	if err != nil {
+		return 0, err
+	}
+	rr.streams[k] = s
+	return s, nil
+}
+
+// syncAll synchronizes every stream used, in order, joining their errors.
+func (rr *rankRun) syncAll(what string) error {
+	keys := make([]int, 0, len(rr.streams))
+	for k := range rr.streams {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	var errs []error
+	for _, k := range keys {
+		if err := rr.dev.Synchronize(rr.streams[k]); err != nil {
+			errs = append(errs, fmt.Errorf("stream %d: %w", k, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// hostBarrier waits for every rank through the Store.
+func (rr *rankRun) hostBarrier() error {
+	rr.barrier++
+	prefix := fmt.Sprintf("ptxcheck/barrier/%d/", rr.barrier)
+	st := rr.r.Store()
+	if err := st.Set(prefix+fmt.Sprint(rr.r.ID()), []byte{1}); err != nil {
+		return err
+	}
+	keys := make([]string, rr.world)
+	for i := range keys {
+		keys[i] = prefix + fmt.Sprint(i)
+	}
+	return st.Wait(keys, rr.r.Timeout())
+}
+
+// launch packs the parameters and enqueues the launch.
+func (rr *rankRun) launch(l *cLaunch, loc map[string]float64) error {
+	grid, err := l.grid.evalInt(rr.vars, loc)
+	if err != nil {
+		return fmt.Errorf("grid: %w", err)
+	}
+	block, err := l.block.evalInt(rr.vars, loc)
+	if err != nil {
+		return fmt.Errorf("block: %w", err)
+	}
+	params := make([]byte, l.sig.Size)
+	for i, p := range l.params {
+		d := l.sig.Params[i]
+		if err := rr.pack(p, params[d.Offset:d.Offset+d.Size()], loc); err != nil {
+			return fmt.Errorf("parameter %d (%s): %w", i, d.Name, err)
+		}
+	}
+	s, err := rr.stream(l.stream)
+	if err != nil {
+		return err
+	}
+	launcher, ok := rr.dev.(sim.PTXLauncher)
+	if !ok {
+		return fmt.Errorf("device %d cannot launch PTX", rr.r.ID())
+	}
+	ran := fmt.Sprintf("%s: grid %d x block %d", l.sig.Entry, grid, block)
+	if g, b := capped(int(grid), int(block), rr.caps); g != int(grid) || b != int(block) {
+		ran += fmt.Sprintf(" (ran %d x %d: capped)", g, b)
+	}
+	rr.shapes[ran] = true
+	return launcher.LaunchPTX(s, sim.PTXLaunch{Module: rr.c.src.Module, Entry: l.sig.Entry, Params: params,
+		Grid: int(grid), Block: int(block), Timeout: rr.c.timeout})
+}
+
+// capped is the shape a launch runs with under caps.
+func capped(grid, block int, caps sim.Kernels) (int, int) {
+	if caps.MaxBlocks > 0 {
+		grid = min(grid, caps.MaxBlocks)
+	}
+	if caps.MaxThreads > 0 {
+		block = min(block, caps.MaxThreads)
+	}
+	return grid, block
+}
+
+// pack writes parameter p into dst (its declared bytes, zeroed).
+func (rr *rankRun) pack(p cParam, dst []byte, loc map[string]float64) error {
+	switch p.form {
+	case "ptr":
+		addr := rr.bufs[p.buf]
+		if p.rank != nil {
+			peer, err := p.rank.evalInt(rr.vars, loc)
+			if err != nil {
+				return err
+			}
+			if peer < 0 || peer >= int64(rr.world) {
+				return fmt.Errorf("rank %d out of range [0, %d)", peer, rr.world)
+			}
+			addr = rr.sym[p.buf].BufferPtrs()[peer]
+		}
+		if p.offset != nil {
+			off, err := p.offset.evalInt(rr.vars, loc)
+			if err != nil {
+				return err
+			}
+			addr = device.Ptr(int64(addr) + off)
+		}
+		binary.LittleEndian.PutUint64(dst, uint64(addr))
+	case "ptrs":
+		binary.LittleEndian.PutUint64(dst, uint64(rr.sym[p.buf].BufferPtrsDev()))
+	case "ptrarray":
+		ptrs := rr.sym[p.buf].BufferPtrs()
+		if len(ptrs) > p.len {
+			return fmt.Errorf("ptrarray of %d entries for a world of %d", p.len, len(ptrs))
+		}
+		for i, a := range ptrs {
+			binary.LittleEndian.PutUint64(dst[8*i:], uint64(a))
+		}
+	case "struct":
+		at := 0
+		for _, f := range p.fields {
+			at = alignUp(at, f.align)
+			if err := rr.pack(f, dst[at:at+f.size], loc); err != nil {
+				return err
+			}
+			at += f.size
+		}
+	default:
+		v, err := p.value.eval(rr.vars, loc)
+		if err != nil {
+			return err
+		}
+		return encode(p.form, v, dst)
+	}
+	return nil
+}
+
+// encode writes v as dtype into the front of dst.
+func encode(dtype string, v float64, dst []byte) error {
+	switch dtype {
+	case "f64":
+		binary.LittleEndian.PutUint64(dst, math.Float64bits(v))
+		return nil
+	case "f32":
+		binary.LittleEndian.PutUint32(dst, math.Float32bits(float32(v)))
+		return nil
+	case "f16":
+		binary.LittleEndian.PutUint16(dst, ptx.F32ToF16(float32(v)))
+		return nil
+	case "bf16":
+		binary.LittleEndian.PutUint16(dst, ptx.F32ToBF16(float32(v)))
+		return nil
+	}
+	if v != math.Trunc(v) || math.IsNaN(v) {
+		return fmt.Errorf("%v is not an integer (%s)", v, dtype)
+	}
+	size := dtypeSizes[dtype]
+	var lo, hi float64
+	if dtype[0] == 's' {
+		lo, hi = -math.Ldexp(1, 8*size-1), math.Ldexp(1, 8*size-1)-1
+	} else {
+		lo, hi = 0, math.Ldexp(1, 8*size)-1
+	}
+	if v < lo || v > hi {
+		return fmt.Errorf("%v out of the range of %s", v, dtype)
+	}
+	var u uint64
+	if v < 0 {
+		u = uint64(int64(v))
+	} else {
+		u = uint64(v)
+	}
+	for i := 0; i < size; i++ {
+		dst[i] = byte(u >> (8 * i))
+	}
+	return nil
+}
+
+// decode reads a dtype value.
+func decode(dtype string, b []byte) float64 {
+	switch dtype {
+	case "f64":
+		return math.Float64frombits(binary.LittleEndian.Uint64(b))
+	case "f32":
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
+	case "f16":
+		return float64(ptx.F16ToF32(binary.LittleEndian.Uint16(b)))
+	case "bf16":
+		return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16))
+	}
+	size := dtypeSizes[dtype]
+	var u uint64
+	for i := 0; i < size; i++ {
+		u |= uint64(b[i]) << (8 * i)
+	}
+	if dtype[0] == 's' {
+		shift := 64 - 8*size
+		return float64(int64(u<<shift) >> shift)
+	}
+	return float64(u)
+}
+
+// roundTo is v as dtype holds it.
+func roundTo(dtype string, v float64) float64 {
+	b := make([]byte, 8)
+	if encode(dtype, v, b) != nil {
+		return v
+	}
+	return decode(dtype, b)
+}
+
+// agree compares a value read with the expected one.
+func agree(dtype string, got, want, tol float64) bool {
+	if dtype[0] != 'f' && dtype[0] != 'b' {
+		return got == want
+	}
+	want = roundTo(dtype, want)
+	if math.IsNaN(want) || math.IsNaN(got) {
+		return math.IsNaN(want) && math.IsNaN(got)
+	}
+	if got == want {
+		return true
+	}
+	return math.Abs(got-want) <= tol*math.Max(1, math.Abs(want))
+}

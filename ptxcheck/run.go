@@ -1,0 +1,460 @@
+package ptxcheck
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/device/sim/ptx"
+	"github.com/symmem/symmem/device/sim/race"
+	"github.com/symmem/symmem/simjob"
+)
+
+// Options says how to run a Program.
+type Options struct {
+	// Worlds replaces the program's worlds when not nil.
+	Worlds []int
+	// Seeds is how many seeds each world runs, from FirstSeed (0: 1).
+	Seeds     int
+	FirstSeed uint64
+	// Strategy is the scheduling strategy: "random" (the default) or
+	// "pct" of Depth (default 3) over about Steps steps (default 100000).
+	Strategy string
+	Depth    int
+	Steps    int64
+	// MaxThreads and MaxBlocks cap every launch's shape (0: none).
+	MaxThreads, MaxBlocks int
+	// MaxSteps bounds each run's scheduling steps (0: DefaultMaxSteps);
+	// a run that reaches it counts as a hang.
+	MaxSteps int64
+	// NoRace turns the race detector off.
+	NoRace bool
+	// Vars replace (or add to) the program's vars.
+	Vars map[string]Expr
+	// Progress, when set, is called after every run.
+	Progress func(Run)
+}
+
+// DefaultMaxSteps is the default [Options].MaxSteps.
+const DefaultMaxSteps = 20_000_000
+
+// Report is what Run found.
+type Report struct {
+	Source string
+	Worlds []int
+	Seeds  int
+	// Cap is the cap on launch shapes, "none" when launches ran the
+	// shapes they asked for.
+	Cap string
+	// Shapes lists the launch shapes that ran, one line per entry and
+	// shape.
+	Shapes   []string
+	Runs     []Run
+	Findings []*Finding // distinct findings, in the order found
+}
+
+// Run is one world and seed.
+type Run struct {
+	World    int
+	Seed     uint64
+	Trace    string // the trace hash: the same seed gives the same one
+	Steps    int64
+	Findings int // findings of this run, before they are merged by site
+}
+
+// Finding is one distinct problem: a race, a hang, a failure of a kernel
+// or of the program, or a wrong result.
+type Finding struct {
+	Kind    string   // "race", "hang", "error", "result"
+	Title   string   // one line
+	Details []string // more lines
+	World   int      // the first run that found it
+	Seed    uint64
+	// Schedules is how many schedules of World ran until it was found
+	// (1: the first seed did).
+	Schedules int
+	Runs      int // the runs that found it
+	key       string
+}
+
+// Refusal is the error of a program whose PTX uses what the interpreter
+// cannot run: every refused line is listed.
+type Refusal struct {
+	Source   string
+	Entries  []string // the launched entries that cannot run
+	Problems []Problem
+}
+
+func (r *Refusal) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: the simulator cannot run %s: %d unsupported lines:", r.Source, strings.Join(r.Entries, ", "), len(r.Problems))
+	for _, p := range r.Problems {
+		b.WriteString("\n  " + p.String())
+	}
+	return b.String()
+}
+
+// Validate compiles prog against src, naming every problem of the
+// harness, and refuses it (a [*Refusal]) when an entry it launches uses
+// what the interpreter cannot run.
+func Validate(prog *Program, src *Source) error {
+	c, err := compile(prog, src)
+	if err != nil {
+		return err
+	}
+	return c.runnable()
+}
+
+// runnable refuses the program when a launched entry cannot be decoded.
+func (c *compiled) runnable() error {
+	var bad []string
+	seen := map[string]bool{}
+	var walk func([]cStep)
+	walk = func(ss []cStep) {
+		for _, s := range ss {
+			if s.repeat != nil {
+				walk(s.repeat.steps)
+			}
+			if s.launch == nil || seen[s.launch.sig.Entry] {
+				continue
+			}
+			e := s.launch.sig.Entry
+			seen[e] = true
+			if _, err := c.src.Module.NewBlockMem(e, nil); err != nil {
+				bad = append(bad, e)
+			}
+		}
+	}
+	walk(c.steps)
+	if len(bad) == 0 {
+		return nil
+	}
+	return &Refusal{Source: c.src.Name, Entries: bad, Problems: c.src.Unsupported()}
+}
+
+// RunProgram runs prog on the PTX of src at every world over the seeds of
+// opts, with the race detector, and reports what it found. Its error is
+// for a program that cannot run at all (a bad harness, a [*Refusal]);
+// what the runs find is in the report.
+func RunProgram(prog *Program, src *Source, opts Options) (*Report, error) {
+	if len(opts.Vars) > 0 {
+		p := *prog
+		p.Vars = map[string]Expr{}
+		for k, v := range prog.Vars {
+			p.Vars[k] = v
+		}
+		for k, v := range opts.Vars {
+			p.Vars[k] = v
+		}
+		prog = &p
+	}
+	c, err := compile(prog, src)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.runnable(); err != nil {
+		return nil, err
+	}
+	worlds := opts.Worlds
+	if worlds == nil {
+		if worlds, err = ParseWorlds(prog.Worlds); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Seeds <= 0 {
+		opts.Seeds = 1
+	}
+	if opts.Strategy == "" {
+		opts.Strategy = "random"
+	}
+	if opts.Strategy != "random" && opts.Strategy != "pct" {
+		return nil, fmt.Errorf("strategy %q: want random or pct", opts.Strategy)
+	}
+	if opts.MaxThreads < 0 || opts.MaxBlocks < 0 {
+		return nil, fmt.Errorf("negative shape cap %d threads x %d blocks", opts.MaxThreads, opts.MaxBlocks)
+	}
+	caps := sim.Kernels{MaxThreads: opts.MaxThreads, MaxBlocks: opts.MaxBlocks}
+	rep := &Report{Source: src.Name, Worlds: worlds, Seeds: opts.Seeds, Cap: caps.Capped()}
+	byKey := map[string]*Finding{}
+	shapes := map[string]bool{}
+	for _, world := range worlds {
+		vars, err := c.env(world)
+		if err != nil {
+			return nil, err
+		}
+		for k := 0; k < opts.Seeds; k++ {
+			seed := opts.FirstSeed + uint64(k)
+			run, found, err := c.runOnce(world, seed, vars, caps, opts, shapes)
+			if err != nil {
+				return nil, err
+			}
+			inRun := map[string]bool{}
+			for _, f := range found {
+				if inRun[f.key] {
+					continue // the same site on other devices or elements
+				}
+				inRun[f.key] = true
+				if old, ok := byKey[f.key]; ok {
+					old.Runs++
+					continue
+				}
+				f.World, f.Seed, f.Schedules, f.Runs = world, seed, k+1, 1
+				byKey[f.key] = f
+				rep.Findings = append(rep.Findings, f)
+			}
+			rep.Runs = append(rep.Runs, run)
+			if opts.Progress != nil {
+				opts.Progress(run)
+			}
+		}
+	}
+	for s := range shapes {
+		rep.Shapes = append(rep.Shapes, s)
+	}
+	sort.Strings(rep.Shapes)
+	return rep, nil
+}
+
+// env evaluates the program's vars at a world size.
+func (c *compiled) env(world int) (env, error) {
+	e := env{vars: map[string]float64{"world": float64(world)}}
+	left := c.vars
+	for len(left) > 0 {
+		var next []namedExpr
+		var last error
+		for _, v := range left {
+			x, err := v.x.eval(e, nil)
+			if err != nil {
+				next, last = append(next, v), err
+				continue
+			}
+			e.vars[v.name] = x
+		}
+		if len(next) == len(left) {
+			return env{}, fmt.Errorf("vars: %s: %w", next[0].name, last)
+		}
+		left = next
+	}
+	return e, nil
+}
+
+// runOnce runs one world and seed and returns its findings.
+func (c *compiled) runOnce(world int, seed uint64, vars env, caps sim.Kernels, opts Options, shapes map[string]bool) (Run, []*Finding, error) {
+	w := &worldRun{c: c, world: world, vars: vars, mismatches: make([][]Mismatch, world), shapes: shapes, caps: caps}
+	maxSteps := opts.MaxSteps
+	if maxSteps <= 0 {
+		maxSteps = DefaultMaxSteps
+	}
+	cfg := simjob.Config{World: world, Seed: seed, MaxSteps: maxSteps, RaceDetector: !opts.NoRace,
+		Device: sim.Config{Kernels: caps}}
+	if opts.Strategy == "pct" {
+		depth, steps := opts.Depth, opts.Steps
+		if depth <= 0 {
+			depth = 3
+		}
+		if steps <= 0 {
+			steps = 100_000
+		}
+		cfg.Strategy = actor.NewPCT(seed, depth, steps)
+	}
+	res, simErr := simjob.Simulate(cfg, w.run)
+	run := Run{World: world, Seed: seed, Trace: res.Trace, Steps: res.Steps}
+	if simErr != nil && res.Trace == "" {
+		return run, nil, fmt.Errorf("world %d seed %d: %w", world, seed, simErr)
+	}
+	var found []*Finding
+	if res.Races != nil {
+		for _, r := range res.Races.Races {
+			found = append(found, c.raceFinding(r))
+		}
+	}
+	var spins []*sim.SpinError
+	var others []error
+	for _, err := range res.Errs {
+		if err == nil {
+			continue
+		}
+		if s := spinErrors(err); len(s) > 0 {
+			spins = append(spins, s...)
+			continue
+		}
+		others = append(others, err)
+	}
+	if len(spins) > 0 || simErr != nil {
+		found = append(found, c.hangFinding(spins, simErr, res.Hang))
+	}
+	if len(spins) == 0 && simErr == nil {
+		for _, err := range others {
+			found = append(found, c.errorFinding(err))
+		}
+	}
+	for _, ms := range w.mismatches {
+		for _, m := range ms {
+			found = append(found, &Finding{Kind: "result", Title: "wrong result: " + m.String(),
+				key: "result " + m.Step + " " + m.Buffer})
+		}
+	}
+	run.Findings = len(found)
+	return run, found, nil
+}
+
+// spinErrors finds the spins in a rank's error.
+func spinErrors(err error) []*sim.SpinError {
+	var out []*sim.SpinError
+	var walk func(error)
+	walk = func(e error) {
+		if s, ok := e.(*sim.SpinError); ok {
+			out = append(out, s)
+			return
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, x := range u.Unwrap() {
+				walk(x)
+			}
+		case interface{ Unwrap() error }:
+			if x := u.Unwrap(); x != nil {
+				walk(x)
+			}
+		}
+	}
+	walk(err)
+	return out
+}
+
+// where describes the PTX line n and its CUDA place.
+func (c *compiled) where(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	s := fmt.Sprintf("PTX line %d `%s`", n, c.src.Line(n))
+	if loc := c.src.Loc(n); loc.Line > 0 {
+		s += " from " + loc.String()
+	}
+	return s
+}
+
+// access describes one access of a race.
+func (c *compiled) access(a sim.Access) string {
+	var who string
+	if a.Kernel != "" && a.Block >= 0 {
+		who = fmt.Sprintf("device %d %s#%d block %d", a.Device, a.Kernel, a.Launch, a.Block)
+		if a.Lane >= 0 {
+			who += fmt.Sprintf(" thread %d", a.Lane)
+		}
+	} else {
+		who = fmt.Sprintf("device %d stream %d %s (op %d)", a.Device, a.Stream, a.Op, a.Seq)
+	}
+	what := a.Kind.String()
+	if a.Kind == sim.Atomic {
+		what = fmt.Sprintf("strong %s (%s, %s)", map[bool]string{true: "write", false: "read"}[a.Write], a.Order, a.Scope)
+	}
+	s := fmt.Sprintf("%s: %s of %d bytes at %v", who, what, a.Size, a.Addr)
+	if w := c.where(a.Line); w != "" {
+		s += "\n      at " + w
+	}
+	return s
+}
+
+func (c *compiled) raceFinding(r race.Race) *Finding {
+	a, b := c.site(r.First), c.site(r.Second)
+	return &Finding{Kind: "race", Title: fmt.Sprintf("data race between %s and %s", a, b),
+		key: "race " + a + " / " + b, Details: []string{
+			"first:  " + c.access(r.First),
+			"second: " + c.access(r.Second),
+			"missing edge: " + r.Missing,
+		}}
+}
+
+// site names the code of an access: the CUDA line of a PTX access when
+// the PTX has one, else its PTX line; a host operation by its kind. One
+// bug found on many elements, threads, devices and unrolled copies of a
+// loop is one site.
+func (c *compiled) site(a sim.Access) string {
+	kind := a.Kind.String()
+	if a.Kind == sim.Atomic {
+		kind = "strong " + map[bool]string{true: "store", false: "load"}[a.Write]
+	}
+	switch {
+	case a.Line > 0:
+		if loc := c.src.Loc(a.Line); loc.Line > 0 {
+			return fmt.Sprintf("the %s at %s:%d", kind, loc.File, loc.Line)
+		}
+		return fmt.Sprintf("the %s at PTX line %d", kind, a.Line)
+	case a.Kernel != "":
+		return fmt.Sprintf("the %s of kernel %s", kind, a.Kernel)
+	}
+	return fmt.Sprintf("the host's %s (%s)", a.Op, kind)
+}
+
+func (c *compiled) hangFinding(spins []*sim.SpinError, simErr error, wf *race.WaitFor) *Finding {
+	f := &Finding{Kind: "hang"}
+	lines := map[int]bool{}
+	for _, s := range spins {
+		lines[s.Line] = true
+		f.Details = append(f.Details, fmt.Sprintf("device %d %s#%d block %d thread %d spun %v on %v, which kept holding % x\n      at %s",
+			s.Device, s.Kernel, s.Launch, s.Block, s.Lane, s.Waited, s.Addr, s.Value, c.where(s.Line)))
+	}
+	var ls []int
+	for l := range lines {
+		ls = append(ls, l)
+	}
+	sort.Ints(ls)
+	switch {
+	case len(spins) > 0:
+		f.Title = fmt.Sprintf("hang: threads spin on bytes that never change (PTX lines %s)", joinInts(ls))
+		f.key = "hang spin " + joinInts(ls)
+	default:
+		var dl *actor.DeadlockError
+		if errors.As(simErr, &dl) {
+			f.Title = "hang: every task is blocked"
+			f.key = "hang deadlock"
+		} else {
+			f.Title = "hang: " + firstLine(simErr.Error())
+			f.key = "hang " + f.Title
+		}
+		if simErr != nil {
+			f.Details = append(f.Details, simErr.Error())
+		}
+	}
+	if wf != nil && len(wf.Waits) > 0 {
+		f.Details = append(f.Details, wf.String())
+	}
+	return f
+}
+
+func (c *compiled) errorFinding(err error) *Finding {
+	msg := err.Error()
+	f := &Finding{Kind: "error", Title: "failure: " + firstLine(msg), key: "error " + rankPrefix.ReplaceAllString(msg, "")}
+	var ex *ptx.ExecError
+	if errors.As(err, &ex) {
+		f.key = fmt.Sprintf("error %s:%d %v", ex.Func, ex.Line, ex.Err)
+		f.Details = append(f.Details, "at "+c.where(ex.Line))
+	}
+	if strings.Contains(msg, "\n") {
+		f.Details = append(f.Details, msg)
+	}
+	return f
+}
+
+// rankPrefix is the "rank N: " an error of rank N starts with.
+var rankPrefix = regexp.MustCompile(`^rank \d+: `)
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}

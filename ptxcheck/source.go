@@ -1,0 +1,237 @@
+package ptxcheck
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/symmem/symmem/device/sim/ptx"
+)
+
+// Source is a PTX module as the checker runs it: its text, the module the
+// interpreter parsed, the signature of every entry point, and the CUDA
+// source line of every PTX line when the text carries .loc directives
+// (nvcc -lineinfo).
+type Source struct {
+	Name    string // the file's name, or "<text>"
+	Text    string // as given
+	Module  *ptx.Module
+	entries map[string]*Signature
+	order   []string // entries in the order of the text
+	locs    []Loc    // by PTX line (1-based); the zero Loc where none
+}
+
+// Loc is a place in the CUDA source: file and line, and for code inlined
+// from a function, the line it was inlined at.
+type Loc struct {
+	File      string
+	Line      int
+	InlinedAt string // "file:line", or "" when not inlined
+}
+
+func (l Loc) String() string {
+	if l.Line == 0 {
+		return ""
+	}
+	s := l.File + ":" + strconv.Itoa(l.Line)
+	if l.InlinedAt != "" {
+		s += " (inlined at " + l.InlinedAt + ")"
+	}
+	return s
+}
+
+// LoadFile reads and parses a PTX file.
+func LoadFile(path string) (*Source, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("ptx: %w", err)
+	}
+	return Parse(path, string(b))
+}
+
+// Parse parses PTX text; name names it in messages. The debug directives
+// (.loc, .file, .section) become the line table and are hidden from the
+// interpreter, every line keeping its number.
+func Parse(name, text string) (*Source, error) {
+	clean, locs := debugLines(text)
+	s := &Source{Name: name, Text: text, locs: locs, entries: map[string]*Signature{}}
+	sigs, err := signatures(clean)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	for _, sig := range sigs {
+		s.entries[sig.Entry] = sig
+		s.order = append(s.order, sig.Entry)
+	}
+	if s.Module, err = ptx.Parse(clean); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return s, nil
+}
+
+// Entries lists the module's entry points in the order of the text.
+func (s *Source) Entries() []string { return append([]string(nil), s.order...) }
+
+// Signature is the parameter list an entry point declares.
+func (s *Source) Signature(entry string) (*Signature, error) {
+	sig := s.entries[entry]
+	if sig == nil {
+		return nil, fmt.Errorf("%s has no entry point %q (entries: %s)", s.Name, entry, strings.Join(s.order, ", "))
+	}
+	return sig, nil
+}
+
+// Loc is the CUDA source place of PTX line n, the zero Loc when the text
+// has no .loc directive for it.
+func (s *Source) Loc(n int) Loc {
+	if n <= 0 || n >= len(s.locs) {
+		return Loc{}
+	}
+	return s.locs[n]
+}
+
+// Line is the text of PTX line n, trimmed.
+func (s *Source) Line(n int) string {
+	lines := strings.Split(s.Text, "\n")
+	if n <= 0 || n > len(lines) {
+		return ""
+	}
+	return strings.TrimSpace(lines[n-1])
+}
+
+var (
+	fileDirective = regexp.MustCompile(`^\s*\.file\s+(\d+)\s+"([^"]*)"`)
+	locDirective  = regexp.MustCompile(`^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(.*)$`)
+	inlinedAt     = regexp.MustCompile(`inlined_at\s+(\d+)\s+(\d+)`)
+)
+
+// debugLines blanks the debug directives of text and returns, for every
+// line, the CUDA place of the last .loc before it.
+func debugLines(text string) (string, []Loc) {
+	lines := strings.Split(text, "\n")
+	files := map[string]string{}
+	for _, l := range lines {
+		if m := fileDirective.FindStringSubmatch(l); m != nil {
+			files[m[1]] = m[2]
+		}
+	}
+	locs := make([]Loc, len(lines)+1)
+	var cur Loc
+	inSection, depth := false, 0
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		switch {
+		case inSection:
+			depth += strings.Count(t, "{") - strings.Count(t, "}")
+			if depth <= 0 && strings.Contains(t, "}") {
+				inSection = false
+			}
+			lines[i] = ""
+		case directive(t, ".section"):
+			depth = strings.Count(t, "{") - strings.Count(t, "}")
+			inSection = depth > 0 || !strings.Contains(t, "}")
+			lines[i] = ""
+		case directive(t, ".file"):
+			lines[i] = ""
+		case directive(t, ".loc"):
+			if m := locDirective.FindStringSubmatch(t); m != nil {
+				n, _ := strconv.Atoi(m[2])
+				cur = Loc{File: files[m[1]], Line: n}
+				if cur.File == "" {
+					cur.File = "file " + m[1]
+				}
+				if in := inlinedAt.FindStringSubmatch(m[3]); in != nil {
+					f := files[in[1]]
+					if f == "" {
+						f = "file " + in[1]
+					}
+					cur.InlinedAt = f + ":" + in[2]
+				}
+			}
+			lines[i] = ""
+		case strings.HasPrefix(t, "}") && i+1 < len(lines):
+			cur = Loc{} // the end of a function
+		}
+		locs[i+1] = cur
+	}
+	return strings.Join(lines, "\n"), locs
+}
+
+// directive reports whether line t is the directive d (".loc" but not
+// ".local").
+func directive(t, d string) bool {
+	return strings.HasPrefix(t, d) && (len(t) == len(d) || t[len(d)] == ' ' || t[len(d)] == '\t')
+}
+
+// Problem is a line the interpreter refuses.
+type Problem struct {
+	Line int    // PTX line
+	Text string // the line, trimmed
+	Err  string // the interpreter's reason
+}
+
+func (p Problem) String() string {
+	return fmt.Sprintf("line %d: %s: %s", p.Line, p.Text, p.Err)
+}
+
+// lineNumber finds the PTX line an interpreter error names.
+var lineNumber = regexp.MustCompile(`line (\d+)`)
+
+// maxProblems bounds the list of refused lines.
+const maxProblems = 500
+
+// Unsupported lists every line of the module's functions that the
+// interpreter refuses, in line order, without running anything: nil when
+// it can run all of them. The interpreter reports one refusal per
+// function, so the list is built by hiding each refused line and decoding
+// again; a line refused only because an earlier one was hidden (a use of
+// a refused declaration) is listed as well.
+func (s *Source) Unsupported() []Problem {
+	clean, _ := debugLines(s.Text)
+	lines := strings.Split(clean, "\n")
+	var out []Problem
+	for len(out) < maxProblems {
+		m, err := ptx.Parse(strings.Join(lines, "\n"))
+		if err == nil {
+			err = m.Check()
+		}
+		if err == nil {
+			break
+		}
+		n := 0
+		if mm := lineNumber.FindStringSubmatch(err.Error()); mm != nil {
+			n, _ = strconv.Atoi(mm[1])
+		}
+		if n <= 0 || n > len(lines) || strings.TrimSpace(lines[n-1]) == "" {
+			out = append(out, Problem{Line: n, Text: s.Line(n), Err: err.Error()})
+			break // no line to hide: nothing more can be learnt
+		}
+		out = append(out, Problem{Line: n, Text: s.Line(n), Err: reason(err.Error())})
+		lines[n-1] = ""
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
+	return out
+}
+
+// reason strips an interpreter error of its "ptx: function f: line n:"
+// prefix, keeping the function's name.
+func reason(msg string) string {
+	fn := ""
+	if rest, ok := strings.CutPrefix(msg, "ptx: function "); ok {
+		if i := strings.Index(rest, ": "); i >= 0 {
+			fn, msg = rest[:i], rest[i+2:]
+		}
+	} else {
+		msg = strings.TrimPrefix(msg, "ptx: ")
+	}
+	if loc := lineNumber.FindStringIndex(msg); loc != nil && loc[0] == 0 {
+		msg = strings.TrimPrefix(msg[loc[1]:], ": ")
+	}
+	if fn != "" {
+		return fn + ": " + msg
+	}
+	return msg
+}
