@@ -18,6 +18,7 @@ var verdicts = []struct {
 	{"twostage_relacq", ""},
 	{"cas_exchange", ""},
 	{"cas_exchange_relaxed_wait", "the store at examples/kernels/cas_barrier.cu:54 and the load at examples/kernels/cas_barrier.cu:58"},
+	{"onestage_bf16", ""},
 }
 
 // TestExamples: the example kernels of examples/kernels, built by nvcc

@@ -180,37 +180,23 @@ func (p Problem) String() string {
 // lineNumber finds the PTX line an interpreter error names.
 var lineNumber = regexp.MustCompile(`line (\d+)`)
 
-// maxProblems bounds the list of refused lines.
-const maxProblems = 500
-
 // Unsupported lists every line of the module's functions that the
 // interpreter refuses, in line order, without running anything: nil when
-// it can run all of them. The interpreter reports one refusal per
-// function, so the list is built by hiding each refused line and decoding
-// again; a line refused only because an earlier one was hidden (a use of
-// a refused declaration) is listed as well.
+// it can run all of them. A module the parser cannot read at all gives
+// one problem, at the line it names.
 func (s *Source) Unsupported() []Problem {
 	clean, _ := debugLines(s.Text)
-	lines := strings.Split(clean, "\n")
-	var out []Problem
-	for len(out) < maxProblems {
-		m, err := ptx.Parse(strings.Join(lines, "\n"))
-		if err == nil {
-			err = m.Check()
-		}
-		if err == nil {
-			break
-		}
+	m, err := ptx.Parse(clean)
+	if err != nil {
 		n := 0
 		if mm := lineNumber.FindStringSubmatch(err.Error()); mm != nil {
 			n, _ = strconv.Atoi(mm[1])
 		}
-		if n <= 0 || n > len(lines) || strings.TrimSpace(lines[n-1]) == "" {
-			out = append(out, Problem{Line: n, Text: s.Line(n), Err: err.Error()})
-			break // no line to hide: nothing more can be learnt
-		}
-		out = append(out, Problem{Line: n, Text: s.Line(n), Err: reason(err.Error())})
-		lines[n-1] = ""
+		return []Problem{{Line: n, Text: s.Line(n), Err: err.Error()}}
+	}
+	var out []Problem
+	for _, u := range m.AllUnsupported() {
+		out = append(out, Problem{Line: u.Line, Text: s.Line(u.Line), Err: u.Func + ": " + u.Reason})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
 	return out
