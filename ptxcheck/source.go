@@ -202,22 +202,3 @@ func (s *Source) Unsupported() []Problem {
 	return out
 }
 
-// reason strips an interpreter error of its "ptx: function f: line n:"
-// prefix, keeping the function's name.
-func reason(msg string) string {
-	fn := ""
-	if rest, ok := strings.CutPrefix(msg, "ptx: function "); ok {
-		if i := strings.Index(rest, ": "); i >= 0 {
-			fn, msg = rest[:i], rest[i+2:]
-		}
-	} else {
-		msg = strings.TrimPrefix(msg, "ptx: ")
-	}
-	if loc := lineNumber.FindStringIndex(msg); loc != nil && loc[0] == 0 {
-		msg = strings.TrimPrefix(msg[loc[1]:], ": ")
-	}
-	if fn != "" {
-		return fn + ": " + msg
-	}
-	return msg
-}
