@@ -19,6 +19,13 @@ import (
 // span several blocks and vectors, odd ones that exercise the tails.
 var DefaultSizes = []uint64{4, 16, 64, 260, 1024, 4096, 8196, 16384, 65536}
 
+// DefaultLargeSizes are the sizes a collective draws, now and then, when no
+// sizes are given (see [DrawProgram]): both sides of 256 KiB, where the
+// intra-node service and auto switch from one-shot to two-shot and the
+// low-latency all-reduce stops, an odd element count past a MiB, and 3 MiB,
+// where every kernel runs its largest grid several times over.
+var DefaultLargeSizes = []uint64{256<<10 - 4, 256 << 10, 256<<10 + 16, 1<<20 + 12, 3 << 20}
+
 // Config configures [Fuzz].
 type Config struct {
 	Seeds    int           // number of seeds to run (0: until Time passes)
@@ -32,7 +39,7 @@ type Config struct {
 	Sizes    []uint64        // tensor sizes drawn from (nil: DefaultSizes)
 	Algos    []workload.Algo // algorithms drawn from (nil: DefaultAlgos)
 	Timeout  time.Duration   // rank timeout (0: DefaultTimeout)
-	MaxSteps int64           // 0: DefaultMaxSteps
+	MaxSteps int64           // step bound of every case (0: StepBudget of its program)
 	Race     bool            // run the race detector; a data race fails a case
 	Kernels  sim.Kernels     // what the simulated devices run (zero: the Go twins)
 	Shrink   bool            // shrink the first case of each distinct failure

@@ -288,6 +288,8 @@ func counts(p Program) (ops, launches, requests int) {
 			requests += 4
 		case StepBarrier, StepSignal:
 			ops, launches, requests = ops+6, launches+4, requests+6
+		case StepTimeout:
+			ops, launches, requests = ops+2, launches+1, requests+6
 		default:
 			n := len(s.Colls) * reps
 			ops, launches, requests = ops+4*n, launches+n, requests+6*len(s.Colls)
