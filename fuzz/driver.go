@@ -26,6 +26,10 @@ var DefaultSizes = []uint64{4, 16, 64, 260, 1024, 4096, 8196, 16384, 65536}
 // where every kernel runs its largest grid several times over.
 var DefaultLargeSizes = []uint64{256<<10 - 4, 256 << 10, 256<<10 + 16, 1<<20 + 12, 3 << 20}
 
+// MaxWorkers bounds Config.Workers: each worker holds a whole simulated
+// job in memory.
+const MaxWorkers = 256
+
 // Config configures [Fuzz].
 type Config struct {
 	Seeds    int           // number of seeds to run (0: until Time passes)
@@ -69,6 +73,9 @@ func (cfg Config) Validate() error {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("fuzz: negative %s (%d)", f.name, f.v))
 		}
+	}
+	if cfg.Workers > MaxWorkers {
+		errs = append(errs, fmt.Errorf("fuzz: %d workers: want at most %d", cfg.Workers, MaxWorkers))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -119,7 +126,13 @@ type Report struct {
 	Cases    int           // cases run
 	Failed   int           // cases that failed
 	Steps    int64         // scheduling steps, over all cases
-	Elapsed  time.Duration // wall-clock time
+	Elapsed  time.Duration // wall-clock time running cases
+	// Shrinking is the wall-clock time spent shrinking failures, after
+	// the cases ran.
+	Shrinking time.Duration
+	// Interrupted reports that the context ended the session: cases cut
+	// short are not counted, and failures not shrunk say so.
+	Interrupted bool
 	Traces   int           // distinct trace hashes
 	Crashed  int           // cases in which some rank failed cleanly
 	Fired    map[Kind]int  // faults that fired, by kind
@@ -137,7 +150,9 @@ func (r Report) SchedulesPerSecond() float64 {
 // Fuzz runs cfg.Seeds seeds (or seeds until cfg.Time passes or ctx ends),
 // each the case [Generator.Case] draws for it, on cfg.Workers goroutines,
 // and reports what failed. Each distinct failure is reported once, with its
-// lowest seed; the report does not depend on the number of workers.
+// lowest seed; the report does not depend on the number of workers. When
+// ctx ends, the cases running stop at once (they are not counted), no
+// shrink starts and the one running stops; the report covers what ran.
 func Fuzz(ctx context.Context, cfg Config) (Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return Report{}, err
@@ -186,7 +201,10 @@ func Fuzz(ctx context.Context, cfg Config) (Report, error) {
 				c, err := gen.Case(seed)
 				var o Outcome
 				if err == nil {
-					o, err = Run(c)
+					o, err = RunContext(ctx, c)
+				}
+				if err != nil && ctx.Err() != nil {
+					continue // cut short by the interrupt
 				}
 				mu.Lock()
 				if err != nil {
@@ -227,20 +245,28 @@ func Fuzz(ctx context.Context, cfg Config) (Report, error) {
 	}
 	wg.Wait()
 	rep.Elapsed = time.Since(start)
+	rep.Interrupted = ctx.Err() != nil
 	rep.Traces = len(traces)
 	for _, fr := range bySig {
 		rep.Failures = append(rep.Failures, *fr)
 	}
 	sort.Slice(rep.Failures, func(i, j int) bool { return rep.Failures[i].First.Case.Seed < rep.Failures[j].First.Case.Seed })
 	if cfg.Shrink {
+		shrinkStart := time.Now()
 		for i := range rep.Failures {
-			s, err := Shrink(rep.Failures[i].First, cfg.Budget)
+			if ctx.Err() != nil {
+				rep.Failures[i].ShrinkErr = fmt.Errorf("shrink %s: not started: %w", rep.Failures[i].Signature, ctx.Err())
+				continue
+			}
+			s, err := ShrinkContext(ctx, rep.Failures[i].First, cfg.Budget)
 			if err != nil {
 				rep.Failures[i].ShrinkErr = fmt.Errorf("shrink %s: %w", rep.Failures[i].Signature, err)
 				continue
 			}
 			rep.Failures[i].Shrunk = &s
 		}
+		rep.Shrinking = time.Since(shrinkStart)
+		rep.Interrupted = ctx.Err() != nil
 	}
 	return rep, firstErr
 }

@@ -1,6 +1,7 @@
 package fuzz
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -29,6 +30,13 @@ type Shrunk struct {
 // The result is re-run with its trace kept; its case uses the replay
 // strategy with the decisions its run took.
 func Shrink(o Outcome, budget int) (Shrunk, error) {
+	return ShrinkContext(context.Background(), o, budget)
+}
+
+// ShrinkContext is [Shrink] that gives up when ctx ends: the run in
+// progress stops (see [RunContext]) and ShrinkContext returns an error
+// wrapping ctx's, with the runs it took.
+func ShrinkContext(ctx context.Context, o Outcome, budget int) (Shrunk, error) {
 	if !o.Failed() {
 		return Shrunk{}, fmt.Errorf("shrink: the case passed (seed %d)", o.Case.Seed)
 	}
@@ -42,11 +50,11 @@ func Shrink(o Outcome, budget int) (Shrunk, error) {
 	seeded := o.Case.Strategy != StrategyReplay
 
 	try := func(c Case) (Outcome, bool) {
-		if s.Runs >= budget {
+		if s.Runs >= budget || ctx.Err() != nil {
 			return Outcome{}, false
 		}
 		s.Runs++
-		r, err := Run(c)
+		r, err := RunContext(ctx, c)
 		return r, err == nil && r.Failed() && r.Failure.Kind == kind
 	}
 	// attempt runs a candidate with the current decisions, then (when the
@@ -124,13 +132,16 @@ func Shrink(o Outcome, budget int) (Shrunk, error) {
 	fails(shortestPrefix(cur.Schedule, fails))
 	ddmin(cur.Schedule, fails)
 
+	if err := ctx.Err(); err != nil {
+		return s, fmt.Errorf("shrink interrupted after %d runs: %w", s.Runs, err)
+	}
 	c := cur
 	if c.Schedule == nil {
 		c.Schedule = Schedule{}
 	}
-	final, err := RunTraced(c)
+	final, err := RunTracedContext(ctx, c)
 	if err != nil {
-		return s, err
+		return s, fmt.Errorf("shrink: %w", err)
 	}
 	s.Runs++
 	if !final.Failed() {
