@@ -123,20 +123,20 @@ type FailureReport struct {
 
 // Report summarises a fuzzing session.
 type Report struct {
-	Cases    int           // cases run
-	Failed   int           // cases that failed
-	Steps    int64         // scheduling steps, over all cases
-	Elapsed  time.Duration // wall-clock time running cases
+	Cases   int           // cases run
+	Failed  int           // cases that failed
+	Steps   int64         // scheduling steps, over all cases
+	Elapsed time.Duration // wall-clock time running cases
 	// Shrinking is the wall-clock time spent shrinking failures, after
 	// the cases ran.
 	Shrinking time.Duration
 	// Interrupted reports that the context ended the session: cases cut
 	// short are not counted, and failures not shrunk say so.
 	Interrupted bool
-	Traces   int           // distinct trace hashes
-	Crashed  int           // cases in which some rank failed cleanly
-	Fired    map[Kind]int  // faults that fired, by kind
-	Failures []FailureReport
+	Traces      int          // distinct trace hashes
+	Crashed     int          // cases in which some rank failed cleanly
+	Fired       map[Kind]int // faults that fired, by kind
+	Failures    []FailureReport
 }
 
 // SchedulesPerSecond is the rate at which cases ran.

@@ -30,10 +30,10 @@ type caseFile struct {
 	// MaxSteps is absent when the case's step bound is sized from its
 	// program (see [StepBudget]); a bound given must be positive.
 	MaxSteps *int64 `json:"max_steps,omitempty"`
-	Race      bool   `json:"race,omitempty"`
-	PTX       bool   `json:"ptx,omitempty"`
-	Trace     string `json:"trace"`
-	Failure   string `json:"failure,omitempty"`
+	Race     bool   `json:"race,omitempty"`
+	PTX      bool   `json:"ptx,omitempty"`
+	Trace    string `json:"trace"`
+	Failure  string `json:"failure,omitempty"`
 }
 
 // Save writes the outcome's case, trace hash and failure to path as JSON,
