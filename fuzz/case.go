@@ -98,6 +98,10 @@ func (c Case) timeout() time.Duration {
 	return DefaultTimeout
 }
 
+// StepBound is the step bound the case runs under: MaxSteps, or the
+// [StepBudget] of its program.
+func (c Case) StepBound() int64 { return c.maxSteps() }
+
 func (c Case) maxSteps() int64 {
 	if c.MaxSteps > 0 {
 		return c.MaxSteps

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
@@ -40,7 +42,7 @@ type Config struct {
 	Faults   FaultSet
 	Workers  int             // goroutines running cases (0: 1)
 	Worlds   []int           // world sizes drawn from (nil: 2 to 8)
-	Sizes    []uint64        // tensor sizes drawn from (nil: DefaultSizes)
+	Sizes    []uint64        // tensor sizes drawn from (nil: see DrawProgram; with PTX kernels, DefaultSizes)
 	Algos    []workload.Algo // algorithms drawn from (nil: DefaultAlgos)
 	Timeout  time.Duration   // rank timeout (0: DefaultTimeout)
 	MaxSteps int64           // step bound of every case (0: StepBudget of its program)
@@ -57,6 +59,10 @@ type Config struct {
 	// Progress, when set, is called after every case with the cases run
 	// and failed so far, from the worker goroutines.
 	Progress func(done, failed int)
+	// Log, when set, gets a debug line for every case (its seed, world,
+	// strategy, faults fired, steps, trace and verdict) and for the start
+	// and end of every shrink.
+	Log *zap.Logger
 }
 
 // Validate checks the configuration.
@@ -237,6 +243,7 @@ func Fuzz(ctx context.Context, cfg Config) (Report, error) {
 				}
 				done, failed := rep.Cases, rep.Failed
 				mu.Unlock()
+				logCase(cfg.Log, o)
 				if cfg.Progress != nil {
 					cfg.Progress(done, failed)
 				}
@@ -258,7 +265,13 @@ func Fuzz(ctx context.Context, cfg Config) (Report, error) {
 				rep.Failures[i].ShrinkErr = fmt.Errorf("shrink %s: not started: %w", rep.Failures[i].Signature, ctx.Err())
 				continue
 			}
+			if cfg.Log != nil {
+				cfg.Log.Debug("shrink", zap.String("failure", rep.Failures[i].Signature), zap.Uint64("seed", rep.Failures[i].First.Case.Seed), zap.Int("budget", cfg.Budget))
+			}
 			s, err := ShrinkContext(ctx, rep.Failures[i].First, cfg.Budget)
+			if cfg.Log != nil {
+				cfg.Log.Debug("shrunk", zap.Uint64("seed", rep.Failures[i].First.Case.Seed), zap.Int("runs", s.Runs), zap.Error(err))
+			}
 			if err != nil {
 				rep.Failures[i].ShrinkErr = fmt.Errorf("shrink %s: %w", rep.Failures[i].Signature, err)
 				continue
@@ -269,6 +282,21 @@ func Fuzz(ctx context.Context, cfg Config) (Report, error) {
 		rep.Interrupted = ctx.Err() != nil
 	}
 	return rep, firstErr
+}
+
+// logCase writes o's debug line to log (nil: nowhere).
+func logCase(log *zap.Logger, o Outcome) {
+	if log == nil || !log.Core().Enabled(zap.DebugLevel) {
+		return
+	}
+	verdict := "passed"
+	if o.Failure != nil {
+		verdict = o.Failure.Summary()
+	}
+	log.Debug("case", zap.Uint64("seed", o.Case.Seed), zap.Int("world", o.Case.Program.World),
+		zap.Int("steps of program", len(o.Case.Program.Steps)), zap.String("strategy", o.Case.Strategy),
+		zap.String("faults fired", o.Fired.String()), zap.Int64("steps", o.Steps), zap.Duration("virtual", o.VirtualTime),
+		zap.String("trace", o.Trace[:min(16, len(o.Trace))]), zap.String("verdict", verdict))
 }
 
 // Generator draws the case of each seed for a [Config]. It is safe for
@@ -284,7 +312,12 @@ func NewGenerator(cfg Config) *Generator { return &Generator{cfg: cfg} }
 // strategy (resolved when cfg asks for a portfolio) and its fault plan.
 func (g *Generator) Case(seed uint64) (Case, error) {
 	cfg := g.cfg
-	p := DrawProgram(seed, cfg.Worlds, cfg.Sizes, cfg.Algos)
+	sizes := cfg.Sizes
+	if sizes == nil && cfg.Kernels.PTX {
+		// Interpreted thread by thread, a MiB costs minutes.
+		sizes = DefaultSizes
+	}
+	p := DrawProgram(seed, cfg.Worlds, sizes, cfg.Algos)
 	c := Case{
 		Program: p, InputSeed: seed, Seed: seed, Strategy: cfg.Strategy, Depth: cfg.Depth,
 		Steps: EstimateSteps(p), Faults: cfg.Faults, Timeout: cfg.Timeout, MaxSteps: cfg.MaxSteps,

@@ -235,7 +235,7 @@ func Describe(w io.Writer, o Outcome, decisions bool) error {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "case:    %s\n", o.Case.Command())
+	fmt.Fprintf(&b, "case:    %s\n", briefCommand(o.Case))
 	fmt.Fprintf(&b, "trace:   %s (%d steps, %v virtual)\n", o.Trace, o.Steps, o.VirtualTime)
 	for _, f := range faults {
 		fmt.Fprintf(&b, "  %s\n", f)
@@ -262,6 +262,23 @@ func Describe(w io.Writer, o Outcome, decisions bool) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// maxDescribedCommand is the longest case command [Describe] prints as it
+// is; a longer one is printed with its decisions counted, not listed.
+const maxDescribedCommand = 1000
+
+// briefCommand is c's command, its decisions summarised when the command
+// would be long.
+func briefCommand(c Case) string {
+	cmd := c.Command()
+	if len(cmd) <= maxDescribedCommand || len(c.Schedule) == 0 {
+		return cmd
+	}
+	n := len(c.Schedule)
+	c.Schedule = nil
+	return strings.Replace(c.Command(), " --decisions ''",
+		fmt.Sprintf(" --decisions <%d decisions: --decisions-diff lists them, --save writes them to a case file>", n), 1)
 }
 
 // RankVerdict says how rank r's program ended: a wrong result, an error,
