@@ -51,6 +51,10 @@ const slots = 3
 // DefaultLargeSizes when no sizes are given.
 const largeShare = 24
 
+// largeShareIntraNode is largeShare for the intra-node service, whose
+// two-shot path only sizes past 256 KiB take.
+const largeShareIntraNode = 6
+
 // maxDrawnMemory bounds the simulator's memory estimate
 // ([simjob.EstimateSimMemory]) of a large tensor drawn by default.
 const maxDrawnMemory = 256 << 20
@@ -61,8 +65,8 @@ const maxDrawnMemory = 256 << 20
 // forms algos allow (nil: DefaultAlgos) on sizes from sizes, signal
 // barriers and point-to-point signals with peer reads, waits that nothing
 // signals (which must time out), and re-allocations. With sizes nil, a
-// collective draws from DefaultSizes, or one time in largeShare from
-// DefaultLargeSizes (those the simulator's memory estimate allows on the
+// collective draws from DefaultSizes, or one time in largeShare (in
+// largeShareIntraNode for the intra-node service) from DefaultLargeSizes (those the simulator's memory estimate allows on the
 // world; the low-latency form stops at its largest size). Every group's
 // tensors lie in a region of their own in each buffer, so groups
 // interleave on one allocation. The program depends only on its
@@ -118,7 +122,11 @@ func DrawProgram(seed uint64, worlds []int, sizes []uint64, algos []workload.Alg
 			Bytes: sizes[rng.IntN(len(sizes))], DType: dtypes[rng.IntN(len(dtypes))], Op: ops[rng.IntN(len(ops))],
 			Offset: offsets[rng.IntN(len(offsets))],
 		}
-		if mixed && rng.IntN(largeShare) == 0 {
+		share := largeShare
+		if c.Form == IntraNode {
+			share = largeShareIntraNode
+		}
+		if mixed && rng.IntN(share) == 0 {
 			if n := DefaultLargeSizes[rng.IntN(len(DefaultLargeSizes))]; simjob.EstimateSimMemory(w, n) <= maxDrawnMemory {
 				c.Bytes = n
 			}
@@ -293,7 +301,7 @@ func StepBudget(p Program, ptx bool) int64 {
 func DefaultConfig() Config {
 	return Config{
 		Seeds: 1000, Strategy: StrategyPortfolio, Depth: DefaultDepth, Faults: FaultsSafety,
-		Workers: runtime.NumCPU(), Worlds: DefaultWorlds, Sizes: DefaultSizes, Algos: DefaultAlgos,
+		Workers: runtime.NumCPU(), Worlds: DefaultWorlds, Algos: DefaultAlgos,
 		Timeout: DefaultTimeout, Race: true, Shrink: true, Budget: DefaultShrinkRuns,
 	}
 }
