@@ -301,7 +301,7 @@ func StepBudget(p Program, ptx bool) int64 {
 func DefaultConfig() Config {
 	return Config{
 		Seeds: 1000, Strategy: StrategyPortfolio, Depth: DefaultDepth, Faults: FaultsSafety,
-		Workers: runtime.NumCPU(), Worlds: DefaultWorlds, Algos: DefaultAlgos,
+		Workers: min(runtime.NumCPU(), MaxWorkers), Worlds: DefaultWorlds, Algos: DefaultAlgos,
 		Timeout: DefaultTimeout, Race: true, Shrink: true, Budget: DefaultShrinkRuns,
 	}
 }

@@ -58,9 +58,8 @@ func replayArgs(line string) []string { return shellWords(line)[1:] } // drop "s
 
 // TestFuzzFailureReplays: fuzz with every fault finds failures (the
 // duplicated signal the pad protocol cannot detect), exits non-zero, and
-// both the saved case and its shrunk form replay from their files to the
-// same failure and trace; a long case goes to a file even without
-// --save-dir.
+// both the case and its shrunk form replay to the same failure and trace:
+// from their files with --save-dir, from the printed commands without.
 func TestFuzzFailureReplays(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	for _, dir := range []string{t.TempDir(), ""} {
