@@ -262,7 +262,7 @@ func (b *swallowTimeout) CAS32(p device.Ptr, old, new uint32, o signal.Order, s 
 // with its program, so that a fault-free run of interpreted PTX kernels
 // (every thread's peer access a scheduling point) ends far below it.
 func TestStepBudgetCoversPTXRuns(t *testing.T) {
-	p, err := ParseProgram("world=4 bufs=65536; ll g0 b0@64 16384 float32 sum")
+	p, err := ParseProgram("world=4 bufs=16384; ll g0 b0@64 4096 float32 sum")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,12 +277,17 @@ func TestStepBudgetCoversPTXRuns(t *testing.T) {
 	if budget := c.maxSteps(); o.Steps*2 > budget {
 		t.Fatalf("a fault-free run took %d steps of its budget of %d", o.Steps, budget)
 	}
-	// A program eight times larger gets a budget at least eight times the
-	// steps this one took.
-	p.Steps[0].Colls[0].Bytes *= 8
-	p.Bufs[0] *= 8
-	if budget := StepBudget(p, true); budget < 8*o.Steps {
-		t.Fatalf("budget %d for eight times the bytes, which take about %d steps", budget, 8*o.Steps)
+	t.Logf("%d steps, budget %d", o.Steps, c.maxSteps())
+	// A program 64 times larger (as large as the low-latency all-reduce
+	// goes) gets a budget above 64 times the steps this one took, and
+	// above the Go twins' budget for it.
+	p.Steps[0].Colls[0].Bytes *= 64
+	p.Bufs[0] *= 64
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if budget := StepBudget(p, true); budget < 64*o.Steps {
+		t.Fatalf("budget %d for 64 times the bytes, which take about %d steps", budget, 64*o.Steps)
 	}
 	if StepBudget(p, false) >= StepBudget(p, true) {
 		t.Fatal("the Go twins' budget is not below the PTX one")

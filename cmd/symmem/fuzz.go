@@ -363,7 +363,7 @@ func printReport(w io.Writer, cfg fuzz.Config, f *fuzzFlags, rep fuzz.Report, in
 	}
 	fmt.Fprintf(&b, "; %d schedules had ranks fail cleanly\n", rep.Crashed)
 	fmt.Fprintf(&b, "failures: %d cases, %d distinct", rep.Failed, len(rep.Failures))
-	if rep.Shrinking > 0 {
+	if len(rep.Failures) > 0 && rep.Shrinking > 0 {
 		fmt.Fprintf(&b, "; shrinking took %v", rep.Shrinking.Round(time.Millisecond))
 	}
 	b.WriteString("\n")

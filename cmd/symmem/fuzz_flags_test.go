@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/fuzz"
 )
 
 // TestFuzzAndReplayNameEveryBadFlag: each bad flag is refused before any
@@ -146,38 +149,45 @@ func TestFuzzLeavesNoTemporaryFolders(t *testing.T) {
 	}
 }
 
+// interruptSelf runs "symmem ARGS" in the test binary, sends it sig after
+// wait, and returns its stdout and stderr, its exit status, and how long
+// it took to stop after the signal (at most 20 s, or the test fails).
+func interruptSelf(t *testing.T, args string, sig syscall.Signal, wait time.Duration) (string, string, int, time.Duration) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=symmem "+args)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(wait)
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	sent := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("symmem %s: still running 20 s after %v\n%s", args, sig, stdout.String())
+	}
+	return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode(), time.Since(sent)
+}
+
 // TestFuzzExitsOnSignals: SIGINT and SIGTERM stop a long fuzz run within
 // seconds; it prints the report of the cases that ran, writes the case
-// files asked for, and exits 130 or 143.
+// files asked for, and exits 130 or 143. A replay stops the same way.
 func TestFuzzExitsOnSignals(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		dir := t.TempDir()
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), helperEnv+"=symmem fuzz --seeds 1000000 -j 2 --worlds 2-3 --sizes 64,260 --faults all --save-dir "+dir)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+		out, errOut, code, took := interruptSelf(t, "fuzz --seeds 1000000 -j 2 --worlds 2-3 --sizes 64,260 --faults all --save-dir "+dir, sig, 1500*time.Millisecond)
+		if want := 128 + int(sig); code != want {
+			t.Fatalf("%v: exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", sig, code, want, out, errOut)
 		}
-		time.Sleep(2 * time.Second)
-		if err := cmd.Process.Signal(sig); err != nil {
-			t.Fatal(err)
-		}
-		sent := time.Now()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Fatalf("%v: still running 20 s after the signal\n%s", sig, stdout.String())
-		}
-		took := time.Since(sent)
-		want := 128 + int(sig)
-		if code := cmd.ProcessState.ExitCode(); code != want {
-			t.Fatalf("%v: exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", sig, code, want, stdout.String(), stderr.String())
-		}
-		out := stdout.String()
 		for _, w := range []string{"schedules in", "interrupted by " + signalName(sig), "FAIL 1/", "symmem replay --case " + dir} {
 			if !strings.Contains(out, w) {
 				t.Errorf("%v: report lacks %q:\n%s", sig, w, out)
@@ -186,6 +196,20 @@ func TestFuzzExitsOnSignals(t *testing.T) {
 		if files, _ := filepath.Glob(filepath.Join(dir, "fuzz-seed-*.json")); len(files) == 0 {
 			t.Errorf("%v: no case file written to --save-dir", sig)
 		}
-		t.Logf("%v: stopped %v after the signal", sig, took.Round(time.Millisecond))
+		t.Logf("fuzz: %v: stopped %v after the signal", sig, took.Round(time.Millisecond))
 	}
+	// About a million interpreted steps: the replay is still running.
+	p, err := fuzz.ParseProgram("world=4 bufs=262144; ll g0 b0@64 65536 float32 sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "long.json")
+	if err := fuzz.Save(path, fuzz.Outcome{Case: fuzz.Case{Program: p, Seed: 1, InputSeed: 1, Strategy: fuzz.StrategyRandom, Kernels: sim.Kernels{PTX: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code, took := interruptSelf(t, "replay --race=false --case "+path, syscall.SIGINT, time.Second)
+	if code != 130 || !strings.Contains(errOut, "replay interrupted by SIGINT") {
+		t.Fatalf("replay: exit status %d, want 130 and the interrupt named\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	t.Logf("replay: stopped %v after the signal", took.Round(time.Millisecond))
 }
