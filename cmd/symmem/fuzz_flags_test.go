@@ -134,21 +134,6 @@ func TestFuzzAndReplayLogAtDebug(t *testing.T) {
 	}
 }
 
-// TestFuzzLeavesNoTemporaryFolders: a failing fuzz run without --save-dir
-// prints its cases as commands and writes nothing to the temporary
-// directory.
-func TestFuzzLeavesNoTemporaryFolders(t *testing.T) {
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
-	out, err := runCmd(t, "fuzz", "--seeds", "30", "-j", "2", "--worlds", "2-3", "--sizes", "64,260", "--faults", "all", "--shrink-runs", "20")
-	if err == nil || !strings.Contains(out, "  replay: symmem replay --seed") {
-		t.Fatalf("fuzz: %v, want failures printed as commands\n%s", err, out)
-	}
-	if left, _ := os.ReadDir(tmp); len(left) != 0 {
-		t.Fatalf("fuzz left %d entries in the temporary directory: %v", len(left), left[0].Name())
-	}
-}
-
 // interruptSelf runs "symmem ARGS" in the test binary, sends it sig after
 // wait, and returns its stdout and stderr, its exit status, and how long
 // it took to stop after the signal (at most 20 s, or the test fails).
