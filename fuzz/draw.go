@@ -49,11 +49,11 @@ const slots = 3
 
 // largeShare is one over the share of collectives that draw from
 // DefaultLargeSizes when no sizes are given.
-const largeShare = 24
+const largeShare = 64
 
 // largeShareIntraNode is largeShare for the intra-node service, whose
 // two-shot path only sizes past 256 KiB take.
-const largeShareIntraNode = 6
+const largeShareIntraNode = 12
 
 // maxDrawnMemory bounds the simulator's memory estimate
 // ([simjob.EstimateSimMemory]) of a large tensor drawn by default.
