@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -134,25 +135,53 @@ func TestFuzzAndReplayLogAtDebug(t *testing.T) {
 	}
 }
 
-// interruptSelf runs "symmem ARGS" in the test binary, sends it sig after
-// wait, and returns its stdout and stderr, its exit status, and how long
-// it took to stop after the signal (at most 20 s, or the test fails).
-func interruptSelf(t *testing.T, args string, sig syscall.Signal, wait time.Duration) (string, string, int, time.Duration) {
+// interruptSelf runs "symmem ARGS" in the test binary, sends it sig once
+// a line of its stderr contains ready (at most 30 s after the start), and
+// returns its stdout and stderr, its exit status, and how long it took to
+// stop after the signal (at most 20 s, or the test fails).
+func interruptSelf(t *testing.T, args, ready string, sig syscall.Signal) (string, string, int, time.Duration) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"=symmem "+args)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(wait)
+	var stderr strings.Builder
+	seen := make(chan struct{})
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		sc := bufio.NewScanner(pipe)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		found := false
+		for sc.Scan() {
+			stderr.WriteString(sc.Text() + "\n")
+			if !found && strings.Contains(sc.Text(), ready) {
+				close(seen)
+				found = true
+			}
+		}
+	}()
+	select {
+	case <-seen:
+	case <-copied:
+	case <-time.After(30 * time.Second):
+	}
 	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	sent := time.Now()
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() {
+		<-copied
+		done <- cmd.Wait()
+	}()
 	select {
 	case <-done:
 	case <-time.After(20 * time.Second):
@@ -169,7 +198,9 @@ func interruptSelf(t *testing.T, args string, sig syscall.Signal, wait time.Dura
 func TestFuzzExitsOnSignals(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		dir := t.TempDir()
-		out, errOut, code, took := interruptSelf(t, "fuzz --seeds 1000000 -j 2 --worlds 2-3 --sizes 64,260 --faults all --save-dir "+dir, sig, 1500*time.Millisecond)
+		// The signal comes once a case has failed (its debug line says so).
+		out, errOut, code, took := interruptSelf(t, "--log-level debug fuzz --seeds 1000000 -j 2 --worlds 2-3 --sizes 64,260 --faults all --save-dir "+dir,
+			`"verdict": "wrong-result`, sig)
 		if want := 128 + int(sig); code != want {
 			t.Fatalf("%v: exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", sig, code, want, out, errOut)
 		}
@@ -192,7 +223,7 @@ func TestFuzzExitsOnSignals(t *testing.T) {
 	if err := fuzz.Save(path, fuzz.Outcome{Case: fuzz.Case{Program: p, Seed: 1, InputSeed: 1, Strategy: fuzz.StrategyRandom, Kernels: sim.Kernels{PTX: true}}}); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code, took := interruptSelf(t, "replay --race=false --case "+path, syscall.SIGINT, time.Second)
+	out, errOut, code, took := interruptSelf(t, "--log-level debug replay --race=false --case "+path, "launch", syscall.SIGINT)
 	if code != 130 || !strings.Contains(errOut, "replay interrupted by SIGINT") {
 		t.Fatalf("replay: exit status %d, want 130 and the interrupt named\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
