@@ -1,6 +1,7 @@
 package fuzz
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,8 +15,8 @@ import (
 const (
 	// DefaultTimeout bounds every wait of a fuzzed rank, in virtual time.
 	DefaultTimeout = time.Second
-	// DefaultMaxSteps bounds a fuzzed run; reaching it is a failure (a
-	// livelock).
+	// DefaultMaxSteps is the least step bound of a fuzzed run (see
+	// [StepBudget]); reaching the bound is a failure (a livelock).
 	DefaultMaxSteps = 2_000_000
 	// DefaultDepth is the PCT depth when none is given.
 	DefaultDepth = 3
@@ -45,7 +46,7 @@ type Case struct {
 	// ignore it).
 	Schedule Schedule
 	Timeout  time.Duration // every rank wait (0: DefaultTimeout)
-	MaxSteps int64         // 0: DefaultMaxSteps
+	MaxSteps int64         // 0: StepBudget of the program
 	// Race runs the happens-before race detector over every simulated
 	// memory access; a data race fails the case (see the package doc).
 	Race bool
@@ -66,8 +67,17 @@ func (c Case) Validate() error {
 	if _, _, err := c.resolve(); err != nil {
 		return err
 	}
-	if c.Depth < 0 || c.Steps < 0 || c.Timeout < 0 || c.MaxSteps < 0 {
-		return fmt.Errorf("case: negative depth, steps, timeout or step bound")
+	var errs []error
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"depth", int64(c.Depth)}, {"estimated steps", c.Steps}, {"timeout", int64(c.Timeout)}, {"step bound", c.MaxSteps}} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("case: negative %s (%d)", f.name, f.v))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	if c.Faults < FaultsNone || c.Faults > FaultsAll {
 		return fmt.Errorf("case: unknown fault set %v", c.Faults)
@@ -88,11 +98,15 @@ func (c Case) timeout() time.Duration {
 	return DefaultTimeout
 }
 
+// StepBound is the step bound the case runs under: MaxSteps, or the
+// [StepBudget] of its program.
+func (c Case) StepBound() int64 { return c.maxSteps() }
+
 func (c Case) maxSteps() int64 {
 	if c.MaxSteps > 0 {
 		return c.MaxSteps
 	}
-	return DefaultMaxSteps
+	return StepBudget(c.Program, c.Kernels.PTX)
 }
 
 // resolve turns the strategy name into the concrete strategy the seed runs:
@@ -180,7 +194,7 @@ func (c Case) Command() string {
 	if r.Timeout != 0 && r.Timeout != DefaultTimeout {
 		fmt.Fprintf(&b, " --timeout %v", r.Timeout)
 	}
-	if r.MaxSteps != 0 && r.MaxSteps != DefaultMaxSteps {
+	if r.MaxSteps != 0 && r.MaxSteps != StepBudget(r.Program, r.Kernels.PTX) {
 		fmt.Fprintf(&b, " --max-steps %d", r.MaxSteps)
 	}
 	if !r.Race {

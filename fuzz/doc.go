@@ -13,9 +13,16 @@
 // all-reduce, the intra-node service), batches of them queued
 // asynchronously and synchronized, graphs captured and replayed, signal
 // barriers and point-to-point signals followed by reads of a peer's
-// region, and re-allocations. Inputs are rewritten before every call and
-// every result is checked bitwise against the reference on every rank; a
-// program has a text form ([ParseProgram]) that replay commands carry.
+// region, waits for a signal nobody sends (which must fail with a timeout
+// that reaches the rank), and re-allocations. Tensors range from 4 bytes
+// to 64 KiB, and now and then from 256 KiB to 3 MiB ([DefaultLargeSizes]).
+// Inputs are rewritten before every call, a quarter of them with special
+// values (NaNs with payloads, infinities, both zeros, subnormals, the
+// largest finite values, sums whose rounding depends on the order), and
+// every result is checked bitwise against
+// [kernels.Reference] on every rank (a NaN result is the type's canonical
+// NaN, whatever the inputs' payloads); a program has a text form
+// ([ParseProgram]) that replay commands carry.
 //
 // A [Case] is everything that determines a run: the program, the seeds of
 // its inputs and of its strategy, the strategy, the fault set and plan,
@@ -33,7 +40,11 @@
 // half the ranks' timeout; see [ExplainsFailure]) is judged for liveness:
 // every rank must finish without error. The others are judged for safety:
 // a rank may fail, but only with an error it returns, and the simulation
-// must not panic, deadlock or spin to its step limit.
+// must not panic, deadlock or spin to its step limit. The step limit is
+// sized from the program ([StepBudget]) unless a case sets one.
+//
+// Runs, shrinks and whole fuzzing sessions stop soon after their context
+// ends ([RunContext], [ShrinkContext], [Fuzz]).
 //
 // With Case.Race the happens-before race detector of package race watches
 // every simulated memory access, and a data race fails the case: always

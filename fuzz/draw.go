@@ -7,6 +7,8 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
 
@@ -45,19 +47,36 @@ func forms(algos []workload.Algo, w int) []Form {
 // that the collectives of one batch never overlap.
 const slots = 3
 
+// largeShare is one over the share of collectives that draw from
+// DefaultLargeSizes when no sizes are given.
+const largeShare = 64
+
+// largeShareIntraNode is largeShare for the intra-node service, whose
+// two-shot path only sizes past 256 KiB take.
+const largeShareIntraNode = 12
+
+// maxDrawnMemory bounds the simulator's memory estimate
+// ([simjob.EstimateSimMemory]) of a large tensor drawn by default.
+const maxDrawnMemory = 256 << 20
+
 // DrawProgram draws the program of a seed: a world size from worlds (nil:
 // DefaultWorlds), up to two subgroups, one or two buffers, and two to six
 // steps: single, back-to-back asynchronous and captured collectives of the
-// forms algos allow (nil: DefaultAlgos) on sizes from sizes (nil:
-// DefaultSizes), signal barriers and point-to-point signals with peer
-// reads, and re-allocations. Every group's tensors lie in a region of
-// their own in each buffer, so groups interleave on one allocation. The
-// program depends only on its arguments.
+// forms algos allow (nil: DefaultAlgos) on sizes from sizes, signal
+// barriers and point-to-point signals with peer reads, waits that nothing
+// signals (which must time out), and re-allocations. With sizes nil, a
+// collective draws from DefaultSizes, or one time in largeShare (in
+// largeShareIntraNode for the intra-node service) from DefaultLargeSizes (those the simulator's memory estimate allows on the
+// world; the low-latency form stops at its largest size). Every group's
+// tensors lie in a region of their own in each buffer, so groups
+// interleave on one allocation. The program depends only on its
+// arguments.
 func DrawProgram(seed uint64, worlds []int, sizes []uint64, algos []workload.Algo) Program {
 	if worlds == nil {
 		worlds = DefaultWorlds
 	}
-	if sizes == nil {
+	mixed := sizes == nil
+	if mixed {
 		sizes = DefaultSizes
 	}
 	if algos == nil {
@@ -103,6 +122,18 @@ func DrawProgram(seed uint64, worlds []int, sizes []uint64, algos []workload.Alg
 			Bytes: sizes[rng.IntN(len(sizes))], DType: dtypes[rng.IntN(len(dtypes))], Op: ops[rng.IntN(len(ops))],
 			Offset: offsets[rng.IntN(len(offsets))],
 		}
+		share := largeShare
+		if c.Form == IntraNode {
+			share = largeShareIntraNode
+		}
+		if mixed && rng.IntN(share) == 0 {
+			if n := DefaultLargeSizes[rng.IntN(len(DefaultLargeSizes))]; simjob.EstimateSimMemory(w, n) <= maxDrawnMemory {
+				c.Bytes = n
+			}
+		}
+		if c.Form == LL {
+			c.Bytes = min(c.Bytes, rank.LowLatencyMaxBytes)
+		}
 		if c.Form == IntraNode {
 			c.Group, c.Op = 0, device.Sum
 		}
@@ -116,7 +147,7 @@ func DrawProgram(seed uint64, worlds []int, sizes []uint64, algos []workload.Alg
 	}
 	n := 2 + rng.IntN(5)
 	for i := range n {
-		kinds := []StepKind{StepColl, StepColl, StepColl, StepColl, StepAsync, StepAsync, StepCapture, StepBarrier, StepSignal}
+		kinds := []StepKind{StepColl, StepColl, StepColl, StepColl, StepAsync, StepAsync, StepCapture, StepBarrier, StepSignal, StepTimeout}
 		if i > 0 {
 			kinds = append(kinds, StepRealloc)
 		}
@@ -127,6 +158,9 @@ func DrawProgram(seed uint64, worlds []int, sizes []uint64, algos []workload.Alg
 		switch s.Kind {
 		case StepRealloc:
 			s.Buf = rng.IntN(nbufs)
+		case StepTimeout:
+			s.Region = Coll{Group: rng.IntN(len(p.Groups)), Buf: rng.IntN(nbufs)}
+			s.Channel = rng.IntN(8)
 		case StepBarrier, StepSignal:
 			s.Region = Coll{Group: rng.IntN(len(p.Groups)), Buf: rng.IntN(nbufs), DType: device.Float32, Op: device.Sum,
 				Bytes: min(sizes[rng.IntN(len(sizes))], 1024), Offset: offsets[rng.IntN(len(offsets))]}
@@ -151,6 +185,9 @@ func DrawProgram(seed uint64, worlds []int, sizes []uint64, algos []workload.Alg
 					if c.Form == IntraNode {
 						c.Op = device.Sum
 					}
+					if c.Form == LL {
+						c.Bytes = min(c.Bytes, rank.LowLatencyMaxBytes)
+					}
 				}
 				s.Colls = append(s.Colls, c)
 				where = append(where, placed{step: i, item: k, slot: k % slots})
@@ -158,28 +195,39 @@ func DrawProgram(seed uint64, worlds []int, sizes []uint64, algos []workload.Alg
 		}
 		p.Steps = append(p.Steps, s)
 	}
-	// Lay out the slots: group g's slot k of a buffer starts at
-	// (g*slots + k) * stride.
-	var largest uint64 = 64
-	for _, s := range p.Steps {
-		for _, c := range s.Colls {
-			largest = max(largest, c.Offset+c.Bytes)
-		}
-		largest = max(largest, s.Region.Offset+s.Region.Bytes)
-	}
-	stride := (largest + 2*guardBytes + 63) &^ 63
-	p.Bufs = make([]uint64, nbufs)
-	for i := range p.Bufs {
-		p.Bufs[i] = stride
-	}
-	for _, at := range where {
+	// Lay out the slots: each buffer holds, one after the other, the slots
+	// of each group that use it, each as long as its largest tensor (with
+	// its offset and guards).
+	type slotKey struct{ buf, group, slot int }
+	extent := map[slotKey]uint64{}
+	key := func(at placed) (slotKey, *Coll) {
 		c := &p.Steps[at.step].Region
 		if at.item >= 0 {
 			c = &p.Steps[at.step].Colls[at.item]
 		}
-		base := uint64(c.Group*slots+at.slot)*stride + guardBytes
-		c.Offset += base
-		p.Bufs[c.Buf] = max(p.Bufs[c.Buf], base+stride)
+		return slotKey{c.Buf, c.Group, at.slot}, c
+	}
+	for _, at := range where {
+		k, c := key(at)
+		extent[k] = max(extent[k], (c.Offset+c.Bytes+2*guardBytes+63)&^63)
+	}
+	base := map[slotKey]uint64{}
+	p.Bufs = make([]uint64, nbufs)
+	for b := range nbufs {
+		at := uint64(0)
+		for g := range p.Groups {
+			for k := range slots {
+				if n, ok := extent[slotKey{b, g, k}]; ok {
+					base[slotKey{b, g, k}] = at
+					at += n
+				}
+			}
+		}
+		p.Bufs[b] = max(at, 64)
+	}
+	for _, at := range where {
+		k, c := key(at)
+		c.Offset += base[k] + guardBytes
 	}
 	return p
 }
@@ -208,7 +256,7 @@ func EstimateSteps(p Program) int64 {
 				}
 			}
 			steps += 4 * int64(p.World)
-		case StepBarrier, StepSignal:
+		case StepBarrier, StepSignal, StepTimeout:
 			rendezvous(s.Region.Buf, s.Region.Group)
 			w := int64(len(p.Groups[s.Region.Group]))
 			steps += 20*w + 4*w*w
@@ -225,14 +273,35 @@ func EstimateSteps(p Program) int64 {
 	return steps
 }
 
+// StepBudget is the step bound of a run of p when none is given: ample for
+// a fault-free run, so that reaching it means a livelock. It is
+// DefaultMaxSteps or, for a larger program, eight times its estimated
+// length ([EstimateSteps]); with the kernels' PTX interpreted (ptx), whose
+// every thread's access to peer memory is a scheduling point, it adds for
+// each collective twice its ranks squared times its bytes over two (the
+// low-latency all-reduce, the costliest, stores and loads a packet per 4
+// bytes, per peer, per rank).
+func StepBudget(p Program, ptx bool) int64 {
+	budget := 8 * EstimateSteps(p)
+	if ptx {
+		for _, s := range p.Steps {
+			for _, c := range s.Colls {
+				w := int64(len(p.Groups[c.Group]))
+				budget += 2 * int64(max(s.Replays, 1)) * w * w * int64(c.Bytes/2)
+			}
+		}
+	}
+	return max(budget, DefaultMaxSteps)
+}
+
 // DefaultConfig is the configuration `symmem fuzz` runs with its default
 // flags: a thousand seeds of drawn programs under the portfolio strategy,
-// safety faults, the race detector on, every failure shrunk, one worker per
-// CPU.
+// safety faults, the race detector on, each case's step bound sized from
+// its program, every failure shrunk, one worker per CPU.
 func DefaultConfig() Config {
 	return Config{
 		Seeds: 1000, Strategy: StrategyPortfolio, Depth: DefaultDepth, Faults: FaultsSafety,
-		Workers: runtime.NumCPU(), Worlds: DefaultWorlds, Sizes: DefaultSizes, Algos: DefaultAlgos,
-		Timeout: DefaultTimeout, MaxSteps: DefaultMaxSteps, Race: true, Shrink: true, Budget: DefaultShrinkRuns,
+		Workers: min(runtime.NumCPU(), MaxWorkers), Worlds: DefaultWorlds, Algos: DefaultAlgos,
+		Timeout: DefaultTimeout, Race: true, Shrink: true, Budget: DefaultShrinkRuns,
 	}
 }

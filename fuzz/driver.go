@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
@@ -18,6 +20,17 @@ import (
 // ones mostly (each run is cheap and the protocol is the same), a few that
 // span several blocks and vectors, odd ones that exercise the tails.
 var DefaultSizes = []uint64{4, 16, 64, 260, 1024, 4096, 8196, 16384, 65536}
+
+// DefaultLargeSizes are the sizes a collective draws, now and then, when no
+// sizes are given (see [DrawProgram]): both sides of 256 KiB, where the
+// intra-node service and auto switch from one-shot to two-shot and the
+// low-latency all-reduce stops, an odd element count past a MiB, and 3 MiB,
+// where every kernel runs its largest grid several times over.
+var DefaultLargeSizes = []uint64{256<<10 - 4, 256 << 10, 256<<10 + 16, 1<<20 + 12, 3 << 20}
+
+// MaxWorkers bounds Config.Workers: each worker holds a whole simulated
+// job in memory.
+const MaxWorkers = 256
 
 // Config configures [Fuzz].
 type Config struct {
@@ -29,10 +42,10 @@ type Config struct {
 	Faults   FaultSet
 	Workers  int             // goroutines running cases (0: 1)
 	Worlds   []int           // world sizes drawn from (nil: 2 to 8)
-	Sizes    []uint64        // tensor sizes drawn from (nil: DefaultSizes)
+	Sizes    []uint64        // tensor sizes drawn from (nil: see DrawProgram; with PTX kernels, DefaultSizes)
 	Algos    []workload.Algo // algorithms drawn from (nil: DefaultAlgos)
 	Timeout  time.Duration   // rank timeout (0: DefaultTimeout)
-	MaxSteps int64           // 0: DefaultMaxSteps
+	MaxSteps int64           // step bound of every case (0: StepBudget of its program)
 	Race     bool            // run the race detector; a data race fails a case
 	Kernels  sim.Kernels     // what the simulated devices run (zero: the Go twins)
 	Shrink   bool            // shrink the first case of each distinct failure
@@ -46,6 +59,10 @@ type Config struct {
 	// Progress, when set, is called after every case with the cases run
 	// and failed so far, from the worker goroutines.
 	Progress func(done, failed int)
+	// Log, when set, gets a debug line for every case (its seed, world,
+	// strategy, faults fired, steps, trace and verdict) and for the start
+	// and end of every shrink.
+	Log *zap.Logger
 }
 
 // Validate checks the configuration.
@@ -62,6 +79,9 @@ func (cfg Config) Validate() error {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("fuzz: negative %s (%d)", f.name, f.v))
 		}
+	}
+	if cfg.Workers > MaxWorkers {
+		errs = append(errs, fmt.Errorf("fuzz: %d workers: want at most %d", cfg.Workers, MaxWorkers))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -109,14 +129,20 @@ type FailureReport struct {
 
 // Report summarises a fuzzing session.
 type Report struct {
-	Cases    int           // cases run
-	Failed   int           // cases that failed
-	Steps    int64         // scheduling steps, over all cases
-	Elapsed  time.Duration // wall-clock time
-	Traces   int           // distinct trace hashes
-	Crashed  int           // cases in which some rank failed cleanly
-	Fired    map[Kind]int  // faults that fired, by kind
-	Failures []FailureReport
+	Cases   int           // cases run
+	Failed  int           // cases that failed
+	Steps   int64         // scheduling steps, over all cases
+	Elapsed time.Duration // wall-clock time running cases
+	// Shrinking is the wall-clock time spent shrinking failures, after
+	// the cases ran.
+	Shrinking time.Duration
+	// Interrupted reports that the context ended the session: cases cut
+	// short are not counted, and failures not shrunk say so.
+	Interrupted bool
+	Traces      int          // distinct trace hashes
+	Crashed     int          // cases in which some rank failed cleanly
+	Fired       map[Kind]int // faults that fired, by kind
+	Failures    []FailureReport
 }
 
 // SchedulesPerSecond is the rate at which cases ran.
@@ -130,7 +156,9 @@ func (r Report) SchedulesPerSecond() float64 {
 // Fuzz runs cfg.Seeds seeds (or seeds until cfg.Time passes or ctx ends),
 // each the case [Generator.Case] draws for it, on cfg.Workers goroutines,
 // and reports what failed. Each distinct failure is reported once, with its
-// lowest seed; the report does not depend on the number of workers.
+// lowest seed; the report does not depend on the number of workers. When
+// ctx ends, the cases running stop at once (they are not counted), no
+// shrink starts and the one running stops; the report covers what ran.
 func Fuzz(ctx context.Context, cfg Config) (Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return Report{}, err
@@ -179,7 +207,10 @@ func Fuzz(ctx context.Context, cfg Config) (Report, error) {
 				c, err := gen.Case(seed)
 				var o Outcome
 				if err == nil {
-					o, err = Run(c)
+					o, err = RunContext(ctx, c)
+				}
+				if err != nil && ctx.Err() != nil {
+					continue // cut short by the interrupt
 				}
 				mu.Lock()
 				if err != nil {
@@ -212,6 +243,7 @@ func Fuzz(ctx context.Context, cfg Config) (Report, error) {
 				}
 				done, failed := rep.Cases, rep.Failed
 				mu.Unlock()
+				logCase(cfg.Log, o)
 				if cfg.Progress != nil {
 					cfg.Progress(done, failed)
 				}
@@ -220,22 +252,51 @@ func Fuzz(ctx context.Context, cfg Config) (Report, error) {
 	}
 	wg.Wait()
 	rep.Elapsed = time.Since(start)
+	rep.Interrupted = ctx.Err() != nil
 	rep.Traces = len(traces)
 	for _, fr := range bySig {
 		rep.Failures = append(rep.Failures, *fr)
 	}
 	sort.Slice(rep.Failures, func(i, j int) bool { return rep.Failures[i].First.Case.Seed < rep.Failures[j].First.Case.Seed })
 	if cfg.Shrink {
+		shrinkStart := time.Now()
 		for i := range rep.Failures {
-			s, err := Shrink(rep.Failures[i].First, cfg.Budget)
+			if ctx.Err() != nil {
+				rep.Failures[i].ShrinkErr = fmt.Errorf("shrink %s: not started: %w", rep.Failures[i].Signature, ctx.Err())
+				continue
+			}
+			if cfg.Log != nil {
+				cfg.Log.Debug("shrink", zap.String("failure", rep.Failures[i].Signature), zap.Uint64("seed", rep.Failures[i].First.Case.Seed), zap.Int("budget", cfg.Budget))
+			}
+			s, err := ShrinkContext(ctx, rep.Failures[i].First, cfg.Budget)
+			if cfg.Log != nil {
+				cfg.Log.Debug("shrunk", zap.Uint64("seed", rep.Failures[i].First.Case.Seed), zap.Int("runs", s.Runs), zap.Error(err))
+			}
 			if err != nil {
 				rep.Failures[i].ShrinkErr = fmt.Errorf("shrink %s: %w", rep.Failures[i].Signature, err)
 				continue
 			}
 			rep.Failures[i].Shrunk = &s
 		}
+		rep.Shrinking = time.Since(shrinkStart)
+		rep.Interrupted = ctx.Err() != nil
 	}
 	return rep, firstErr
+}
+
+// logCase writes o's debug line to log (nil: nowhere).
+func logCase(log *zap.Logger, o Outcome) {
+	if log == nil || !log.Core().Enabled(zap.DebugLevel) {
+		return
+	}
+	verdict := "passed"
+	if o.Failure != nil {
+		verdict = o.Failure.Summary()
+	}
+	log.Debug("case", zap.Uint64("seed", o.Case.Seed), zap.Int("world", o.Case.Program.World),
+		zap.Int("steps of program", len(o.Case.Program.Steps)), zap.String("strategy", o.Case.Strategy),
+		zap.String("faults fired", o.Fired.String()), zap.Int64("steps", o.Steps), zap.Duration("virtual", o.VirtualTime),
+		zap.String("trace", o.Trace[:min(16, len(o.Trace))]), zap.String("verdict", verdict))
 }
 
 // Generator draws the case of each seed for a [Config]. It is safe for
@@ -251,7 +312,12 @@ func NewGenerator(cfg Config) *Generator { return &Generator{cfg: cfg} }
 // strategy (resolved when cfg asks for a portfolio) and its fault plan.
 func (g *Generator) Case(seed uint64) (Case, error) {
 	cfg := g.cfg
-	p := DrawProgram(seed, cfg.Worlds, cfg.Sizes, cfg.Algos)
+	sizes := cfg.Sizes
+	if sizes == nil && cfg.Kernels.PTX {
+		// Interpreted thread by thread, a MiB costs minutes.
+		sizes = DefaultSizes
+	}
+	p := DrawProgram(seed, cfg.Worlds, sizes, cfg.Algos)
 	c := Case{
 		Program: p, InputSeed: seed, Seed: seed, Strategy: cfg.Strategy, Depth: cfg.Depth,
 		Steps: EstimateSteps(p), Faults: cfg.Faults, Timeout: cfg.Timeout, MaxSteps: cfg.MaxSteps,

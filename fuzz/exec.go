@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
@@ -116,6 +117,8 @@ func (e *executor) step(i int, s Step) error {
 		return e.realloc(s.Buf)
 	case StepBarrier, StepSignal:
 		return e.signals(i, s)
+	case StepTimeout:
+		return e.lonelyWait(i, s)
 	}
 	var calls []*call
 	for idx, c := range s.Colls {
@@ -485,27 +488,6 @@ func (e *executor) reference(step, idx, it int, c Coll) ([]byte, error) {
 	return want, nil
 }
 
-// makeInput is rank r's input to collective idx of a step in replay it:
-// seeded values in [-1, 1), exactly representable in the dtype, and a few
-// small integers.
-func makeInput(seed uint64, r, step, idx, it int, c Coll) []byte {
-	rng := rand.New(rand.NewPCG(seed^uint64(step)<<40^uint64(idx)<<32^uint64(it)<<24, uint64(r)+1))
-	numel := c.Bytes / uint64(c.DType.Size())
-	vals := make([]float32, numel)
-	for i := range vals {
-		if i%17 == 0 {
-			vals[i] = float32(rng.IntN(9) - 4)
-		} else {
-			vals[i] = float32(rng.Float64()*2 - 1)
-		}
-	}
-	b, err := kernels.Encode(c.DType, vals)
-	if err != nil {
-		panic(err) // unreachable: the dtype was validated
-	}
-	return b
-}
-
 // realloc frees buffer b and allocates it again.
 func (e *executor) realloc(b int) error {
 	if err := e.r.Free(e.bufs[b]); err != nil {
@@ -574,6 +556,29 @@ func (e *executor) signals(step int, s Step) error {
 		return err
 	}
 	return h.WaitSignal(next, ch+1, timeout)
+}
+
+// lonelyWait waits for a signal from the rank itself, on its own pad, which
+// nothing ever sends (a put targets a peer's pad, and fault injection writes
+// peers' slots only), with an eighth of the rank's timeout. The wait must
+// fail with a timeout: a kernel that lost its error would return success.
+func (e *executor) lonelyWait(step int, s Step) error {
+	r, reg := e.r, s.Region
+	h, err := r.Rendezvous(e.bufs[reg.Buf], groupName(reg.Group))
+	if err != nil {
+		return err
+	}
+	ch := s.Channel % max(signal.Channels(h.SignalPadSize(), h.WorldSize()), 1)
+	err = h.WaitSignal(h.Rank(), ch, max(r.Timeout()/8, time.Microsecond))
+	if err == nil {
+		return e.wrong("step %d %s: a wait for a signal nobody sends returned success", step, s)
+	}
+	var ke *device.KernelError
+	if !errors.As(err, &ke) || !strings.Contains(ke.Reason, "timed out") {
+		return err
+	}
+	e.v.Checked++
+	return nil
 }
 
 // probeChannel launches a barrier on the first channel past the group's

@@ -80,7 +80,11 @@ type Fault struct {
 	At    int64         // step (crash), device op (delay), launch (signal), message (ipc, fd), request (store)
 	For   time.Duration // delay, store-slow
 	After int           // signal: scheduling points between the launch and the write
-	Slot  uint64        // signal: which slot, reduced modulo the slots the kernel uses
+	// Signal faults write the slot of rank Src in the pad of rank Pad on
+	// channel Channel, each reduced to what the kernel uses: Pad and Src
+	// modulo its world (Src moved to the next rank when it equals Pad: a
+	// rank never signals itself), Channel modulo its blocks.
+	Pad, Channel, Src int
 }
 
 // counter names the trigger counter of each kind in the text form.
@@ -100,15 +104,15 @@ func (k Kind) counter() string {
 
 // String is the fault's text form, which [ParsePlan] reads back:
 // "crash rank=2 step=517", "delay rank=1 op=3 for=40ms",
-// "signal-lose rank=0 launch=0 after=12 slot=77", "fd-lose rank=1 msg=2",
-// "store-slow rank=3 req=4 for=800ms".
+// "signal-lose rank=0 launch=0 after=12 pad=1 ch=3 src=2", "fd-lose rank=1
+// msg=2", "store-slow rank=3 req=4 for=800ms".
 func (f Fault) String() string {
 	s := fmt.Sprintf("%s rank=%d %s=%d", f.Kind, f.Rank, f.Kind.counter(), f.At)
 	switch {
 	case f.Kind == Delay || f.Kind == StoreSlow:
 		s += " for=" + f.For.String()
 	case f.Kind.isSignal():
-		s += fmt.Sprintf(" after=%d slot=%d", f.After, f.Slot)
+		s += fmt.Sprintf(" after=%d pad=%d ch=%d src=%d", f.After, f.Pad, f.Channel, f.Src)
 	}
 	return s
 }
@@ -126,6 +130,8 @@ func (f Fault) Validate(world int) error {
 		return fmt.Errorf("fault %v: negative duration", f)
 	case f.After < 0:
 		return fmt.Errorf("fault %v: negative after", f)
+	case f.Pad < 0 || f.Channel < 0 || f.Src < 0:
+		return fmt.Errorf("fault %v: negative pad, channel or source", f)
 	}
 	return nil
 }
@@ -199,8 +205,12 @@ func parseFault(s string) (Fault, error) {
 			f.For, err = time.ParseDuration(val)
 		case key == "after" && k.isSignal():
 			f.After, err = strconv.Atoi(val)
-		case key == "slot" && k.isSignal():
-			f.Slot, err = strconv.ParseUint(val, 10, 64)
+		case key == "pad" && k.isSignal():
+			f.Pad, err = strconv.Atoi(val)
+		case key == "ch" && k.isSignal():
+			f.Channel, err = strconv.Atoi(val)
+		case key == "src" && k.isSignal():
+			f.Src, err = strconv.Atoi(val)
 		default:
 			return Fault{}, fmt.Errorf("fault %q: %s takes no %q", s, k, key)
 		}
@@ -216,7 +226,7 @@ func parseFault(s string) (Fault, error) {
 	if (k == Delay || k == StoreSlow) && !seen["for"] {
 		return Fault{}, fmt.Errorf("fault %q: missing for=", s)
 	}
-	if f.At < 0 || f.After < 0 || f.For < 0 || f.Rank < 0 {
+	if f.At < 0 || f.After < 0 || f.For < 0 || f.Rank < 0 || f.Pad < 0 || f.Channel < 0 || f.Src < 0 {
 		return Fault{}, fmt.Errorf("fault %q: negative value", s)
 	}
 	return f, nil
@@ -288,6 +298,8 @@ func counts(p Program) (ops, launches, requests int) {
 			requests += 4
 		case StepBarrier, StepSignal:
 			ops, launches, requests = ops+6, launches+4, requests+6
+		case StepTimeout:
+			ops, launches, requests = ops+2, launches+1, requests+6
 		default:
 			n := len(s.Colls) * reps
 			ops, launches, requests = ops+4*n, launches+n, requests+6*len(s.Colls)
@@ -295,6 +307,9 @@ func counts(p Program) (ops, launches, requests int) {
 	}
 	return ops, launches, requests
 }
+
+// maxChannel bounds the channels signal faults draw.
+const maxChannel = 32
 
 // NewPlan draws the fault plan of a seed for program p: for safety and
 // all, one fault in most cases, two or three in some, none in one case of
@@ -325,7 +340,7 @@ func NewPlan(seed uint64, set FaultSet, p Program, steps int64, timeout time.Dur
 		case SignalLose, SignalCorrupt, SignalDup:
 			f.At = int64(rng.IntN(launches))
 			f.After = rng.IntN(48)
-			f.Slot = rng.Uint64() >> 1
+			f.Pad, f.Channel, f.Src = rng.IntN(world), rng.IntN(maxChannel), rng.IntN(world)
 		case IPCLose, FDLose, FDWrong:
 			f.At = int64(rng.IntN(max(world-1, 1) * 2))
 		case StoreSlow:

@@ -9,8 +9,9 @@ import (
 	"github.com/symmem/symmem/device/sim"
 )
 
-// fileVersion is the version of the case file format.
-const fileVersion = 2
+// fileVersion is the version of the case file format (3: signal faults
+// name their pad, channel and source).
+const fileVersion = 3
 
 // caseFile is a saved case: everything that determines the run, the trace
 // hash it gave and how it ended.
@@ -26,11 +27,13 @@ type caseFile struct {
 	Plan      string `json:"plan,omitempty"`
 	Decisions string `json:"decisions,omitempty"`
 	Timeout   string `json:"timeout,omitempty"`
-	MaxSteps  int64  `json:"max_steps,omitempty"`
-	Race      bool   `json:"race,omitempty"`
-	PTX       bool   `json:"ptx,omitempty"`
-	Trace     string `json:"trace"`
-	Failure   string `json:"failure,omitempty"`
+	// MaxSteps is absent when the case's step bound is sized from its
+	// program (see [StepBudget]); a bound given must be positive.
+	MaxSteps *int64 `json:"max_steps,omitempty"`
+	Race     bool   `json:"race,omitempty"`
+	PTX      bool   `json:"ptx,omitempty"`
+	Trace    string `json:"trace"`
+	Failure  string `json:"failure,omitempty"`
 }
 
 // Save writes the outcome's case, trace hash and failure to path as JSON,
@@ -42,10 +45,10 @@ func Save(path string, o Outcome) error {
 	f := caseFile{
 		Version: fileVersion, Program: c.Program.String(), InputSeed: c.InputSeed,
 		Seed: c.Seed, Strategy: StrategyReplay, Steps: c.Steps, Faults: c.Faults.String(), Plan: c.Plan.String(),
-		Decisions: o.Schedule.String(), MaxSteps: c.MaxSteps, Race: c.Race, PTX: c.Kernels.PTX, Trace: o.Trace,
+		Decisions: o.Schedule.String(), Timeout: c.timeout().String(), Race: c.Race, PTX: c.Kernels.PTX, Trace: o.Trace,
 	}
-	if c.Timeout != 0 {
-		f.Timeout = c.Timeout.String()
+	if c.MaxSteps != 0 {
+		f.MaxSteps = &c.MaxSteps
 	}
 	if o.Failure != nil {
 		f.Failure = o.Failure.Error()
@@ -103,11 +106,20 @@ func (f caseFile) toCase() (Case, error) {
 		if timeout, err = time.ParseDuration(f.Timeout); err != nil {
 			return Case{}, fmt.Errorf("timeout: %w", err)
 		}
+		if timeout <= 0 {
+			return Case{}, fmt.Errorf("timeout %q: want a positive duration (no wait is unbounded)", f.Timeout)
+		}
+	}
+	var maxSteps int64
+	if f.MaxSteps != nil {
+		if maxSteps = *f.MaxSteps; maxSteps <= 0 {
+			return Case{}, fmt.Errorf("max_steps %d: want a positive step bound (leave it out to size it from the program)", maxSteps)
+		}
 	}
 	c := Case{
 		Program: prog, InputSeed: f.InputSeed,
 		Seed: f.Seed, Strategy: f.Strategy, Depth: f.Depth, Steps: f.Steps, Faults: set, Plan: plan,
-		Schedule: sched, Timeout: timeout, MaxSteps: f.MaxSteps, Race: f.Race,
+		Schedule: sched, Timeout: timeout, MaxSteps: maxSteps, Race: f.Race,
 		Kernels: sim.Kernels{PTX: f.PTX},
 	}
 	if err := c.Validate(); err != nil {

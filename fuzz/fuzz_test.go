@@ -152,7 +152,7 @@ func TestReplayReproducesTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := ParsePlan("signal-lose rank=1 launch=1 after=3 slot=5; delay rank=2 op=4 for=3ms; store-slow rank=0 req=2 for=1ms")
+	plan, err := ParsePlan("signal-lose rank=1 launch=1 after=3 pad=1 ch=0 src=0; delay rank=2 op=4 for=3ms; store-slow rank=0 req=2 for=1ms")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -326,11 +326,10 @@ func (d *faultDevice) slot(i int, l device.Launch) (device.Ptr, string, error) {
 		return 0, "", err
 	}
 	f := d.in.plan[i]
-	blocks := uint64(max(l.Blocks, 1))
-	pad := int(f.Slot % uint64(world))
-	rest := f.Slot / uint64(world)
-	channel := int(rest % blocks)
-	src := (pad + 1 + int(rest/blocks%uint64(world-1))) % world
+	pad, channel, src := f.Pad%world, f.Channel%max(l.Blocks, 1), f.Src%world
+	if src == pad {
+		src = (src + 1) % world
+	}
 	addr := device.Ptr(binary.LittleEndian.Uint64(raw[8*pad:])).Add(signal.SlotOffset(channel, world, src))
 	return addr, fmt.Sprintf("pad of rank %d channel %d slot of rank %d", pad, channel, src), nil
 }

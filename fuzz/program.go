@@ -104,10 +104,15 @@ const (
 	// StepRealloc frees buffer Buf and allocates it again: the next use on
 	// each group rendezvouses the new allocation.
 	StepRealloc
+	// StepTimeout waits, on every member of the group, for a signal that
+	// nobody sends (the rank's own slot of its own pad, on Channel), with
+	// a short timeout: the wait must fail with a timeout error that
+	// reaches the rank, as a signal lost to a fault would make it.
+	StepTimeout
 	numStepKinds
 )
 
-var stepNames = [numStepKinds]string{"coll", "async", "capture", "barrier", "signal", "realloc"}
+var stepNames = [numStepKinds]string{"coll", "async", "capture", "barrier", "signal", "realloc", "timeout"}
 
 func (k StepKind) String() string {
 	if k >= 0 && k < numStepKinds {
@@ -123,9 +128,9 @@ type Step struct {
 	Colls   []Coll // coll, async, capture
 	Replays int    // capture
 	// Region is where barrier and signal steps write and read (its Form,
-	// DType and Op are unused).
+	// DType and Op are unused); a timeout step uses its group and buffer.
 	Region  Coll
-	Channel int // barrier, signal
+	Channel int // barrier, signal, timeout
 	Buf     int // realloc
 }
 
@@ -149,6 +154,8 @@ func (s Step) String() string {
 		return fmt.Sprintf("%s g%d b%d@%d %d ch%d", s.Kind, r.Group, r.Buf, r.Offset, r.Bytes, s.Channel)
 	case StepRealloc:
 		return fmt.Sprintf("realloc b%d", s.Buf)
+	case StepTimeout:
+		return fmt.Sprintf("timeout g%d b%d ch%d", s.Region.Group, s.Region.Buf, s.Channel)
 	}
 	return s.Kind.String()
 }
@@ -286,6 +293,20 @@ func parseStep(s string) (Step, error) {
 		}
 		b, err := index(f[1], "b")
 		return Step{Kind: StepRealloc, Buf: b}, err
+	case "timeout":
+		if len(f) != 4 {
+			return Step{}, fmt.Errorf("want timeout gN bN chN")
+		}
+		st := Step{Kind: StepTimeout}
+		var err error
+		if st.Region.Group, err = index(f[1], "g"); err != nil {
+			return Step{}, err
+		}
+		if st.Region.Buf, err = index(f[2], "b"); err != nil {
+			return Step{}, err
+		}
+		st.Channel, err = index(f[3], "ch")
+		return st, err
 	case "barrier", "signal":
 		if len(f) != 5 {
 			return Step{}, fmt.Errorf("want %s gN bN@OFFSET BYTES chN", f[0])
@@ -421,6 +442,16 @@ func (p Program) validateStep(s Step) error {
 			return fmt.Errorf("no buffer %d", s.Buf)
 		}
 		return nil
+	case StepTimeout:
+		switch {
+		case s.Region.Group >= len(p.Groups):
+			return fmt.Errorf("no group %d", s.Region.Group)
+		case s.Region.Buf >= len(p.Bufs):
+			return fmt.Errorf("no buffer %d", s.Region.Buf)
+		case s.Channel > 1<<20:
+			return fmt.Errorf("channel %d out of range", s.Channel)
+		}
+		return nil
 	case StepBarrier, StepSignal:
 		if err := p.validateRegion(s.Region); err != nil {
 			return err
@@ -480,7 +511,7 @@ func (p Program) validateRegion(c Coll) error {
 	if c.Buf >= len(p.Bufs) {
 		return fmt.Errorf("no buffer %d", c.Buf)
 	}
-	if c.Bytes == 0 || c.Offset+c.Bytes > p.Bufs[c.Buf] {
+	if c.Bytes == 0 || c.Offset > p.Bufs[c.Buf] || c.Bytes > p.Bufs[c.Buf]-c.Offset {
 		return fmt.Errorf("%d bytes at %d do not fit buffer %d of %d bytes", c.Bytes, c.Offset, c.Buf, p.Bufs[c.Buf])
 	}
 	return nil
@@ -498,7 +529,7 @@ func (p Program) members(s Step) []int {
 	switch s.Kind {
 	case StepRealloc:
 		mark(0)
-	case StepBarrier, StepSignal:
+	case StepBarrier, StepSignal, StepTimeout:
 		mark(s.Region.Group)
 	default:
 		for _, c := range s.Colls {
@@ -550,7 +581,7 @@ func (p Program) tidy() (Program, bool) {
 		switch s.Kind {
 		case StepRealloc:
 			usedB[s.Buf] = true
-		case StepBarrier, StepSignal:
+		case StepBarrier, StepSignal, StepTimeout:
 			usedG[s.Region.Group], usedB[s.Region.Buf] = true, true
 		default:
 			for _, c := range s.Colls {
@@ -584,7 +615,7 @@ func (p Program) tidy() (Program, bool) {
 		switch s.Kind {
 		case StepRealloc:
 			s.Buf = newB[s.Buf]
-		case StepBarrier, StepSignal:
+		case StepBarrier, StepSignal, StepTimeout:
 			s.Region.Group, s.Region.Buf = newG[s.Region.Group], newB[s.Region.Buf]
 		}
 		q.Steps = append(q.Steps, s)

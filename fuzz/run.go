@@ -1,6 +1,7 @@
 package fuzz
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -87,12 +88,24 @@ func (o Outcome) Failed() bool { return o.Failure != nil }
 // Run runs a case and judges it (see the package doc). The error reports
 // a case that is not valid; everything that goes wrong while it runs is in
 // the outcome's Failure.
-func Run(c Case) (Outcome, error) { return run(c, false) }
+func Run(c Case) (Outcome, error) { return run(context.Background(), c, false) }
 
 // RunTraced is [Run] keeping every trace event in the outcome.
-func RunTraced(c Case) (Outcome, error) { return run(c, true) }
+func RunTraced(c Case) (Outcome, error) { return run(context.Background(), c, true) }
 
-func run(c Case, keep bool) (Outcome, error) {
+// RunContext is [Run] that gives up when ctx ends: the run stops within a
+// few hundred scheduling steps and RunContext returns ctx's error, with no
+// outcome.
+func RunContext(ctx context.Context, c Case) (Outcome, error) { return run(ctx, c, false) }
+
+// RunTracedContext is [RunTraced] that gives up when ctx ends, as
+// [RunContext] does.
+func RunTracedContext(ctx context.Context, c Case) (Outcome, error) { return run(ctx, c, true) }
+
+func run(ctx context.Context, c Case, keep bool) (Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return Outcome{}, err
+	}
 	if err := c.Validate(); err != nil {
 		return Outcome{}, err
 	}
@@ -114,11 +127,12 @@ func run(c Case, keep bool) (Outcome, error) {
 		st = in.promptly(st, c.Seed)
 	}
 	rec := newRecorder(st)
-	cfg := c.simConfig(in.crashes(rec), in, keep)
+	stop := &stopStrategy{inner: in.crashes(rec), done: ctx.Done()}
+	cfg := c.simConfig(stop, in, keep)
 	var world *sim.World
 	setup := cfg.Setup
 	cfg.Setup = func(job simjob.Job) error {
-		world = job.World
+		world, stop.sched = job.World, job.Scheduler
 		if setup != nil {
 			return setup(job)
 		}
@@ -132,6 +146,9 @@ func run(c Case, keep bool) (Outcome, error) {
 	})
 	if world != nil {
 		world.Release() // the memory that ranks which failed never freed
+	}
+	if stop.stopped {
+		return Outcome{}, fmt.Errorf("seed %d stopped after %d steps: %w", c.Seed, res.Steps, ctx.Err())
 	}
 	o := Outcome{
 		Case: c, Trace: res.Trace, Steps: res.Steps, VirtualTime: res.VirtualTime,
@@ -149,6 +166,34 @@ func run(c Case, keep bool) (Outcome, error) {
 	}
 	o.Failure = judge(c, o, simErr)
 	return o, nil
+}
+
+// stopEvery is how many scheduling steps pass between two looks at the
+// run's context.
+const stopEvery = 256
+
+// stopStrategy halts every task of a run once its context ends, which ends
+// the run; until then it is the strategy it wraps.
+type stopStrategy struct {
+	inner   actor.Strategy
+	done    <-chan struct{}
+	sched   *actor.Scheduler
+	n       int
+	stopped bool
+}
+
+func (s *stopStrategy) Next(step int64, runnable []*actor.Task) int {
+	if s.done != nil && !s.stopped {
+		if s.n++; s.n%stopEvery == 0 {
+			select {
+			case <-s.done:
+				s.stopped = true
+				s.sched.Halt("the run was interrupted", func(*actor.Task) bool { return true })
+			default:
+			}
+		}
+	}
+	return s.inner.Next(step, runnable)
 }
 
 // judge applies the case's checks: a wrong result fails any case; a run

@@ -1,6 +1,7 @@
 package fuzz
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -29,6 +30,13 @@ type Shrunk struct {
 // The result is re-run with its trace kept; its case uses the replay
 // strategy with the decisions its run took.
 func Shrink(o Outcome, budget int) (Shrunk, error) {
+	return ShrinkContext(context.Background(), o, budget)
+}
+
+// ShrinkContext is [Shrink] that gives up when ctx ends: the run in
+// progress stops (see [RunContext]) and ShrinkContext returns an error
+// wrapping ctx's, with the runs it took.
+func ShrinkContext(ctx context.Context, o Outcome, budget int) (Shrunk, error) {
 	if !o.Failed() {
 		return Shrunk{}, fmt.Errorf("shrink: the case passed (seed %d)", o.Case.Seed)
 	}
@@ -42,11 +50,11 @@ func Shrink(o Outcome, budget int) (Shrunk, error) {
 	seeded := o.Case.Strategy != StrategyReplay
 
 	try := func(c Case) (Outcome, bool) {
-		if s.Runs >= budget {
+		if s.Runs >= budget || ctx.Err() != nil {
 			return Outcome{}, false
 		}
 		s.Runs++
-		r, err := Run(c)
+		r, err := RunContext(ctx, c)
 		return r, err == nil && r.Failed() && r.Failure.Kind == kind
 	}
 	// attempt runs a candidate with the current decisions, then (when the
@@ -124,13 +132,16 @@ func Shrink(o Outcome, budget int) (Shrunk, error) {
 	fails(shortestPrefix(cur.Schedule, fails))
 	ddmin(cur.Schedule, fails)
 
+	if err := ctx.Err(); err != nil {
+		return s, fmt.Errorf("shrink interrupted after %d runs: %w", s.Runs, err)
+	}
 	c := cur
 	if c.Schedule == nil {
 		c.Schedule = Schedule{}
 	}
-	final, err := RunTraced(c)
+	final, err := RunTracedContext(ctx, c)
 	if err != nil {
-		return s, err
+		return s, fmt.Errorf("shrink: %w", err)
 	}
 	s.Runs++
 	if !final.Failed() {
@@ -224,7 +235,7 @@ func Describe(w io.Writer, o Outcome, decisions bool) error {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "case:    %s\n", o.Case.Command())
+	fmt.Fprintf(&b, "case:    %s\n", briefCommand(o.Case))
 	fmt.Fprintf(&b, "trace:   %s (%d steps, %v virtual)\n", o.Trace, o.Steps, o.VirtualTime)
 	for _, f := range faults {
 		fmt.Fprintf(&b, "  %s\n", f)
@@ -251,6 +262,23 @@ func Describe(w io.Writer, o Outcome, decisions bool) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// maxDescribedCommand is the longest case command [Describe] prints as it
+// is; a longer one is printed with its decisions counted, not listed.
+const maxDescribedCommand = 1000
+
+// briefCommand is c's command, its decisions summarised when the command
+// would be long.
+func briefCommand(c Case) string {
+	cmd := c.Command()
+	if len(cmd) <= maxDescribedCommand || len(c.Schedule) == 0 {
+		return cmd
+	}
+	n := len(c.Schedule)
+	c.Schedule = nil
+	return strings.Replace(c.Command(), " --decisions ''",
+		fmt.Sprintf(" --decisions <%d decisions: --decisions-diff lists them, --save writes them to a case file>", n), 1)
 }
 
 // RankVerdict says how rank r's program ended: a wrong result, an error,

@@ -6,18 +6,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
+	"go.uber.org/zap"
 
 	"github.com/symmem/symmem/backend"
 	"github.com/symmem/symmem/fuzz"
@@ -36,16 +35,18 @@ type fuzzFlags struct {
 	sizes      []string
 	algos      []string
 	timeout    time.Duration
-	maxSteps   int64
+	maxSteps   stepBound
 	race       bool
 	kernels    string
 	shrink     bool
 	shrinkRuns int
 	saveDir    string
 	progress   bool
+
+	sizesSet, algosSet bool
 }
 
-func newFuzzCmd(_ *app) *cobra.Command {
+func newFuzzCmd(a *app) *cobra.Command {
 	f := &fuzzFlags{}
 	cmd := &cobra.Command{
 		Use:   "fuzz",
@@ -75,11 +76,16 @@ fails the case (in a run where a rank failed, races are listed, not judged).
 
 Prints schedules per second and each distinct failure once, with the replay
 command that reproduces it exactly and, by default, its shrunk form; a case
-whose command would be long is saved to a file that symmem replay --case
-reads. Exits non-zero when any case fails.`,
+saved with --save-dir is a file that symmem replay --case reads.
+--log-level debug prints a line per case and per shrink. SIGINT or SIGTERM
+stops the run (and any shrink) within a second or two: the report covers
+the cases that ran, the files asked for are written, and the command exits
+with status 130 (SIGINT) or 143 (SIGTERM). Exits non-zero when any case
+fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runFuzz(cmd.Context(), f, cmd.OutOrStdout())
+			f.sizesSet, f.algosSet = cmd.Flags().Changed("sizes"), cmd.Flags().Changed("algos")
+			return exitOnInterrupt(cmd.ErrOrStderr(), runFuzz(cmd.Context(), f, cmd.OutOrStdout(), a.log))
 		},
 	}
 	d := fuzz.DefaultConfig()
@@ -94,76 +100,135 @@ reads. Exits non-zero when any case fails.`,
 	fl.StringVar(&f.strategy, "strategy", d.Strategy, "schedule strategy: random, pct or portfolio")
 	fl.IntVar(&f.depth, "depth", d.Depth, "PCT depth (strategy pct)")
 	fl.StringVar(&f.faults, "faults", d.Faults.String(), "faults: none, safety or all")
-	fl.IntVarP(&f.jobs, "jobs", "j", d.Workers, "cases run at once")
+	fl.IntVarP(&f.jobs, "jobs", "j", d.Workers, fmt.Sprintf("cases run at once (1 to %d)", fuzz.MaxWorkers))
 	fl.StringVar(&f.worlds, "worlds", "2-8", "world sizes: a range (2-8) or a list (2,4,8)")
-	fl.StringSliceVar(&f.sizes, "sizes", nil, "tensor sizes (default 4,16,64,260,1KiB,4KiB,8196,16KiB,64KiB)")
+	fl.StringSliceVar(&f.sizes, "sizes", nil, "tensor sizes, e.g. 64,1KiB (default 4 B to 64 KiB, now and then 256 KiB to 3 MiB; with --kernels ptx up to 64 KiB)")
 	fl.StringSliceVar(&f.algos, "algos", algos, "algorithms: one-shot (and its _out and _copy forms), two-shot (in place and _out), ll, auto (the intra-node service)")
 	fl.DurationVar(&f.timeout, "timeout", d.Timeout, "timeout of every rank wait (virtual time)")
-	fl.Int64Var(&f.maxSteps, "max-steps", d.MaxSteps, "scheduling steps after which a run counts as livelocked")
+	fl.Var(&f.maxSteps, "max-steps", "scheduling steps after which a run counts as livelocked: a number, or auto (sized from each program, at least 2,000,000)")
 	fl.BoolVar(&f.race, "race", d.Race, "run every schedule with the happens-before race detector; a data race is a failure")
 	kernelsFlag(fl, &f.kernels)
 	fl.BoolVar(&f.shrink, "shrink", d.Shrink, "shrink the first case of each distinct failure")
-	fl.IntVar(&f.shrinkRuns, "shrink-runs", d.Budget, "runs one shrink may take")
-	fl.StringVar(&f.saveDir, "save-dir", "", "write each failure's case and its shrunk form to this directory (default: long ones to a new temporary directory)")
+	fl.IntVar(&f.shrinkRuns, "shrink-runs", d.Budget, "runs one shrink may take (at least 1)")
+	fl.StringVar(&f.saveDir, "save-dir", "", "write each failure's case and its shrunk form to this directory (created if need be; checked before the run)")
 	fl.BoolVar(&f.progress, "progress", true, "show a progress bar (only when stdout is a terminal)")
 	return cmd
 }
 
+// config checks every flag, reporting every bad one at once, and returns
+// the fuzzing configuration.
 func (f *fuzzFlags) config() (fuzz.Config, error) {
 	errs := []error{checkTimeout(f.timeout)}
-	for _, n := range []struct {
-		flag string
-		v    int64
-	}{{"seeds", int64(f.seeds)}, {"jobs", int64(f.jobs)}, {"max-steps", f.maxSteps}, {"depth", int64(f.depth)},
-		{"shrink-runs", int64(f.shrinkRuns)}} {
-		if n.v < 0 {
-			errs = append(errs, fmt.Errorf("--%s %d: want a number >= 0", n.flag, n.v))
-		}
+	if f.seeds < 0 {
+		errs = append(errs, fmt.Errorf("--seeds %d: want a number >= 0 (0: until --time passes)", f.seeds))
 	}
 	if f.time < 0 {
-		errs = append(errs, fmt.Errorf("--time %v: want a duration >= 0", f.time))
+		errs = append(errs, fmt.Errorf("--time %v: want a duration >= 0 (0: no limit)", f.time))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fuzz.Config{}, err
+	if f.seeds == 0 && f.time <= 0 {
+		errs = append(errs, errors.New("--seeds 0 runs until --time passes: give --time too"))
+	}
+	if f.jobs < 1 || f.jobs > fuzz.MaxWorkers {
+		errs = append(errs, fmt.Errorf("-j/--jobs %d: want 1 to %d cases at once", f.jobs, fuzz.MaxWorkers))
+	}
+	if f.depth < 1 {
+		errs = append(errs, fmt.Errorf("--depth %d: want a PCT depth of at least 1", f.depth))
+	}
+	if f.shrinkRuns < 1 {
+		errs = append(errs, fmt.Errorf("--shrink-runs %d: want at least 1", f.shrinkRuns))
 	}
 	set, err := fuzz.ParseFaultSet(f.faults)
-	if err != nil {
-		return fuzz.Config{}, fmt.Errorf("--faults: %w", err)
-	}
+	errs = append(errs, flagErr("faults", err))
 	worlds, err := parseWorlds(f.worlds)
-	if err != nil {
-		return fuzz.Config{}, fmt.Errorf("--worlds: %w", err)
-	}
+	errs = append(errs, flagErr("worlds", err))
 	kern, err := parseKernels(f.kernels)
-	if err != nil {
-		return fuzz.Config{}, err
+	errs = append(errs, err)
+	switch f.strategy {
+	case fuzz.StrategyRandom, fuzz.StrategyPCT, fuzz.StrategyPortfolio:
+	default:
+		errs = append(errs, fmt.Errorf("--strategy %q: want random, pct or portfolio", f.strategy))
 	}
 	cfg := fuzz.Config{
 		Seeds: f.seeds, First: f.first, Time: f.time, Strategy: f.strategy, Depth: f.depth,
-		Faults: set, Workers: f.jobs, Worlds: worlds, Timeout: f.timeout, MaxSteps: f.maxSteps, Race: f.race,
+		Faults: set, Workers: f.jobs, Worlds: worlds, Timeout: f.timeout, MaxSteps: int64(f.maxSteps), Race: f.race,
 		Shrink: f.shrink, Budget: f.shrinkRuns, Kernels: kern,
 	}
+	if f.sizesSet && len(f.sizes) == 0 {
+		errs = append(errs, errors.New("--sizes is empty: give at least one size, or leave the flag out for the default sizes"))
+	}
+	var bad []string
 	for _, s := range f.sizes {
 		n, err := parseBytes(s)
-		if err != nil {
-			return cfg, fmt.Errorf("--sizes: %w", err)
+		switch {
+		case err != nil:
+			bad = append(bad, err.Error())
+		case n == 0 || n%4 != 0 || n > 64<<20:
+			bad = append(bad, fmt.Sprintf("%q: want a positive multiple of 4 bytes up to 64MiB", s))
+		default:
+			cfg.Sizes = append(cfg.Sizes, n)
 		}
-		cfg.Sizes = append(cfg.Sizes, n)
+	}
+	if len(bad) > 0 {
+		errs = append(errs, fmt.Errorf("--sizes: %s", strings.Join(bad, "; ")))
+	}
+	if f.algosSet && len(f.algos) == 0 {
+		errs = append(errs, errors.New("--algos is empty: give at least one of one-shot, two-shot, ll, auto, or leave the flag out for all"))
 	}
 	for _, s := range f.algos {
 		a, err := workload.ParseAlgo(s)
 		if err != nil {
-			return cfg, fmt.Errorf("--algos: %w", err)
+			errs = append(errs, flagErr("algos", err))
+			continue
 		}
 		cfg.Algos = append(cfg.Algos, a)
 	}
-	if f.jobs < 1 {
-		return cfg, fmt.Errorf("-j %d: want at least 1", f.jobs)
+	if err := errors.Join(errs...); err != nil {
+		return cfg, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
+}
+
+// stepBound is the value of --max-steps: a positive number of steps, or 0
+// for "auto" (sized from each program).
+type stepBound int64
+
+func (b *stepBound) String() string {
+	if *b == 0 {
+		return "auto"
+	}
+	return strconv.FormatInt(int64(*b), 10)
+}
+
+func (b *stepBound) Set(s string) error {
+	if s == "auto" {
+		*b = 0
+		return nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 {
+		return fmt.Errorf("%q: want a positive number of steps, or auto", s)
+	}
+	*b = stepBound(n)
+	return nil
+}
+
+func (b *stepBound) Type() string { return "steps" }
+
+// checkSaveDir makes dir if need be and checks that a file can be written
+// there, before any work starts.
+func checkSaveDir(flag, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%s %s: %w", flag, dir, err)
+	}
+	probe, err := os.CreateTemp(dir, ".symmem-write-check-*")
+	if err != nil {
+		return fmt.Errorf("%s %s: cannot write there: %w", flag, dir, err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 // parseWorlds reads "2-8" or "2,4,8".
@@ -191,20 +256,24 @@ func parseWorlds(s string) ([]int, error) {
 	return out, nil
 }
 
-func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer) error {
+func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer, log *zap.Logger) error {
 	if err := backend.RefuseUnderLaunch("symmem fuzz", "run it without launch"); err != nil {
 		return err
 	}
 	cfg, err := f.config()
+	if f.saveDir != "" {
+		err = errors.Join(err, checkSaveDir("--save-dir", f.saveDir))
+	}
 	if err != nil {
 		return err
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	// An interrupt stops the session: no case starts after it, and the
-	// report covers the cases that ran.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	cfg.Log = log
+	// An interrupt stops the session: the cases running stop, no case or
+	// shrink starts after it, and the report covers the cases that ran.
+	ctx, sigs, stop := notifyInterrupts(ctx)
 	defer stop()
 	finish := func() {}
 	if f.progress && out == io.Writer(os.Stdout) && isTerminal(os.Stdout) {
@@ -212,14 +281,21 @@ func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer) error {
 	}
 	rep, ferr := fuzz.Fuzz(ctx, cfg)
 	finish()
-	// The cases that ran are reported even when some could not run.
-	if err := printReport(out, cfg, f, rep); err != nil {
-		return errors.Join(ferr, err)
+	if rep.Interrupted && errors.Is(ferr, context.Canceled) {
+		ferr = nil // the interrupt is reported below
 	}
-	if ferr != nil {
-		return ferr
-	}
-	if rep.Failed > 0 {
+	// The cases that ran are reported even when some could not run, and
+	// even when a case file could not be written.
+	perr := printReport(out, cfg, f, rep, sigs.err("fuzz"))
+	switch {
+	case rep.Interrupted:
+		if err := sigs.err("fuzz"); err != nil {
+			return errors.Join(err, ferr, perr)
+		}
+		return errors.Join(fmt.Errorf("fuzz interrupted: %w", ctx.Err()), ferr, perr)
+	case ferr != nil || perr != nil:
+		return errors.Join(ferr, perr)
+	case rep.Failed > 0:
 		return fmt.Errorf("%d of %d cases failed (%d distinct failures)", rep.Failed, rep.Cases, len(rep.Failures))
 	}
 	return nil
@@ -259,10 +335,17 @@ func fuzzProgress(cfg fuzz.Config) (update func(done, failed int), finish func()
 	return update, finish
 }
 
-func printReport(w io.Writer, cfg fuzz.Config, f *fuzzFlags, rep fuzz.Report) error {
+func printReport(w io.Writer, cfg fuzz.Config, f *fuzzFlags, rep fuzz.Report, interrupted error) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "fuzz: %d schedules in %v: %.0f schedules/s on %d workers, %d steps, %d distinct traces\n",
 		rep.Cases, rep.Elapsed.Round(time.Millisecond), rep.SchedulesPerSecond(), max(cfg.Workers, 1), rep.Steps, rep.Traces)
+	if rep.Interrupted {
+		why := "the run was stopped"
+		if interrupted != nil {
+			why = interrupted.Error()
+		}
+		fmt.Fprintf(&b, "%s: %d schedules ran to the end (the ones cut short are not counted)\n", why, rep.Cases)
+	}
 	var kinds []string
 	total := 0
 	for k, n := range rep.Fired {
@@ -279,7 +362,11 @@ func printReport(w io.Writer, cfg fuzz.Config, f *fuzzFlags, rep fuzz.Report) er
 		fmt.Fprintf(&b, " (%s)", strings.Join(kinds, ", "))
 	}
 	fmt.Fprintf(&b, "; %d schedules had ranks fail cleanly\n", rep.Crashed)
-	fmt.Fprintf(&b, "failures: %d cases, %d distinct\n", rep.Failed, len(rep.Failures))
+	fmt.Fprintf(&b, "failures: %d cases, %d distinct", rep.Failed, len(rep.Failures))
+	if len(rep.Failures) > 0 && rep.Shrinking > 0 {
+		fmt.Fprintf(&b, "; shrinking took %v", rep.Shrinking.Round(time.Millisecond))
+	}
+	b.WriteString("\n")
 	saver := &caseSaver{dir: f.saveDir}
 	for i, fr := range rep.Failures {
 		o := fr.First
@@ -287,11 +374,7 @@ func printReport(w io.Writer, cfg fuzz.Config, f *fuzzFlags, rep fuzz.Report) er
 		if len(o.Fired) > 0 {
 			fmt.Fprintf(&b, "  faults fired: %s\n", o.Fired)
 		}
-		line, err := saver.line(o, fmt.Sprintf("fuzz-seed-%d.json", o.Case.Seed))
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(&b, "  replay: %s\n", line)
+		fmt.Fprintf(&b, "  replay: %s\n", saver.line(o, fmt.Sprintf("fuzz-seed-%d.json", o.Case.Seed), false))
 		if fr.ShrinkErr != nil {
 			fmt.Fprintf(&b, "  not shrunk: %v\n", fr.ShrinkErr)
 		}
@@ -299,57 +382,43 @@ func printReport(w io.Writer, cfg fuzz.Config, f *fuzzFlags, rep fuzz.Report) er
 			m := s.Outcome
 			fmt.Fprintf(&b, "  shrunk in %d runs: %d of %d steps, %d of %d faults, %d of %d decisions: %s\n",
 				s.Runs, len(m.Case.Program.Steps), s.Steps, len(m.Fired), s.Faults, len(m.Schedule), s.Decisions, m.Failure.Summary())
-			line, err := saver.line(m, fmt.Sprintf("fuzz-seed-%d-shrunk.json", o.Case.Seed))
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(&b, "  minimal case: %s\n", line)
+			fmt.Fprintf(&b, "  minimal case: %s\n", saver.line(m, fmt.Sprintf("fuzz-seed-%d-shrunk.json", o.Case.Seed), true))
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	return errors.Join(saver.errs...)
 }
 
-// maxInlineCommand is the longest replay command printed as it is; longer
-// cases are saved to files.
-const maxInlineCommand = 400
+// maxInlineCommand is the longest shrunk case printed as a command without
+// --save-dir; a longer one (a long list of decisions) is summarised.
+const maxInlineCommand = 2000
 
-// caseSaver saves cases to files: every case when a directory was given,
-// else only those too long to print, to a temporary directory made on
-// first use.
+// caseSaver writes cases to --save-dir, when given; else cases are printed
+// as commands.
 type caseSaver struct {
-	dir  string // --save-dir
-	temp string // the temporary directory, once made
-	made bool
+	dir  string
+	errs []error // files that could not be written
 }
 
-// line is the replay command of o: inline, or through the file name it is
-// saved to.
-func (s *caseSaver) line(o fuzz.Outcome, name string) (string, error) {
+// line is the replay command of o: through the file name it is saved to
+// under the directory, else inline. A shrunk case too long to print is
+// summarised, with how to get it.
+func (s *caseSaver) line(o fuzz.Outcome, name string, shrunk bool) string {
 	cmd := o.Case.Command() + " --expect-trace " + shortHash(o.Trace)
-	dir := s.dir
-	switch {
-	case dir == "" && len(cmd) <= maxInlineCommand:
-		return cmd, nil
-	case dir == "" && s.temp == "":
-		temp, err := os.MkdirTemp("", "symmem-fuzz-")
-		if err != nil {
-			return "", fmt.Errorf("save a long case: %w", err)
+	if s.dir == "" {
+		if shrunk && len(cmd) > maxInlineCommand {
+			return fmt.Sprintf("%d decisions, too long to print: rerun with --save-dir D to get its file, or add --shrink --save F to the replay command above", len(o.Schedule))
 		}
-		s.temp, dir = temp, temp
-	case dir == "":
-		dir = s.temp
-	case !s.made:
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return "", fmt.Errorf("--save-dir: %w", err)
-		}
-		s.made = true
+		return cmd
 	}
-	path := filepath.Join(dir, name)
+	path := filepath.Join(s.dir, name)
 	if err := fuzz.Save(path, o); err != nil {
-		return "", err
+		s.errs = append(s.errs, fmt.Errorf("--save-dir: %w", err))
+		return fmt.Sprintf("%s (not saved: %v)", cmd, err)
 	}
-	return "symmem replay --case " + path, nil
+	return "symmem replay --case " + path
 }
 
 // shortHash is the prefix of a trace hash that replay --expect-trace takes.

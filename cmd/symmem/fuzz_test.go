@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -58,11 +59,12 @@ func replayArgs(line string) []string { return shellWords(line)[1:] } // drop "s
 
 // TestFuzzFailureReplays: fuzz with every fault finds failures (the
 // duplicated signal the pad protocol cannot detect), exits non-zero, and
-// both the saved case and its shrunk form replay from their files to the
-// same failure and trace; a long case goes to a file even without
-// --save-dir.
+// both the case and its shrunk form replay to the same failure and trace:
+// from their files with --save-dir, from the printed commands without,
+// and then nothing is left in the temporary directory.
 func TestFuzzFailureReplays(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	for _, dir := range []string{t.TempDir(), ""} {
 		args := []string{"fuzz", "--seeds", "40", "-j", "2", "--worlds", "2-4", "--sizes", "64,260,1KiB", "--faults", "all", "--shrink-runs", "30"}
 		if dir != "" {
@@ -94,6 +96,9 @@ func TestFuzzFailureReplays(t *testing.T) {
 			if len(m[1]) > maxInlineCommand+30 {
 				t.Fatalf("printed a command of %d characters", len(m[1]))
 			}
+		}
+		if left, _ := os.ReadDir(tmp); len(left) != 0 {
+			t.Fatalf("fuzz left %d entries in the temporary directory, %s first", len(left), left[0].Name())
 		}
 	}
 }

@@ -1,16 +1,21 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
 	"github.com/symmem/symmem/backend"
 	"github.com/symmem/symmem/fuzz"
+	"github.com/symmem/symmem/simjob"
 )
 
 type replayFlags struct {
@@ -26,7 +31,7 @@ type replayFlags struct {
 	plan        string
 	decisions   string
 	timeout     time.Duration
-	maxSteps    int64
+	maxSteps    stepBound
 	race        bool
 	kernels     string
 	expectTrace string
@@ -39,7 +44,7 @@ type replayFlags struct {
 	inputSeedSet, planSet, raceSet bool
 }
 
-func newReplayCmd(_ *app) *cobra.Command {
+func newReplayCmd(a *app) *cobra.Command {
 	f := &replayFlags{}
 	cmd := &cobra.Command{
 		Use:   "replay",
@@ -53,14 +58,17 @@ an error, or no return) and the verdict of the case; --decisions-diff also
 lists every scheduling decision that differs from the default policy.
 --expect-trace checks the trace hash (a prefix is enough); --shrink reduces a
 failing case to its essentials; --save writes the (shrunk) case to a file
-that --case reads back. The race detector is on unless --race=false. Exits
+that --case reads back (checked before the run). The race detector is on
+unless --race=false. --log-level debug logs what every rank does.
+SIGINT or SIGTERM stops the run or the shrink within a second or two, prints
+what it has and exits with status 130 (SIGINT) or 143 (SIGTERM). Exits
 non-zero when the case fails or the trace differs from the one expected.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.inputSeedSet = cmd.Flags().Changed("input-seed")
 			f.planSet = cmd.Flags().Changed("plan")
 			f.raceSet = cmd.Flags().Changed("race")
-			return runReplay(f, cmd.OutOrStdout())
+			return exitOnInterrupt(cmd.ErrOrStderr(), runReplay(cmd.Context(), f, cmd.OutOrStdout(), a.log))
 		},
 	}
 	fl := cmd.Flags()
@@ -81,16 +89,69 @@ non-zero when the case fails or the trace differs from the one expected.`,
 	fl.StringVar(&f.plan, "plan", "", "the faults, e.g. 'crash rank=2 step=517; delay rank=1 op=3 for=40ms' (default: drawn from the seed)")
 	fl.StringVar(&f.decisions, "decisions", "", "scheduling decisions for --strategy replay ('step:task.run ...')")
 	fl.DurationVar(&f.timeout, "timeout", fuzz.DefaultTimeout, "timeout of every rank wait (virtual time)")
-	fl.Int64Var(&f.maxSteps, "max-steps", fuzz.DefaultMaxSteps, "step bound")
+	fl.Var(&f.maxSteps, "max-steps", "step bound: a number, or auto (sized from the program, at least 2,000,000)")
 	fl.BoolVar(&f.race, "race", true, "run the happens-before race detector; a data race fails the case")
 	kernelsFlag(fl, &f.kernels)
-	fl.StringVar(&f.expectTrace, "expect-trace", "", "fail unless the trace hash starts with this")
+	fl.StringVar(&f.expectTrace, "expect-trace", "", "fail unless the trace hash starts with this (1 to 64 hex digits)")
 	fl.StringVar(&f.save, "save", "", "write the (shrunk) case to this file, which --case reads")
 	fl.BoolVar(&f.shrink, "shrink", false, "shrink a failing case and show the minimal one")
-	fl.IntVar(&f.shrinkRuns, "shrink-runs", fuzz.DefaultShrinkRuns, "runs the shrink may take")
+	fl.IntVar(&f.shrinkRuns, "shrink-runs", fuzz.DefaultShrinkRuns, "runs the shrink may take (at least 1)")
 	fl.BoolVar(&f.trace, "trace", false, "print every trace event")
 	fl.BoolVar(&f.diff, "decisions-diff", false, "list every scheduling decision that differs from the default policy")
 	return cmd
+}
+
+// check checks the flags that do not describe the case, naming each bad
+// one: they are checked before anything runs.
+func (f *replayFlags) check() error {
+	var errs []error
+	if f.shrinkRuns < 1 {
+		errs = append(errs, fmt.Errorf("--shrink-runs %d: want at least 1", f.shrinkRuns))
+	}
+	if f.expectTrace != "" && !isHexPrefix(f.expectTrace) {
+		errs = append(errs, fmt.Errorf("--expect-trace %q: want 1 to 64 hex digits of a trace hash", f.expectTrace))
+	}
+	if f.save != "" {
+		errs = append(errs, checkSaveFile(f.save))
+	}
+	if f.caseFile == "" {
+		errs = append(errs, checkTimeout(f.timeout))
+		if f.depth < 1 {
+			errs = append(errs, fmt.Errorf("--depth %d: want a PCT depth of at least 1", f.depth))
+		}
+		if f.steps < 0 {
+			errs = append(errs, fmt.Errorf("--steps %d: want an estimated run length >= 0 (0: estimate it from the program)", f.steps))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// isHexPrefix reports whether s is 1 to 64 hex digits.
+func isHexPrefix(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, r := range strings.ToLower(s) {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkSaveFile checks, before the run, that path can be written: its
+// directory exists and takes a new file, and path is not a directory.
+func checkSaveFile(path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("--save %s: is a directory, want a file name", path)
+	}
+	dir := filepath.Dir(path)
+	probe, err := os.CreateTemp(dir, ".symmem-write-check-*")
+	if err != nil {
+		return fmt.Errorf("--save %s: cannot write in %s: %w", path, dir, err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 // buildCase turns the flags into a case; expected is the trace hash a
@@ -139,9 +200,11 @@ func (f *replayFlags) buildCase() (c fuzz.Case, expected string, err error) {
 			return c, "", err
 		}
 	}
+	// Bad numbers are named by check; the case takes the defaults instead,
+	// so that its own checks do not report them again.
 	c = fuzz.Case{
-		Program: prog, InputSeed: inputSeed, Seed: f.seed, Strategy: f.strategy, Depth: f.depth, Steps: f.steps,
-		Faults: set, Plan: plan, Schedule: sched, Timeout: f.timeout, MaxSteps: f.maxSteps, Race: f.race,
+		Program: prog, InputSeed: inputSeed, Seed: f.seed, Strategy: f.strategy, Depth: max(f.depth, 0), Steps: max(f.steps, 0),
+		Faults: set, Plan: plan, Schedule: sched, Timeout: max(f.timeout, 0), MaxSteps: int64(f.maxSteps), Race: f.race,
 		Kernels: kern,
 	}
 	if c.Steps == 0 {
@@ -156,12 +219,16 @@ func (f *replayFlags) buildCase() (c fuzz.Case, expected string, err error) {
 	return c, "", nil
 }
 
-func runReplay(f *replayFlags, out io.Writer) error {
+func runReplay(ctx context.Context, f *replayFlags, out io.Writer, log *zap.Logger) error {
 	if err := backend.RefuseUnderLaunch("symmem replay", "run it without launch"); err != nil {
 		return err
 	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	ferr := f.check()
 	c, expected, err := f.buildCase()
-	if err != nil {
+	if err := errors.Join(ferr, err); err != nil {
 		return err
 	}
 	var bufs uint64
@@ -171,9 +238,21 @@ func runReplay(f *replayFlags, out io.Writer) error {
 	if err := checkSimMemory(fmt.Sprintf("the case's %d ranks x %d bytes of buffers", c.Program.World, bufs), c.Program.World, bufs); err != nil {
 		return err
 	}
-	o, err := fuzz.RunTraced(c)
+	if log != nil && log.Core().Enabled(zap.DebugLevel) {
+		c.Instrument = func(cfg *simjob.Config) { cfg.Logger = log }
+		log.Debug("replay", zap.String("case", c.Command()), zap.Int64("step bound", c.StepBound()))
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, sigs, stop := notifyInterrupts(ctx)
+	defer stop()
+	if f.caseFile != "" {
+		fmt.Fprintf(out, "from:    %s\n", f.caseFile)
+	}
+	o, err := fuzz.RunTracedContext(ctx, c)
 	if err != nil {
-		return err
+		return interrupted(sigs, "replay", err)
 	}
 	if err := report(out, o, f.trace, f.diff); err != nil {
 		return err
@@ -189,9 +268,12 @@ func runReplay(f *replayFlags, out io.Writer) error {
 	}
 	final := o
 	if f.shrink && o.Failed() {
-		s, err := fuzz.Shrink(o, f.shrinkRuns)
+		log.Debug("shrink", zap.Int("budget", f.shrinkRuns))
+		s, err := fuzz.ShrinkContext(ctx, o, f.shrinkRuns)
 		if err != nil {
-			return err
+			// The case as replayed is still saved when asked.
+			fmt.Fprintf(out, "\nnot shrunk: %v\n", err)
+			return errors.Join(interrupted(sigs, "replay", err), saveCase(out, f.save, final), fmt.Errorf("the case failed: %v", o.Failure))
 		}
 		fmt.Fprintf(out, "\nshrunk in %d runs: %d of %d steps, %d of %d faults, %d of %d decisions\n",
 			s.Runs, len(s.Outcome.Case.Program.Steps), s.Steps, len(s.Outcome.Fired), s.Faults, len(s.Outcome.Schedule), s.Decisions)
@@ -200,15 +282,33 @@ func runReplay(f *replayFlags, out io.Writer) error {
 		}
 		final = s.Outcome
 	}
-	if f.save != "" {
-		if err := fuzz.Save(f.save, final); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "saved: symmem replay --case %s\n", f.save)
+	if err := saveCase(out, f.save, final); err != nil {
+		return err
 	}
 	if o.Failed() {
 		return fmt.Errorf("the case failed: %v", o.Failure)
 	}
+	return nil
+}
+
+// interrupted returns the interruptedError of what when a signal stopped
+// err's work, else err.
+func interrupted(sigs *interrupts, what string, err error) error {
+	if ierr := sigs.err(what); ierr != nil && errors.Is(err, context.Canceled) {
+		return ierr
+	}
+	return err
+}
+
+// saveCase writes o's case to path, when given, and says so.
+func saveCase(out io.Writer, path string, o fuzz.Outcome) error {
+	if path == "" {
+		return nil
+	}
+	if err := fuzz.Save(path, o); err != nil {
+		return fmt.Errorf("--save: %w", err)
+	}
+	fmt.Fprintf(out, "saved: symmem replay --case %s\n", path)
 	return nil
 }
 

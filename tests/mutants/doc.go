@@ -32,11 +32,18 @@
 // mutants of fuzzMutants, its original ones and breakages of barrier
 // presence, orders and scopes, block synchronisation, the low-latency
 // workspace and flags, chunk bounds, Store exchange rounds, the fd ring,
-// pad zeroing and stream order, until a case fails, and logs the number of
-// schedules each took (the goal is every mutant within 2,000);
-// SYMMEM_MUTANTS, a list of mutant numbers, picks some.
+// pad zeroing and stream order, and the shapes of four bugs that once
+// survived (a max that drops a NaN from rank >= 1, a min whose ties go to
+// the later rank, an asynchronous intra-node two-shot that never copies
+// its result back, a wait_signal that loses its timeout), until a case
+// fails, and logs the number of schedules each took (the goal is every
+// mutant within 2,000). The reduction mutants run the real kernel bodies,
+// registered under another name (test builds only), against a block whose
+// stores of reduced vectors carry the broken result. Every mutant runs
+// with SYMMEM_LONG=1, a fast smoke subset otherwise; SYMMEM_MUTANTS, a
+// list of mutant numbers, picks some.
 //
-// TestMutantsAreKilled runs each mutant over schedules (a seed and a
+// TestMutantsAreKilled (SYMMEM_LONG=1 only) runs each mutant over schedules (a seed and a
 // strategy: oldest task first, newest task first, then seeded random walks)
 // until a check fails, and logs the table of mutants, whether each was
 // found, after how many schedules and by which check. Set

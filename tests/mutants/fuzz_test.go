@@ -14,6 +14,7 @@ import (
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/fuzz"
 	"github.com/symmem/symmem/internal/barriermut"
+	"github.com/symmem/symmem/internal/longtest"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/signal"
@@ -74,7 +75,7 @@ func stores(wrap func(store.Client) store.Client) func(*simjob.Config) {
 
 func fuzzMutants() []fuzzMutant {
 	relaxed, block, gpu := barriermut.Order(signal.Relaxed), barriermut.Scope(signal.Block), barriermut.Scope(signal.GPU)
-	return []fuzzMutant{
+	return append([]fuzzMutant{
 		// The suite's original mutants.
 		{"one-shot end barrier removed", barrier(barriermut.Mutation{Kernel: kernels.OneShotAllReduce, Barrier: 2, Skip: true})},
 		{"two-shot middle barrier put relaxed", barrier(barriermut.Mutation{Kernel: kernels.TwoShotAllReduce, Barrier: 2, Put: relaxed})},
@@ -137,7 +138,7 @@ func fuzzMutants() []fuzzMutant {
 		// Streams.
 		{"reads not ordered after the stream", devices(func(d device.Device) device.Device { return &readAside{Device: d} })},
 		{"synchronize loses kernel errors", devices(func(d device.Device) device.Device { return &quietSync{Device: d} })},
-	}
+	}, survivorMutants()...)
 }
 
 // laneZeroOnly: the lanes of the start barrier other than lane 0 report
@@ -305,17 +306,30 @@ func (d *quietSync) Synchronize(s device.Stream) error {
 // fuzzBudget is the schedules the fuzzer gets per mutant.
 const fuzzBudget = 2000
 
+// smokeMutants are the mutants the default test run tries, each killed
+// within a few schedules: the shapes of past survivors but the slowest.
+var smokeMutants = map[string]bool{
+	"max drops a NaN from rank >= 1":               true,
+	"min ties go to the later rank (sign of zero)": true,
+	"wait_signal loses its timeout":                true,
+}
+
 // TestFuzzerKillsMutants runs symmem fuzz's default configuration
 // (fuzz.DefaultConfig, one worker, no shrinking) against each mutant until
-// a case fails, and logs the table of schedules each took. It runs every
-// mutant (about 20 s under the race detector); SYMMEM_MUTANTS, a
-// comma-separated list of mutant numbers, picks some. SYMMEM_MUTANT_TABLE
-// names a file for the Markdown table.
+// a case fails, and logs the table of schedules each took. Every mutant
+// runs with SYMMEM_LONG=1 (about a minute under the race detector), the
+// smokeMutants otherwise; SYMMEM_MUTANTS, a comma-separated list of mutant
+// numbers (or all), picks some. SYMMEM_MUTANT_TABLE names a file for the
+// Markdown table.
 func TestFuzzerKillsMutants(t *testing.T) {
 	all := fuzzMutants()
 	pick := make([]bool, len(all))
 	switch v := os.Getenv("SYMMEM_MUTANTS"); v {
-	case "all", "":
+	case "":
+		for i, m := range all {
+			pick[i] = longtest.Enabled() || smokeMutants[m.name]
+		}
+	case "all":
 		for i := range pick {
 			pick[i] = true
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/internal/barriermut"
+	"github.com/symmem/symmem/internal/longtest"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/signal"
@@ -267,6 +268,7 @@ func TestControlsPass(t *testing.T) {
 // budget. The kill table goes to the test log, and as Markdown to the file
 // named by SYMMEM_MUTANT_TABLE.
 func TestMutantsAreKilled(t *testing.T) {
+	longtest.Require(t, "the mutant kill table")
 	limit := budget(t)
 	var rows []string
 	for _, m := range mutants() {
