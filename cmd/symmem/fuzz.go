@@ -85,7 +85,7 @@ fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.sizesSet, f.algosSet = cmd.Flags().Changed("sizes"), cmd.Flags().Changed("algos")
-			return exitOnInterrupt(cmd.ErrOrStderr(), runFuzz(cmd.Context(), f, cmd.OutOrStdout(), a.log))
+			return runFuzz(cmd.Context(), f, cmd.OutOrStdout(), a.log)
 		},
 	}
 	d := fuzz.DefaultConfig()
@@ -273,7 +273,7 @@ func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer, log *zap.Logger) 
 	cfg.Log = log
 	// An interrupt stops the session: the cases running stop, no case or
 	// shrink starts after it, and the report covers the cases that ran.
-	ctx, sigs, stop := notifyInterrupts(ctx)
+	ctx, stop := signalContext(ctx)
 	defer stop()
 	finish := func() {}
 	if f.progress && out == io.Writer(os.Stdout) && isTerminal(os.Stdout) {
@@ -286,10 +286,10 @@ func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer, log *zap.Logger) 
 	}
 	// The cases that ran are reported even when some could not run, and
 	// even when a case file could not be written.
-	perr := printReport(out, cfg, f, rep, sigs.err("fuzz"))
+	perr := printReport(out, cfg, f, rep, interruptErr(ctx, "fuzz"))
 	switch {
 	case rep.Interrupted:
-		if err := sigs.err("fuzz"); err != nil {
+		if err := interruptErr(ctx, "fuzz"); err != nil {
 			return errors.Join(err, ferr, perr)
 		}
 		return errors.Join(fmt.Errorf("fuzz interrupted: %w", ctx.Err()), ferr, perr)

@@ -82,6 +82,15 @@ func interruption(ctx context.Context) *interruptedError {
 	return nil
 }
 
+// interruptErr returns the interruption that ended ctx as the error of
+// what ("fuzz interrupted by SIGINT"), or nil.
+func interruptErr(ctx context.Context, what string) error {
+	if ie := interruption(ctx); ie != nil {
+		return fmt.Errorf("%s %w", what, ie)
+	}
+	return nil
+}
+
 // exitCode is the process's exit status for a command's error: 0 for
 // none, the signal's status for an interruption, 1 otherwise.
 func exitCode(err error) int {

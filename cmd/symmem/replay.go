@@ -68,7 +68,7 @@ non-zero when the case fails or the trace differs from the one expected.`,
 			f.inputSeedSet = cmd.Flags().Changed("input-seed")
 			f.planSet = cmd.Flags().Changed("plan")
 			f.raceSet = cmd.Flags().Changed("race")
-			return exitOnInterrupt(cmd.ErrOrStderr(), runReplay(cmd.Context(), f, cmd.OutOrStdout(), a.log))
+			return runReplay(cmd.Context(), f, cmd.OutOrStdout(), a.log)
 		},
 	}
 	fl := cmd.Flags()
@@ -245,14 +245,14 @@ func runReplay(ctx context.Context, f *replayFlags, out io.Writer, log *zap.Logg
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, sigs, stop := notifyInterrupts(ctx)
+	ctx, stop := signalContext(ctx)
 	defer stop()
 	if f.caseFile != "" {
 		fmt.Fprintf(out, "from:    %s\n", f.caseFile)
 	}
 	o, err := fuzz.RunTracedContext(ctx, c)
 	if err != nil {
-		return interrupted(sigs, "replay", err)
+		return interrupted(ctx, "replay", err)
 	}
 	if err := report(out, o, f.trace, f.diff); err != nil {
 		return err
@@ -273,7 +273,7 @@ func runReplay(ctx context.Context, f *replayFlags, out io.Writer, log *zap.Logg
 		if err != nil {
 			// The case as replayed is still saved when asked.
 			fmt.Fprintf(out, "\nnot shrunk: %v\n", err)
-			return errors.Join(interrupted(sigs, "replay", err), saveCase(out, f.save, final), fmt.Errorf("the case failed: %v", o.Failure))
+			return errors.Join(interrupted(ctx, "replay", err), saveCase(out, f.save, final), fmt.Errorf("the case failed: %v", o.Failure))
 		}
 		fmt.Fprintf(out, "\nshrunk in %d runs: %d of %d steps, %d of %d faults, %d of %d decisions\n",
 			s.Runs, len(s.Outcome.Case.Program.Steps), s.Steps, len(s.Outcome.Fired), s.Faults, len(s.Outcome.Schedule), s.Decisions)
@@ -293,8 +293,8 @@ func runReplay(ctx context.Context, f *replayFlags, out io.Writer, log *zap.Logg
 
 // interrupted returns the interruptedError of what when a signal stopped
 // err's work, else err.
-func interrupted(sigs *interrupts, what string, err error) error {
-	if ierr := sigs.err(what); ierr != nil && errors.Is(err, context.Canceled) {
+func interrupted(ctx context.Context, what string, err error) error {
+	if ierr := interruptErr(ctx, what); ierr != nil && errors.Is(err, context.Canceled) {
 		return ierr
 	}
 	return err
