@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -184,24 +185,35 @@ func (otherSignal) Signal()        {}
 // TestStopAll: a signal that is not a syscall.Signal is sent as SIGTERM;
 // a process that ignores it is killed after the grace time.
 func TestStopAll(t *testing.T) {
-	start := func(script string) *exec.Cmd {
+	// start runs script in its own process group and waits for its first
+	// line, "ready".
+	start := func(script string) (*exec.Cmd, *bufio.Reader) {
 		c := exec.Command("sh", "-c", script)
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		var out bytes.Buffer
-		c.Stdout = &out
+		out, err := c.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		return c
+		r := bufio.NewReader(out)
+		if line, err := r.ReadString('\n'); line != "ready\n" {
+			t.Fatalf("%q: first line %q, %v", script, line, err)
+		}
+		return c, r
 	}
-	plain := start("sleep 20")
-	// A shell that ignores SIGTERM; its sleep does not, and ends with it.
-	stubborn := start("trap '' TERM; echo ready; while :; do sleep 0.05; done")
-	time.Sleep(100 * time.Millisecond) // let the shell set its trap
+	// A shell that reports SIGTERM, and one that ignores it (its sleeps
+	// do not, and end with it).
+	polite, said := start("trap 'echo terminated; exit 0' TERM; echo ready; while :; do sleep 0.05; done")
+	stubborn, _ := start("trap '' TERM; echo ready; while :; do sleep 0.05; done")
 	t0 := time.Now()
-	stopAll([]*exec.Cmd{plain, nil, stubborn}, otherSignal{}, 300*time.Millisecond)
-	if err := plain.Wait(); describe(err) != "was killed by signal terminated" {
-		t.Errorf("plain process: %v, want SIGTERM", err)
+	stopAll([]*exec.Cmd{polite, nil, stubborn}, otherSignal{}, 300*time.Millisecond)
+	if line, _ := said.ReadString('\n'); line != "terminated\n" {
+		t.Errorf("the process reporting SIGTERM said %q", line)
+	}
+	if err := polite.Wait(); err != nil {
+		t.Errorf("the process reporting SIGTERM: %v", err)
 	}
 	if err := stubborn.Wait(); describe(err) != "was killed by signal killed" {
 		t.Errorf("process ignoring SIGTERM: %v, want SIGKILL", err)
