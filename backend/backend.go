@@ -70,6 +70,8 @@ type Backend struct {
 	kind Kind
 	o    Options
 	env  launch.ProcessEnv
+	// openGPU opens the GPU of a local rank: [OpenGPU], or a test's.
+	openGPU func(local int) (device.Device, error)
 }
 
 // Choose picks the backend for o from the device and the process's
@@ -95,12 +97,12 @@ func Choose(o Options) (*Backend, error) {
 				return nil, fmt.Errorf("--world %d but the launcher started %d ranks", o.World, env.World)
 			}
 			o.World = env.World
-			return &Backend{kind: Process, o: o, env: env}, nil
+			return &Backend{kind: Process, o: o, env: env, openGPU: OpenGPU}, nil
 		}
 		if err := CheckGPUs(o.World); err != nil {
 			return nil, err
 		}
-		return &Backend{kind: InProcess, o: o}, nil
+		return &Backend{kind: InProcess, o: o, openGPU: OpenGPU}, nil
 	}
 	return nil, fmt.Errorf("--device %q: want sim or cuda", o.Device)
 }
@@ -158,11 +160,11 @@ func (b *Backend) Run(program rank.Program) (Outcome, error) {
 		return Outcome{Trace: res.Trace}, res.Err()
 	case InProcess:
 		return Outcome{}, errors.Join(rank.RunInProcess(rank.LiveConfig{
-			World: b.o.World, Open: OpenGPU, Logger: b.o.Logger, Timeout: b.o.Timeout,
+			World: b.o.World, Open: b.openGPU, Logger: b.o.Logger, Timeout: b.o.Timeout,
 			AllowOverlappingDevices: launch.AllowOverlappingFromEnv(),
 		}, program)...)
 	case Process:
-		dev, err := OpenGPU(b.env.LocalRank)
+		dev, err := b.openGPU(b.env.LocalRank)
 		if err != nil {
 			return Outcome{}, fmt.Errorf("rank %d: %w", b.env.Rank, err)
 		}
@@ -183,7 +185,13 @@ func (b *Backend) Run(program rank.Program) (Outcome, error) {
 // instead of the embedded one: a GPU machine can try freshly built kernels
 // without rebuilding the command.
 func OpenGPU(local int) (device.Device, error) {
-	n, err := cuda.DeviceCount()
+	return openGPU(local, cuda.DeviceCount, os.Getenv, cuda.Open)
+}
+
+// openGPU is OpenGPU through the given driver calls and environment.
+func openGPU(local int, count func() (int, error), getenv func(string) string,
+	open func(index int, opts cuda.Options) (device.Device, error)) (device.Device, error) {
+	n, err := count()
 	if err != nil {
 		return nil, err
 	}
@@ -191,28 +199,34 @@ func OpenGPU(local int) (device.Device, error) {
 		return nil, errors.New("cuda: the driver sees no GPU")
 	}
 	var opts cuda.Options
-	if path := os.Getenv("SYMMEM_KERNEL_IMAGE"); path != "" {
+	if path := getenv("SYMMEM_KERNEL_IMAGE"); path != "" {
 		img, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("SYMMEM_KERNEL_IMAGE: %w", err)
 		}
 		opts.Module = img
 	}
-	return cuda.Open(local%n, opts)
+	return open(local%n, opts)
 }
 
 // CheckGPUs fails at once without a driver, or with fewer GPUs than world
 // ranks unless overlapping devices are allowed (the ranks then share the
 // GPUs round-robin and split their multiprocessors).
 func CheckGPUs(world int) error {
-	n, err := cuda.DeviceCount()
+	return checkGPUs(world, cuda.DeviceCount, launch.AllowOverlappingFromEnv())
+}
+
+// checkGPUs is CheckGPUs through count, with overlapping devices allowed
+// or not.
+func checkGPUs(world int, count func() (int, error), overlap bool) error {
+	n, err := count()
 	if err != nil {
 		return fmt.Errorf("--device cuda: %w", err)
 	}
 	if n < 1 {
 		return errors.New("--device cuda: the driver sees no GPU")
 	}
-	if world > n && !launch.AllowOverlappingFromEnv() {
+	if world > n && !overlap {
 		return fmt.Errorf("--device cuda: %d ranks on %d GPUs: set SYMMEM_ALLOW_OVERLAPPING_DEVICES=1 to place them round-robin, sharing GPUs", world, n)
 	}
 	return nil

@@ -90,8 +90,13 @@ func DeviceCount() (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return drv.deviceCount()
+}
+
+// deviceCount is DeviceCount through d.
+func (d *driver) deviceCount() (int, error) {
 	var n int32
-	if err := drv.check("cuDeviceGetCount", drv.cuDeviceGetCount(&n)); err != nil {
+	if err := d.check("cuDeviceGetCount", d.cuDeviceGetCount(&n)); err != nil {
 		return 0, fmt.Errorf("cuda: %w", err)
 	}
 	return int(n), nil
@@ -105,14 +110,19 @@ func Open(index int, opts Options) (device.Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := DeviceCount()
+	return openDevice(drv, index, opts)
+}
+
+// openDevice is Open through drv.
+func openDevice(drv *driver, index int, opts Options) (device.Device, error) {
+	n, err := drv.deviceCount()
 	if err != nil {
 		return nil, err
 	}
 	if index < 0 || index >= n {
 		return nil, fmt.Errorf("cuda: device index %d out of range (the driver sees %d devices)", index, n)
 	}
-	if err := opens.add(index, drv.loading); err != nil {
+	if err := drv.opens.add(index, drv.loading); err != nil {
 		return nil, err
 	}
 	g := &gpu{
@@ -139,11 +149,11 @@ func Open(index int, opts Options) (device.Device, error) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if err := drv.check("cuDeviceGet", drv.cuDeviceGet(&g.dev, int32(index))); err != nil {
-			opens.remove(index)
+			drv.opens.remove(index)
 			return err
 		}
 		if err := drv.check("cuDevicePrimaryCtxRetain", drv.cuDevicePrimaryCtxRetain(&g.ctx, g.dev)); err != nil {
-			opens.remove(index)
+			drv.opens.remove(index)
 			return err
 		}
 		// fail undoes what the open did, with the context current.
@@ -151,12 +161,12 @@ func Open(index int, opts Options) (device.Device, error) {
 			if st := g.streams[0]; st != nil {
 				g.pool(st)
 			}
-			_ = g.release(opens.remove(index))
+			_ = g.release(drv.opens.remove(index))
 			drv.cuDevicePrimaryCtxRelease(g.dev)
 			return err
 		}
 		if err := drv.check("cuCtxSetCurrent", drv.ctxSetCurrent(g.ctx)); err != nil {
-			opens.remove(index)
+			drv.opens.remove(index)
 			drv.cuDevicePrimaryCtxRelease(g.dev)
 			return err
 		}
@@ -550,7 +560,7 @@ func (g *gpu) NewStream() (device.Stream, error) {
 // It runs with the context current.
 func (g *gpu) createStream(id device.Stream) error {
 	st := &stream{graphNames: map[uint32]launchLabel{}}
-	if p, ok := opens.take(g.attrs.Index); ok {
+	if p, ok := g.drv.opens.take(g.attrs.Index); ok {
 		st.cu, st.rec, st.recDev = p.cu, p.rec, p.recDev
 		g.streams[id] = st
 		return nil
@@ -578,7 +588,7 @@ func (g *gpu) createStream(id device.Stream) error {
 // of the device (see [sharing]), with its error record cleared.
 func (g *gpu) pool(st *stream) {
 	clear(unsafe.Slice((*byte)(st.rec), recordBytes))
-	opens.give(g.attrs.Index, pooledStream{cu: st.cu, rec: st.rec, recDev: st.recDev})
+	g.drv.opens.give(g.attrs.Index, pooledStream{cu: st.cu, rec: st.rec, recDev: st.recDev})
 }
 
 // release destroys the streams, frees their records and unloads the
@@ -777,8 +787,11 @@ func (g *gpu) DestroyEvent(e device.Event) error {
 		if err != nil {
 			return err
 		}
+		if err := g.drv.check("cuEventDestroy_v2", g.drv.cuEventDestroy(ev)); err != nil {
+			return err
+		}
 		delete(g.events, e)
-		return g.drv.check("cuEventDestroy_v2", g.drv.cuEventDestroy(ev))
+		return nil
 	})
 }
 
@@ -869,7 +882,7 @@ func (g *gpu) function(name string) (uintptr, error) {
 		if len(g.module) == 0 {
 			return 0, errors.New("the kernel image is empty: build it with scripts/build-fatbin.sh")
 		}
-		mod, err := opens.module(g.attrs.Index, g.module, func() (uintptr, error) {
+		mod, err := g.drv.opens.module(g.attrs.Index, g.module, func() (uintptr, error) {
 			// Keep the image in 8-byte words: fatbin headers are read in place.
 			img := make([]uint64, (len(g.module)+7)/8)
 			copy(unsafe.Slice((*byte)(unsafe.Pointer(&img[0])), len(img)*8), g.module)
@@ -947,7 +960,7 @@ func (g *gpu) Close() error {
 		for _, e := range g.events {
 			errs = append(errs, g.drv.check("cuEventDestroy_v2", g.drv.cuEventDestroy(e)))
 		}
-		errs = append(errs, g.release(opens.remove(g.attrs.Index)))
+		errs = append(errs, g.release(g.drv.opens.remove(g.attrs.Index)))
 		errs = append(errs, g.drv.check("cuDevicePrimaryCtxRelease_v2", g.drv.cuDevicePrimaryCtxRelease(g.dev)))
 		clear(g.maps)
 		clear(g.ranges)

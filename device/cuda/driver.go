@@ -41,8 +41,17 @@ const (
 // returns a CUresult. Pointer outputs are Go pointers to plain values; the
 // driver never keeps them.
 type driver struct {
-	// Raw entry points of the calls every collective makes, called
-	// through purego.SyscallN without RegisterFunc's reflection.
+	// launchKernel is cuLaunchKernel for a 1-D grid with no dynamic shared
+	// memory, taking the argument struct through params (one pointer);
+	// ctxSetCurrent is cuCtxSetCurrent. Every collective makes these calls,
+	// so open binds them to syscallLaunchKernel and syscallCtxSetCurrent,
+	// which call the raw entry points below through purego.SyscallN
+	// without RegisterFunc's reflection. Like the other entry points they
+	// are fields, so that tests can stand Go functions in for the driver.
+	launchKernel  func(f uintptr, blocks, threads uint32, stream uintptr, params *unsafe.Pointer) cuResult
+	ctxSetCurrent func(ctx uintptr) cuResult
+
+	// Raw entry points of launchKernel and ctxSetCurrent.
 	launchKernelSym, ctxSetCurrentSym uintptr
 
 	cuInit                         func(flags uint32) cuResult
@@ -99,6 +108,9 @@ type driver struct {
 
 	// loading is the module loading mode the driver runs in.
 	loading LoadingMode
+	// opens is the registry of the devices opened through the driver (one
+	// driver serves the whole process).
+	opens sharing
 }
 
 // symbol is an entry point and the exported symbols it may bind to, the
@@ -212,6 +224,7 @@ func open(path string) (*driver, error) {
 			purego.RegisterFunc(s.fn, sym)
 		}
 	}
+	d.launchKernel, d.ctxSetCurrent = d.syscallLaunchKernel, d.syscallCtxSetCurrent
 	if sym, err := purego.Dlsym(lib, "cuModuleGetLoadingMode"); err == nil {
 		purego.RegisterFunc(&d.cuModuleGetLoadingMode, sym)
 	}
@@ -229,17 +242,16 @@ func open(path string) (*driver, error) {
 	return d, nil
 }
 
-// launchKernel is cuLaunchKernel for a 1-D grid with no dynamic shared
-// memory, taking the argument struct through params (one pointer).
-func (d *driver) launchKernel(f uintptr, blocks, threads uint32, stream uintptr, params *unsafe.Pointer) cuResult {
+// syscallLaunchKernel calls cuLaunchKernel (see launchKernel).
+func (d *driver) syscallLaunchKernel(f uintptr, blocks, threads uint32, stream uintptr, params *unsafe.Pointer) cuResult {
 	r, _, _ := purego.SyscallN(d.launchKernelSym, f, uintptr(blocks), 1, 1, uintptr(threads), 1, 1, 0, stream,
 		uintptr(unsafe.Pointer(params)), 0)
 	runtime.KeepAlive(params)
 	return cuResult(r)
 }
 
-// ctxSetCurrent is cuCtxSetCurrent.
-func (d *driver) ctxSetCurrent(ctx uintptr) cuResult {
+// syscallCtxSetCurrent calls cuCtxSetCurrent.
+func (d *driver) syscallCtxSetCurrent(ctx uintptr) cuResult {
 	r, _, _ := purego.SyscallN(d.ctxSetCurrentSym, ctx)
 	return cuResult(r)
 }

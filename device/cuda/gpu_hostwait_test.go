@@ -208,7 +208,7 @@ func TestGPUHostCallsDoNotWaitForPeerKernels(t *testing.T) {
 			}
 			// Make the second object anyway, to show what the refusal
 			// prevents.
-			opens.remove(0)
+			devs[0].(*gpu).drv.opens.remove(0)
 			d, err = Open(0, Options{})
 		}
 		must(t, err)

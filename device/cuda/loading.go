@@ -100,7 +100,8 @@ func preferEagerLoading() error {
 // another rank kept that rank from launching until the kernel timed out.
 // So streams and records go back to the pool, and are freed only when the
 // last device object of the ordinal closes. It is the registry behind that
-// pool and behind the refusal of shared devices under lazy loading.
+// pool and behind the refusal of shared devices under lazy loading; the
+// process's driver holds it. The zero value is empty and ready to use.
 type sharing struct {
 	mu sync.Mutex
 	by map[int]*shared
@@ -128,14 +129,14 @@ type pooledStream struct {
 	recDev uint64
 }
 
-// opens is the process's registry of open devices.
-var opens = sharing{by: map[int]*shared{}}
-
 // add records an open of device index, refusing a second open of one
 // device while the driver loads modules lazily.
 func (o *sharing) add(index int, mode LoadingMode) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.by == nil {
+		o.by = map[int]*shared{}
+	}
 	sh := o.by[index]
 	if sh == nil {
 		sh = &shared{}
