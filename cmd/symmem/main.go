@@ -71,7 +71,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "error", "log level: debug (what each rank does: rendezvous, allocations, algorithm choices, launches, timeouts), info, warn, error")
 	root.AddCommand(newVersionCmd(), newAllReduceCmd(a), newLaunchCmd(a), newSelftestCmd(a), newTopoCmd())
 	root.AddCommand(newBenchCmd(a))
-	root.AddCommand(newFuzzCmd(a), newReplayCmd(a))
+	root.AddCommand(newFuzzCmd(a), newReplayCmd(a), newLitmusCmd())
 	return root
 }
 
