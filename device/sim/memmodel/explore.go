@@ -88,18 +88,14 @@ func Explore(p *Program, obs []Observable, opts Options) (*Result, error) {
 }
 
 // allRuns computes every thread's runs over the values each location can
-// hold: starting from the initial values, the values written by the runs
-// are added until nothing changes. A value is kept only if it can be
-// derived with no more writes to each location than the threads make.
+// hold. The values are a fixpoint: starting from the initial values, the
+// values written by the runs are added until nothing changes, keeping only
+// values that can be derived with no more writes to each location than the
+// threads can make. That bound starts from the program text and is
+// tightened to what the runs of a fixpoint write, which computes a new
+// fixpoint, until it no longer shrinks.
 func (x *explorer) allRuns() ([][]run, error) {
-	const maxRounds, maxValues = 64, 64
 	nl := len(x.locs)
-	dom := make([]domain, nl)
-	for i, l := range x.locs {
-		dom[i] = domain{vals: []int64{x.prog.Init[l]}, hops: [][]int{make([]int, nl)}}
-	}
-	// First bound on the writes per location: every store instruction
-	// once per loop iteration.
 	maxWrites := make([]int, nl)
 	for _, t := range x.prog.Threads {
 		for _, in := range t.Code {
@@ -107,6 +103,32 @@ func (x *explorer) allRuns() ([][]run, error) {
 				maxWrites[x.locIndex[in.Loc]] += x.opts.LoopBound + 1
 			}
 		}
+	}
+	for {
+		all, cut, counted, err := x.fixpoint(maxWrites)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Equal(counted, maxWrites) {
+			x.res.CutRuns = cut
+			return all, nil
+		}
+		for l := range maxWrites {
+			maxWrites[l] = min(maxWrites[l], counted[l])
+		}
+	}
+}
+
+// fixpoint computes the runs over the least domain closed under the
+// runs' writes, with maxWrites bounding derivations. It returns the runs,
+// how many were cut at the loop bound, and the most writes to each
+// location the runs make together.
+func (x *explorer) fixpoint(maxWrites []int) ([][]run, int, []int, error) {
+	const maxRounds, maxValues = 64, 64
+	nl := len(x.locs)
+	dom := make([]domain, nl)
+	for i, l := range x.locs {
+		dom[i] = domain{vals: []int64{x.prog.Init[l]}, hops: [][]int{make([]int, nl)}}
 	}
 	for round := 0; round < maxRounds; round++ {
 		all := make([][]run, len(x.prog.Threads))
@@ -116,7 +138,7 @@ func (x *explorer) allRuns() ([][]run, error) {
 		for ti := range x.prog.Threads {
 			rs, c, err := x.threadRuns(ti, dom, maxWrites)
 			if err != nil {
-				return nil, err
+				return nil, 0, nil, err
 			}
 			all[ti], cut = rs, cut+c
 			most := make([]int, nl)
@@ -134,7 +156,7 @@ func (x *explorer) allRuns() ([][]run, error) {
 						d.hops = append(d.hops, e.hops)
 						changed = true
 						if len(d.vals) > maxValues {
-							return nil, fmt.Errorf("location %s takes more than %d values", x.locs[e.loc], maxValues)
+							return nil, 0, nil, fmt.Errorf("location %s takes more than %d values", x.locs[e.loc], maxValues)
 						}
 						continue
 					}
@@ -154,20 +176,11 @@ func (x *explorer) allRuns() ([][]run, error) {
 				counted[l] += most[l]
 			}
 		}
-		if !slices.Equal(counted, maxWrites) {
-			// Tighten the bound to what the runs can write; the runs are
-			// recomputed with it.
-			for l := range maxWrites {
-				maxWrites[l] = max(counted[l], 0)
-			}
-			changed = true
-		}
 		if !changed {
-			x.res.CutRuns = cut
-			return all, nil
+			return all, cut, counted, nil
 		}
 	}
-	return nil, fmt.Errorf("the values of the locations do not settle after %d rounds", maxRounds)
+	return nil, 0, nil, fmt.Errorf("the values of the locations do not settle after %d rounds", maxRounds)
 }
 
 // combine examines every choice of one run per thread.
