@@ -51,6 +51,14 @@ func checkVerdicts(t *testing.T, csvPath string) {
 	t.Logf("%d/%d agree", agree, len(verdicts))
 }
 
+// TestProjectLitmus runs the project's own litmus tests: fence shortcuts,
+// store buffering, message passing, load buffering and shared memory.
+func TestProjectLitmus(t *testing.T) {
+	checkVerdicts(t, filepath.Join("testdata", "expected.csv"))
+}
+
+// TestSharedCorpus runs the shared PTX litmus corpus (Dat3M's tests with the
+// PTX model's verdicts) when it is beside the repository.
 func TestSharedCorpus(t *testing.T) {
 	csv := filepath.Join(sharedCorpus, "expected.csv")
 	if _, err := os.Stat(csv); err != nil {

@@ -445,9 +445,9 @@ func parseMemory(parts, args []string) (in memmodel.Inst, label string, err erro
 			scopeSet = true
 			in.Scope, _ = parseScope(q)
 		case "global", "u32", "s32", "b32", "u64", "s64", "b64":
-			// The state space and the type do not change the model.
+			// The type does not change the model.
 		case "shared":
-			return in, "", fmt.Errorf("shared memory is not modelled in litmus tests")
+			in.Shared = true
 		case "add", "sub", "and", "or", "xor", "min", "max", "exch", "cas", "inc", "dec":
 			if kind != "atom" && kind != "red" {
 				return in, "", fmt.Errorf("qualifier %q on %s", q, kind)
@@ -495,6 +495,9 @@ func parseMemory(parts, args []string) (in memmodel.Inst, label string, err erro
 		in.Dst = args[0]
 		if v, err := strconv.ParseInt(args[1], 0, 64); err == nil {
 			// ld r, CONSTANT sets the register.
+			if in.Shared {
+				return in, "", fmt.Errorf("a constant load takes no state space")
+			}
 			return memmodel.Inst{Op: memmodel.OpLocal, AtomOp: "mov", Dst: args[0], Args: []memmodel.Operand{{Imm: v}}}, "", nil
 		}
 		in.Op = memmodel.OpLoad

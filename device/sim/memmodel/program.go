@@ -93,6 +93,9 @@ type Inst struct {
 	Args   []Operand
 	AtomOp string // add, sub, and, or, xor, min, max, exch, cas, inc, dec; for OpLocal also mov, mul, div
 	Cond   string // eq, ne, lt, le, gt, ge
+	// Shared marks a shared-memory access: its location belongs to one
+	// CTA, and only that CTA's threads may use it.
+	Shared bool
 	Target int    // instruction index for OpBranch and OpJump
 
 	// Barrier operands: the instance, an optional id and an optional
@@ -146,6 +149,33 @@ func (p *Program) locations() []string {
 func (p *Program) Validate() error {
 	if len(p.Threads) == 0 {
 		return fmt.Errorf("program has no threads")
+	}
+	// A shared location is used by one CTA only, and only as shared.
+	type user struct {
+		gpu, cta int
+		shared   bool
+		thread   string
+		line     int
+	}
+	users := map[string]user{}
+	for _, t := range p.Threads {
+		for _, in := range t.Code {
+			if in.Loc == "" {
+				continue
+			}
+			u := user{gpu: t.GPU, cta: t.CTA, shared: in.Shared, thread: t.Name, line: in.Line}
+			prev, ok := users[in.Loc]
+			if !ok {
+				users[in.Loc] = u
+				continue
+			}
+			if prev.shared != u.shared {
+				return fmt.Errorf("%s line %d: %s is used both as shared and as global memory (%s line %d)", t.Name, in.Line, in.Loc, prev.thread, prev.line)
+			}
+			if u.shared && (prev.gpu != u.gpu || prev.cta != u.cta) {
+				return fmt.Errorf("%s line %d: shared location %s is used by two CTAs (%s line %d)", t.Name, in.Line, in.Loc, prev.thread, prev.line)
+			}
+		}
 	}
 	for _, t := range p.Threads {
 		for _, in := range t.Code {
