@@ -235,8 +235,7 @@ func (t *Test) parseProgram(text string, line func(int) int) error {
 	}
 	n := len(t.Program.Threads)
 	labels := make([]map[string]int, n)
-	var jumps [][]pendingJump
-	jumps = make([][]pendingJump, n)
+	jumps := make([][]pendingJump, n)
 	for i := range labels {
 		labels[i] = map[string]int{}
 	}
@@ -521,7 +520,7 @@ func parseMemory(parts, args []string) (in memmodel.Inst, label string, err erro
 	in.Op = memmodel.OpAtom
 	if kind == "atom" {
 		if len(args) < 3 {
-			return in, "", fmt.Errorf("want REGISTER, LOCATION, OPERAND...")
+			return in, "", fmt.Errorf("want REGISTER, LOCATION and operands")
 		}
 		if !regRE.MatchString(args[0]) {
 			return in, "", fmt.Errorf("%q is not a register", args[0])

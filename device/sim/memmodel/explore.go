@@ -211,12 +211,11 @@ func (x *explorer) combine(runs [][]run) error {
 
 // graph is one choice of runs with its events and fixed relations.
 type graph struct {
-	ev      []event
-	first   []int // first event index of each thread
-	regs    []map[string]int64
-	po, ms  rel
-	rmwW    []int // the write of a read's read-modify-write, or -1
-	readers [][]int
+	ev     []event
+	first  []int // first event index of each thread
+	regs   []map[string]int64
+	po, ms rel
+	rmwW   []int // the write of a read's read-modify-write, or -1
 }
 
 // execution examines every reads-from choice for one choice of runs.

@@ -96,7 +96,7 @@ type Inst struct {
 	// Shared marks a shared-memory access: its location belongs to one
 	// CTA, and only that CTA's threads may use it.
 	Shared bool
-	Target int    // instruction index for OpBranch and OpJump
+	Target int // instruction index for OpBranch and OpJump
 
 	// Barrier operands: the instance, an optional id and an optional
 	// thread count (quorum).

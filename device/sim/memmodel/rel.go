@@ -25,9 +25,6 @@ func (r rel) clone() rel {
 	return c
 }
 
-// copyFrom overwrites r with o (same size).
-func (r rel) copyFrom(o rel) { copy(r.b, o.b) }
-
 // union adds o to r.
 func (r rel) union(o rel) {
 	for i := range r.b {
