@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/symmem/symmem/device/sim/memmodel"
@@ -90,4 +91,60 @@ func ReadVerdicts(r io.Reader) ([]Verdict, error) {
 		out = append(out, Verdict{Path: path, Holds: v == "1"})
 	}
 	return out, nil
+}
+
+// Sampled is what seeded runs of the operational model produced.
+type Sampled struct {
+	// Outcomes are the distinct final states reached, in increasing order.
+	Outcomes [][]int64
+	// Finished counts the runs that reached a final state (the others
+	// deadlocked or ran out of steps).
+	Finished int
+}
+
+// Sample runs t's program under the operational model once per seed in
+// [first, first+seeds), each run at most maxSteps steps.
+func Sample(t *Test, first, seeds uint64, maxSteps int) (*Sampled, error) {
+	s := &Sampled{}
+	seen := map[string]bool{}
+	for seed := first; seed < first+seeds; seed++ {
+		o, ok, err := memmodel.Simulate(&t.Program, t.Observables, seed, maxSteps)
+		if err != nil {
+			return nil, fmt.Errorf("%s: seed %d: %w", t.Name, seed, err)
+		}
+		if !ok {
+			continue
+		}
+		s.Finished++
+		if k := fmt.Sprint(o); !seen[k] {
+			seen[k] = true
+			s.Outcomes = append(s.Outcomes, o)
+		}
+	}
+	slices.SortFunc(s.Outcomes, slices.Compare[[]int64])
+	return s, nil
+}
+
+// Compare splits sampled outcomes into those the exact model forbids
+// (never acceptable) and the allowed outcomes no run reached.
+func Compare(exact, sampled [][]int64) (forbidden, unreached [][]int64) {
+	in := func(set [][]int64, o []int64) bool {
+		for _, x := range set {
+			if slices.Equal(x, o) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, o := range sampled {
+		if !in(exact, o) {
+			forbidden = append(forbidden, o)
+		}
+	}
+	for _, o := range exact {
+		if !in(sampled, o) {
+			unreached = append(unreached, o)
+		}
+	}
+	return forbidden, unreached
 }

@@ -16,6 +16,7 @@ import (
 func newLitmusCmd() *cobra.Command {
 	var expected string
 	var loopBound int
+	var seeds uint64
 	cmd := &cobra.Command{
 		Use:   "litmus [--expected FILE.csv] [FILE.litmus...]",
 		Short: "Judge PTX litmus tests on the simulator's memory model",
@@ -24,7 +25,10 @@ execution the PTX model allows is explored. For each test it prints the final
 states (the registers and locations the condition names) and whether the
 condition holds. With --expected, the tests named in the csv (path,verdict;
 paths relative to the csv's folder) are run too and compared with their
-verdicts; any disagreement makes the command fail.`,
+verdicts; any disagreement makes the command fail. With --seeds N each file
+is also run N times under the operational model (the seeded step-by-step
+semantics, loads choosing among the stores they may read), which must
+reach only outcomes the exact model allows.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 && expected == "" {
 				return fmt.Errorf("name litmus files or --expected FILE.csv")
@@ -35,8 +39,14 @@ verdicts; any disagreement makes the command fail.`,
 			opts := memmodel.Options{LoopBound: loopBound}
 			out := cmd.OutOrStdout()
 			for _, path := range args {
-				if _, err := runLitmus(out, path, opts); err != nil {
+				res, err := runLitmus(out, path, opts)
+				if err != nil {
 					return err
+				}
+				if seeds > 0 {
+					if err := sampleLitmus(out, res, seeds); err != nil {
+						return err
+					}
 				}
 			}
 			if expected == "" {
@@ -47,6 +57,7 @@ verdicts; any disagreement makes the command fail.`,
 	}
 	cmd.Flags().StringVar(&expected, "expected", "", "csv of path,verdict (1: the condition holds) to compare with")
 	cmd.Flags().IntVar(&loopBound, "loop-bound", 2, "backward jumps one thread may take")
+	cmd.Flags().Uint64Var(&seeds, "seeds", 0, "also run each file this many times under the operational model")
 	return cmd
 }
 
@@ -79,6 +90,26 @@ func runLitmus(out io.Writer, path string, opts memmodel.Options) (*litmus.Resul
 	}
 	fmt.Fprintln(out, ")")
 	return res, nil
+}
+
+// sampleLitmus runs a judged test under the operational model and
+// compares what it reaches with the exact outcomes.
+func sampleLitmus(out io.Writer, res *litmus.Result, seeds uint64) error {
+	t := res.Test
+	s, err := litmus.Sample(t, 0, seeds, 10_000)
+	if err != nil {
+		return err
+	}
+	forbidden, unreached := litmus.Compare(res.Outcomes, s.Outcomes)
+	fmt.Fprintf(out, "  operational model, %d seeds (%d finished): %d outcomes, %d allowed ones not reached\n",
+		seeds, s.Finished, len(s.Outcomes), len(unreached))
+	for _, o := range forbidden {
+		fmt.Fprintf(out, "  FORBIDDEN %s\n", t.FormatOutcome(o))
+	}
+	if len(forbidden) > 0 {
+		return fmt.Errorf("%s: the operational model reached %d outcomes the PTX model forbids", t.Name, len(forbidden))
+	}
+	return nil
 }
 
 // checkExpected runs every test of a verdict csv and prints the agreement
