@@ -191,9 +191,54 @@ func (x *explorer) combine(runs [][]run) error {
 			return nil // a thread never finishes: no execution
 		}
 	}
+	// What each run reads and writes, to skip choices in which a read has
+	// no store of its value.
+	type locVal struct {
+		loc int
+		val int64
+	}
+	reads := make([][][]locVal, len(runs))
+	writes := make([][]map[locVal]bool, len(runs))
+	for ti, rs := range runs {
+		reads[ti] = make([][]locVal, len(rs))
+		writes[ti] = make([]map[locVal]bool, len(rs))
+		for ri, r := range rs {
+			w := map[locVal]bool{}
+			for _, e := range r.events {
+				switch e.kind {
+				case evRead:
+					if e.val != x.prog.Init[x.locs[e.loc]] {
+						reads[ti][ri] = append(reads[ti][ri], locVal{e.loc, e.val})
+					}
+				case evWrite:
+					w[locVal{e.loc, e.val}] = true
+				}
+			}
+			writes[ti][ri] = w
+		}
+	}
+	feasible := func() bool {
+		for ti, ri := range pick {
+			for _, lv := range reads[ti][ri] {
+				found := false
+				for tj, rj := range pick {
+					if writes[tj][rj][lv] {
+						found = true
+						break
+					}
+				}
+				if !found {
+					return false
+				}
+			}
+		}
+		return true
+	}
 	for {
-		if err := x.execution(runs, pick); err != nil {
-			return err
+		if feasible() {
+			if err := x.execution(runs, pick); err != nil {
+				return err
+			}
 		}
 		i := 0
 		for ; i < len(pick); i++ {

@@ -3,6 +3,7 @@ package memmodel
 import (
 	"fmt"
 	"maps"
+	"slices"
 )
 
 // kind is an event's kind.
@@ -55,9 +56,9 @@ type run struct {
 // runState is the state of a thread while its runs are enumerated.
 type runState struct {
 	pc      int
-	regs    map[string]int64
-	regDeps map[string]uint64
-	regHops map[string][]int
+	regs    []int64 // by register index
+	regDeps []uint64
+	regHops [][]int
 	ctrl    uint64
 	events  []event
 	jumps   int
@@ -65,9 +66,9 @@ type runState struct {
 
 func (s *runState) clone() *runState {
 	c := *s
-	c.regs = maps.Clone(s.regs)
-	c.regDeps = maps.Clone(s.regDeps)
-	c.regHops = maps.Clone(s.regHops)
+	c.regs = slices.Clone(s.regs)
+	c.regDeps = slices.Clone(s.regDeps)
+	c.regHops = slices.Clone(s.regHops)
 	c.events = append([]event(nil), s.events...)
 	return &c
 }
@@ -102,13 +103,42 @@ func maxHops(a, b []int) []int {
 // out. It returns the runs and how many were cut at the loop bound.
 func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int, error) {
 	t := &x.prog.Threads[ti]
+	// Registers by index, in a fixed order.
+	reg := map[string]int{}
+	var names []string
+	add := func(r string) {
+		if _, ok := reg[r]; r != "" && !ok {
+			reg[r] = len(names)
+			names = append(names, r)
+		}
+	}
+	for _, r := range slices.Sorted(maps.Keys(t.Regs)) {
+		add(r)
+	}
+	for _, in := range t.Code {
+		add(in.Dst)
+		for _, a := range in.Args {
+			add(a.Reg)
+		}
+		add(in.Instance.Reg)
+		if in.ID != nil {
+			add(in.ID.Reg)
+		}
+		if in.Quorum != nil {
+			add(in.Quorum.Reg)
+		}
+	}
 	var runs []run
 	cut := 0
 	var walk func(s *runState) error
 	walk = func(s *runState) error {
 		for {
 			if s.pc >= len(t.Code) {
-				runs = append(runs, run{events: s.events, regs: s.regs})
+				regs := make(map[string]int64, len(names))
+				for i, n := range names {
+					regs[n] = s.regs[i]
+				}
+				runs = append(runs, run{events: s.events, regs: regs})
 				return nil
 			}
 			if len(s.events) > maxThreadEvents {
@@ -117,19 +147,19 @@ func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int
 			in := &t.Code[s.pc]
 			val := func(o Operand) int64 {
 				if o.Reg != "" {
-					return s.regs[o.Reg]
+					return s.regs[reg[o.Reg]]
 				}
 				return o.Imm
 			}
 			dep := func(o Operand) uint64 {
 				if o.Reg != "" {
-					return s.regDeps[o.Reg]
+					return s.regDeps[reg[o.Reg]]
 				}
 				return 0
 			}
 			hop := func(o Operand) []int {
 				if o.Reg != "" {
-					return s.regHops[o.Reg]
+					return s.regHops[reg[o.Reg]]
 				}
 				return nil
 			}
@@ -192,9 +222,8 @@ func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int
 						}
 					}
 					if in.Dst != "" {
-						c.regs[in.Dst] = v
-						c.regDeps[in.Dst] = 1 << ri
-						c.regHops[in.Dst] = vh
+						d := reg[in.Dst]
+						c.regs[d], c.regDeps[d], c.regHops[d] = v, 1<<ri, vh
 					}
 					c.pc++
 					if err := walk(c); err != nil {
@@ -242,7 +271,8 @@ func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int
 				if err != nil {
 					return fmt.Errorf("%s line %d: %w", t.Name, in.Line, err)
 				}
-				s.regs[in.Dst], s.regDeps[in.Dst], s.regHops[in.Dst] = v, d, h
+				r := reg[in.Dst]
+				s.regs[r], s.regDeps[r], s.regHops[r] = v, d, h
 			case OpBranch, OpJump:
 				taken := true
 				if in.Op == OpBranch {
@@ -268,11 +298,12 @@ func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int
 			s.pc++
 		}
 	}
-	regs := maps.Clone(t.Regs)
-	if regs == nil {
-		regs = map[string]int64{}
+	n := len(names)
+	init := &runState{regs: make([]int64, n), regDeps: make([]uint64, n), regHops: make([][]int, n)}
+	for i, name := range names {
+		init.regs[i] = t.Regs[name]
 	}
-	if err := walk(&runState{regs: regs, regDeps: map[string]uint64{}, regHops: map[string][]int{}}); err != nil {
+	if err := walk(init); err != nil {
 		return nil, 0, err
 	}
 	return runs, cut, nil
