@@ -71,8 +71,11 @@ type Access struct {
 	// Shared marks an access to a block's shared memory: Phys names the
 	// block's shared memory (see [SharedPhys]) and PhysOffset the offset.
 	Shared bool
-	Order  signal.Order
-	Scope  signal.Scope
+	// RMW marks an Atomic that is a read-modify-write (an atom or a
+	// compare-and-swap), not a strong load or store.
+	RMW   bool
+	Order signal.Order
+	Scope signal.Scope
 	// SC marks a Fence that is fence.sc (or membar): such fences are
 	// totally ordered with one another.
 	SC bool

@@ -112,6 +112,28 @@ type rec struct {
 	task  actor.Label
 	vc    vclock // atomic writes: the writer's clock, to explain races
 	fence vclock // atomic writes: the fence clock the write published
+	// Strong writes: the slots of the threads whose strong reads observed
+	// this write (read it, morally strong, directly or through a chain of
+	// read-modify-writes): it precedes, in causality order, what those
+	// threads do to the word afterwards.
+	seen []int
+	// from is the strong write a read-modify-write read, when morally
+	// strong: observing this write observes that one too.
+	from *rec
+}
+
+// maxObserveChain bounds how far back a read-modify-write chain is
+// followed when a read observes its last write.
+const maxObserveChain = 64
+
+// observedBy reports whether the thread of slot observed r.
+func (r *rec) observedBy(slot int) bool {
+	for _, s := range r.seen {
+		if s == slot {
+			return true
+		}
+	}
+	return false
 }
 
 // release is what atomic writes to a word have released at one scope, for
@@ -404,12 +426,31 @@ func (d *Detector) access(a sim.Access) {
 			x.fence = t.relFence[a.Scope]
 		}
 	}
+	if atomic && (!a.Write || a.RMW) {
+		// A strong read observes the word's last write when the two are
+		// morally strong, and with it the writes that write's
+		// read-modify-write chain observed.
+		for k := i; k < j; k++ {
+			w := sh.spans[k].st.lastWrite()
+			if w == nil || w.a.Kind != sim.Atomic || conflict(w, x) {
+				continue
+			}
+			if a.RMW && a.Write && k == i {
+				x.from = w
+			}
+			for z, n := w, 0; z != nil && n < maxObserveChain; z, n = z.from, n+1 {
+				if !z.observedBy(t.slot) {
+					z.seen = append(z.seen, t.slot)
+				}
+			}
+		}
+	}
 	d.pairs = d.pairs[:0]
 	for k := i; k < j; k++ {
 		st := &sh.spans[k].st
 		keep := make([]*rec, 0, len(st.accs)+1)
 		for _, y := range st.accs {
-			ordered := y.ep.before(t.vc)
+			ordered := y.ep.before(t.vc) || y.observedBy(t.slot)
 			if !ordered && (y.a.Write || a.Write) && conflict(y, x) {
 				d.report(y, x, t)
 			}

@@ -236,3 +236,55 @@ func TestMixedSizeStrongAccessesRace(t *testing.T) {
 		l.wantRace(false)
 	})
 }
+
+// Observation starts causality: a write a strong read observed (morally
+// strong, directly or through a chain of read-modify-writes) precedes the
+// reader's later accesses of the same word, as in the counter idiom where
+// the last block to increment resets the counter with a plain store.
+func TestObservedWritesPrecedeTheReader(t *testing.T) {
+	rmw := func(l *litmus, task int) {
+		l.d.observe(l.at(task, sim.Access{Kind: sim.Atomic, Phys: 1, PhysOffset: f, Size: 4, Write: true, RMW: true,
+			Order: signal.Relaxed, Scope: signal.System}))
+	}
+	t.Run("last taker resets the counter", func(t *testing.T) {
+		l := newLitmus(t, false)
+		rmw(l, writer)
+		rmw(l, reader)
+		l.st(reader, f)
+		l.wantRace(false)
+	})
+	t.Run("through a chain of read-modify-writes", func(t *testing.T) {
+		l := newLitmus(t, false)
+		l.places[31] = sim.Access{Device: 0, Launch: 3, Block: 0, Lane: -1}
+		l.d.observe(sim.Access{Kind: sim.BlockStart, Task: 31, Parent: 30, Device: 0, Launch: 3, Block: 0, Lane: -1})
+		rmw(l, writer)
+		rmw(l, 31)
+		rmw(l, reader)
+		l.st(reader, f)
+		l.wantRace(false)
+	})
+	t.Run("not observed", func(t *testing.T) {
+		l := newLitmus(t, false)
+		rmw(l, writer)
+		l.st(reader, f)
+		l.wantRace(true)
+	})
+	t.Run("observed, but another word", func(t *testing.T) {
+		l := newLitmus(t, false)
+		l.st(writer, x)
+		rmw(l, writer)
+		rmw(l, reader)
+		l.ld(reader, x)
+		l.wantRace(true)
+	})
+	t.Run("a strong store does not continue the chain", func(t *testing.T) {
+		l := newLitmus(t, false)
+		l.places[31] = sim.Access{Device: 0, Launch: 3, Block: 0, Lane: -1}
+		l.d.observe(sim.Access{Kind: sim.BlockStart, Task: 31, Parent: 30, Device: 0, Launch: 3, Block: 0, Lane: -1})
+		rmw(l, writer)
+		l.stRelaxed(31, f)
+		rmw(l, reader)
+		l.st(reader, f)
+		l.wantRace(true)
+	})
+}

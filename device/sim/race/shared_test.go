@@ -102,3 +102,14 @@ func TestSharedMemoryIsChecked(t *testing.T) {
 		t.Fatal("no race on shared memory reported")
 	}
 }
+
+// TestLowLatencyIsRaceFreePTX: the low-latency kernel's PTX over several
+// blocks is race-free: the last block to count itself done resets the
+// counter with plain stores, ordered after the other blocks' increments
+// because its own increment observed them.
+func TestLowLatencyIsRaceFreePTX(t *testing.T) {
+	dev := sim.Config{Kernels: sim.Kernels{PTX: true}}
+	for world := 2; world <= 3; world++ {
+		clean(t, fmt.Sprintf("world %d", world), simulate(t, simjob.Config{World: world, Seed: uint64(world), Device: dev}, llLoop(3, 4096)))
+	}
+}
