@@ -1,6 +1,8 @@
 package litmus
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -109,5 +111,25 @@ func TestReadVerdicts(t *testing.T) {
 	}
 	if _, err := ReadVerdicts(strings.NewReader("a.litmus,2\n")); err == nil || !strings.Contains(err.Error(), `verdict "2"`) {
 		t.Fatalf("bad verdict: err = %v", err)
+	}
+}
+
+// TestParseNeverPanics parses every prefix of the project's tests: each is
+// either a test or an error, never a panic.
+func TestParseNeverPanics(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.litmus"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no litmus files: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := 0; n < len(b); n += 3 {
+			if test, err := Parse(string(b[:n])); err == nil && test == nil {
+				t.Fatalf("%s[:%d]: no test and no error", f, n)
+			}
+		}
 	}
 }

@@ -186,10 +186,16 @@ func (x *explorer) fixpoint(maxWrites []int) ([][]run, int, []int, error) {
 // combine examines every choice of one run per thread.
 func (x *explorer) combine(runs [][]run) error {
 	pick := make([]int, len(runs))
-	for _, r := range runs {
+	combos := 1
+	for ti, r := range runs {
 		if len(r) == 0 {
 			return nil // a thread never finishes: no execution
 		}
+		if combos > x.opts.MaxCandidates/len(r) {
+			return fmt.Errorf("%s and the threads before it have more than %d combinations of runs: the program is too large for exhaustive exploration",
+				x.prog.Threads[ti].Name, x.opts.MaxCandidates)
+		}
+		combos *= len(r)
 	}
 	// What each run reads and writes, to skip choices in which a read has
 	// no store of its value.

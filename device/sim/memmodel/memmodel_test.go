@@ -114,3 +114,20 @@ func TestSimulateIsDeterministicAndSound(t *testing.T) {
 		t.Errorf("100 seeds reached %d of the %d allowed outcomes", len(seen), len(exact.Outcomes))
 	}
 }
+
+func TestExploreRefusesProgramsTooLarge(t *testing.T) {
+	// Four threads of ten loads of a location with three values: far too
+	// many combinations to enumerate.
+	p := &Program{Init: map[string]int64{"x": 0}}
+	for i := range 4 {
+		th := Thread{Name: fmt.Sprintf("P%d", i), Code: []Inst{{Op: OpStore, Loc: "x", Args: []Operand{{Imm: int64(i + 1)}}, Sem: Relaxed, Scope: Sys}}}
+		for k := range 10 {
+			th.Code = append(th.Code, Inst{Op: OpLoad, Loc: "x", Dst: fmt.Sprintf("r%d", k), Sem: Relaxed, Scope: Sys})
+		}
+		p.Threads = append(p.Threads, th)
+	}
+	_, err := Explore(p, nil, Options{})
+	if err == nil || !strings.Contains(err.Error(), "too large for exhaustive exploration") {
+		t.Fatalf("Explore = %v, want a refusal", err)
+	}
+}

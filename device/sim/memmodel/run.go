@@ -20,6 +20,9 @@ const (
 // a thread's events.
 const maxThreadEvents = 64
 
+// maxThreadRuns bounds the runs of one thread.
+const maxThreadRuns = 1 << 14
+
 // event is one memory, fence or barrier event of a thread's run.
 type event struct {
 	kind   kind
@@ -134,6 +137,9 @@ func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int
 	walk = func(s *runState) error {
 		for {
 			if s.pc >= len(t.Code) {
+				if len(runs) == maxThreadRuns {
+					return fmt.Errorf("%s has more than %d runs: the program is too large for exhaustive exploration", t.Name, maxThreadRuns)
+				}
 				regs := make(map[string]int64, len(names))
 				for i, n := range names {
 					regs[n] = s.regs[i]
