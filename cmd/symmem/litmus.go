@@ -23,7 +23,9 @@ func newLitmusCmd() *cobra.Command {
 		Long: `Runs herd-style PTX litmus tests on the simulator's memory model: every
 execution the PTX model allows is explored. For each test it prints the final
 states (the registers and locations the condition names) and whether the
-condition holds. With --expected, the tests named in the csv (path,verdict;
+condition holds, then the data races of the allowed executions (conflicting
+accesses neither morally strong nor ordered by causality). With --expected,
+the tests named in the csv (path,verdict;
 paths relative to the csv's folder) are run too and compared with their
 verdicts; any disagreement makes the command fail. With --seeds N each file
 is also run N times under the operational model (the seeded step-by-step
@@ -89,6 +91,9 @@ func runLitmus(out io.Writer, path string, opts memmodel.Options) (*litmus.Resul
 		fmt.Fprintf(out, ", %d runs cut at the loop bound", res.Explored.CutRuns)
 	}
 	fmt.Fprintln(out, ")")
+	for _, r := range res.Explored.Races {
+		fmt.Fprintf(out, "  data race on %s: %s and %s\n", r.First.Loc, accessName(t, r.First), accessName(t, r.Second))
+	}
 	return res, nil
 }
 
@@ -160,6 +165,15 @@ func checkExpected(out io.Writer, csvPath string, opts memmodel.Options) error {
 		return fmt.Errorf("%d of %d tests disagree with %s", len(verdicts)-agree, len(verdicts), csvPath)
 	}
 	return nil
+}
+
+// accessName is "P1's load (line 7)".
+func accessName(t *litmus.Test, a memmodel.Access) string {
+	kind := "load"
+	if a.Write {
+		kind = "store"
+	}
+	return fmt.Sprintf("%s's %s (line %d)", t.Program.Threads[a.Thread].Name, kind, a.Line)
 }
 
 func verdictWord(holds bool) string {

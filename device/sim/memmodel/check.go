@@ -115,12 +115,10 @@ func (x *explorer) check(g *graph, rf []int) error {
 	if len(fpairs) > 20 {
 		return fmt.Errorf("too many sc fences (%d pairs) to order", len(fpairs))
 	}
-	found := false
+	// Every barrier schedule and fence-SC order is examined: races depend
+	// on them.
 	for _, sb := range scheds {
 		for mask := 0; mask < 1<<len(fpairs); mask++ {
-			if found && !x.observesMemory() {
-				return nil
-			}
 			sf := newRel(n)
 			for i, p := range fpairs {
 				if mask>>i&1 == 0 {
@@ -139,7 +137,9 @@ func (x *explorer) check(g *graph, rf []int) error {
 			if err != nil {
 				return err
 			}
-			found = found || ok
+			if ok {
+				x.races(g, cause)
+			}
 		}
 	}
 	return nil

@@ -36,6 +36,26 @@ type Result struct {
 	Consistent int
 	// CutRuns counts thread runs dropped at the loop bound.
 	CutRuns int
+	// Races are the data races of the allowed executions: two accesses of
+	// a location by different threads, one a write, neither morally strong
+	// with the other nor before it in causality order. Each pair of
+	// instructions is listed once, in the order found.
+	Races []Race
+}
+
+// Access names one memory access of a race: its thread, source line and
+// kind.
+type Access struct {
+	Thread int
+	Line   int
+	Write  bool
+	Loc    string
+}
+
+// Race is a pair of conflicting accesses of one execution that are
+// unordered and not morally strong.
+type Race struct {
+	First, Second Access
 }
 
 type explorer struct {
@@ -46,6 +66,7 @@ type explorer struct {
 	obs      []Observable
 	res      Result
 	seen     map[string]bool
+	raced    map[Race]bool
 }
 
 // Explore enumerates the executions of p the PTX model allows and returns
@@ -60,7 +81,7 @@ func Explore(p *Program, obs []Observable, opts Options) (*Result, error) {
 	if opts.MaxCandidates <= 0 {
 		opts.MaxCandidates = 20_000_000
 	}
-	x := &explorer{prog: p, opts: opts, locIndex: map[string]int{}, obs: obs, seen: map[string]bool{}}
+	x := &explorer{prog: p, opts: opts, locIndex: map[string]int{}, obs: obs, seen: map[string]bool{}, raced: map[Race]bool{}}
 	x.locs = p.locations()
 	for i, l := range x.locs {
 		x.locIndex[l] = i
@@ -428,4 +449,35 @@ func (x *explorer) outcome(g *graph, co rel) {
 		}
 	}
 	emit(0)
+}
+
+// races records the data races of a consistent execution with causality
+// order cause.
+func (x *explorer) races(g *graph, cause rel) {
+	for a := range g.ev {
+		ea := &g.ev[a]
+		if ea.thread < 0 || (ea.kind != evRead && ea.kind != evWrite) {
+			continue
+		}
+		for b := a + 1; b < len(g.ev); b++ {
+			eb := &g.ev[b]
+			if eb.thread < 0 || eb.thread == ea.thread || eb.loc != ea.loc || (eb.kind != evRead && eb.kind != evWrite) {
+				continue
+			}
+			if ea.kind != evWrite && eb.kind != evWrite {
+				continue
+			}
+			if g.ms.has(a, b) || cause.has(a, b) || cause.has(b, a) {
+				continue
+			}
+			r := Race{
+				First:  Access{Thread: ea.thread, Line: ea.line, Write: ea.kind == evWrite, Loc: x.locs[ea.loc]},
+				Second: Access{Thread: eb.thread, Line: eb.line, Write: eb.kind == evWrite, Loc: x.locs[eb.loc]},
+			}
+			if !x.raced[r] {
+				x.raced[r] = true
+				x.res.Races = append(x.res.Races, r)
+			}
+		}
+	}
 }
