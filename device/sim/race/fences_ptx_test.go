@@ -7,6 +7,7 @@ import (
 
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/device/sim/ptx"
+	"github.com/symmem/symmem/internal/longtest"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/simjob"
 )
@@ -33,22 +34,26 @@ func TestFencedSignalsPTX(t *testing.T) {
 		re   *regexp.Regexp
 		repl string
 		race bool
+		long bool // left to the long sweeps
 	}{
-		{"fence, then relaxed put", put, before, false},
-		{"relaxed wait, then fence", wait, after, false},
-		{"fence, then relaxed wait", wait, before, true},
-		{"relaxed put, then fence", put, after, true},
-		{"fence.acq_rel.sys, then relaxed put", put, "${1}fence.acq_rel.sys;\n${1}atom.relaxed.sys.global.cas$2", false},
-		{"fence.acq_rel.cta, then relaxed put", put, "${1}fence.acq_rel.cta;\n${1}atom.relaxed.sys.global.cas$2", true},
-		{"relaxed wait, then fence.acq_rel.gpu", wait, "${1}atom.relaxed.sys.global.cas$2\n${1}fence.acq_rel.gpu;", true},
+		{"fence, then relaxed put", put, before, false, false},
+		{"relaxed wait, then fence", wait, after, false, false},
+		{"fence, then relaxed wait", wait, before, true, false},
+		{"relaxed put, then fence", put, after, true, true},
+		{"fence.acq_rel.sys, then relaxed put", put, "${1}fence.acq_rel.sys;\n${1}atom.relaxed.sys.global.cas$2", false, true},
+		{"fence.acq_rel.cta, then relaxed put", put, "${1}fence.acq_rel.cta;\n${1}atom.relaxed.sys.global.cas$2", true, false},
+		{"relaxed wait, then fence.acq_rel.gpu", wait, "${1}atom.relaxed.sys.global.cas$2\n${1}fence.acq_rel.gpu;", true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.long {
+				longtest.Require(t, "a fenced-signal variant")
+			}
 			mod, err := ptx.Parse(c.re.ReplaceAllString(text, c.repl))
 			if err != nil {
 				t.Fatal(err)
 			}
 			dev := sim.Config{Kernels: sim.Kernels{PTX: true, Module: mod}}
-			res := simulate(t, simjob.Config{World: 2, Seed: 2, Device: dev}, reduceLoop(twoShot, 2, 256))
+			res := simulate(t, simjob.Config{World: 2, Seed: 2, Device: dev}, reduceLoop(twoShot, 1, 256))
 			if c.race {
 				races(t, fmt.Sprintf("%s (a race)", c.name), res)
 			} else {

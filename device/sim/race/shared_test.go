@@ -108,8 +108,7 @@ func TestSharedMemoryIsChecked(t *testing.T) {
 // counter with plain stores, ordered after the other blocks' increments
 // because its own increment observed them.
 func TestLowLatencyIsRaceFreePTX(t *testing.T) {
+	// 520 words take two blocks of 512 threads (run as two blocks of 32).
 	dev := sim.Config{Kernels: sim.Kernels{PTX: true}}
-	for world := 2; world <= 3; world++ {
-		clean(t, fmt.Sprintf("world %d", world), simulate(t, simjob.Config{World: world, Seed: uint64(world), Device: dev}, llLoop(3, 4096)))
-	}
+	clean(t, "world 2", simulate(t, simjob.Config{World: 2, Seed: 2, Device: dev}, llLoop(2, 520)))
 }
