@@ -15,7 +15,9 @@ import (
 // writes after a fence) carry views that acquire reads (and fences after
 // strong reads) join when the two are morally strong; fence.sc joins the
 // views of earlier morally strong fence.sc; bar.cta.sync joins the views
-// of the threads it releases. Read-modify-writes read the newest store.
+// of the threads it releases (without a count it waits for every thread of
+// the CTA that has not finished and has a barrier instruction that can
+// name it). Read-modify-writes read the newest store.
 // It allows a subset of what the exact model allows: never a forbidden
 // outcome, but not the outcomes that need a store to be seen before an
 // earlier load of its thread (load buffering), nor weak reads that go back
@@ -306,7 +308,8 @@ func (x *explorer) write(t *opThread, ti int, hist [][]message, l int, v int64, 
 
 // releaseBarriers lets go the threads whose barrier completed: with a
 // count, once enough threads arrived; without, once every thread of the
-// CTA that has not finished waits at it. A released thread sees what every
+// CTA that has not finished and has a barrier instruction that can name
+// it waits at it. A released thread sees what every
 // arrival so far saw.
 func (x *explorer) releaseBarriers(ths []*opThread, bars map[barrierKey]*opBarrier) {
 	for i, t := range ths {
@@ -327,7 +330,7 @@ func (x *explorer) releaseBarriers(ths []*opThread, bars map[barrierKey]*opBarri
 		complete := true
 		for k, o := range ths {
 			th := &x.prog.Threads[k]
-			if o.done || th.GPU != me.GPU || th.CTA != me.CTA {
+			if o.done || th.GPU != me.GPU || th.CTA != me.CTA || !mayArrive(th, t.bar) {
 				continue
 			}
 			if !o.waiting || o.bar != t.bar || o.quorum {
@@ -345,6 +348,27 @@ func (x *explorer) releaseBarriers(ths []*opThread, bars map[barrierKey]*opBarri
 			o.pc++
 		}
 	}
+}
+
+// mayArrive reports whether thread th has a barrier instruction that can
+// name barrier key (a register operand can name any).
+func mayArrive(th *Thread, key barrierKey) bool {
+	for _, in := range th.Code {
+		if in.Op != OpBarrier || in.Quorum != nil {
+			continue
+		}
+		if in.Instance.Reg == "" && in.Instance.Imm != key.instance {
+			continue
+		}
+		if (in.ID != nil) != key.hasID {
+			continue
+		}
+		if in.ID != nil && in.ID.Reg == "" && in.ID.Imm != key.id {
+			continue
+		}
+		return true
+	}
+	return false
 }
 
 // needed is the narrowest scope that includes threads a and b.
