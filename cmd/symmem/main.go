@@ -93,7 +93,7 @@ func newRootApp(a *app) *cobra.Command {
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "error", "log level: debug (what each rank does: rendezvous, allocations, algorithm choices, launches, timeouts), info, warn, error")
 	root.AddCommand(newVersionCmd(), newAllReduceCmd(a), newLaunchCmd(a), newSelftestCmd(a), newTopoCmd())
 	root.AddCommand(newBenchCmd(a))
-	root.AddCommand(newFuzzCmd(a), newReplayCmd(a), newCheckCmd())
+	root.AddCommand(newFuzzCmd(a), newReplayCmd(a), newCheckCmd(), newLitmusCmd())
 	return root
 }
 

@@ -19,7 +19,8 @@ type AccessKind int
 // (LaneStart, LaneEnd with Parent = the block task), a block that joined
 // its lanes at a barrier continues (BlockSync: its next lanes fork from
 // what all of them did), and a host task learns that the stream completed
-// every op up to Seq (Complete).
+// every op up to Seq (Complete). A Fence is a fence instruction of a kernel
+// thread (Order AcqRel, Scope its scope, SC for fence.sc and membar).
 const (
 	Load AccessKind = iota
 	Store
@@ -33,11 +34,12 @@ const (
 	LaneEnd
 	Complete
 	BlockSync
+	Fence
 )
 
 func (k AccessKind) String() string {
 	names := [...]string{"load", "store", "atomic", "enqueue", "op-start", "op-end",
-		"block-start", "block-end", "lane-start", "lane-end", "complete", "block-sync"}
+		"block-start", "block-end", "lane-start", "lane-end", "complete", "block-sync", "fence"}
 	if k >= 0 && int(k) < len(names) {
 		return names[k]
 	}
@@ -66,8 +68,17 @@ type Access struct {
 	PhysOffset uint64
 	Owner      int  // device that created the physical allocation
 	Write      bool // Store, a successful compare-and-swap, memset/copy/write targets
-	Order      signal.Order
-	Scope      signal.Scope
+	// Shared marks an access to a block's shared memory: Phys names the
+	// block's shared memory (see [SharedPhys]) and PhysOffset the offset.
+	Shared bool
+	// RMW marks an Atomic that is a read-modify-write (an atom or a
+	// compare-and-swap), not a strong load or store.
+	RMW   bool
+	Order signal.Order
+	Scope signal.Scope
+	// SC marks a Fence that is fence.sc (or membar): such fences are
+	// totally ordered with one another.
+	SC bool
 	// Old and New are an Atomic's compare-and-swap operands (a signal put
 	// swaps 0 for 1, a wait 1 for 0).
 	Old, New uint32
@@ -86,4 +97,11 @@ func (w *World) emit(a Access) {
 		}
 		w.observe(a)
 	}
+}
+
+// SharedPhys is the physical id under which the shared memory of block
+// block of launch launch is reported: ids of real allocations count up from
+// 1, so these, with the top bit set, never collide with them.
+func SharedPhys(launch uint64, block int) uint64 {
+	return 1<<63 | launch<<24 | uint64(block)
 }

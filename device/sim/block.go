@@ -123,6 +123,15 @@ func (c *blockCtx) emitAtomic(kind AccessKind, sg segment, write bool, order sig
 		PhysOffset: sg.off, Owner: sg.phys.owner, Write: write, Order: order, Scope: scope, Old: old, New: new})
 }
 
+// emitRMW reports a read-modify-write (write: it stored).
+func (c *blockCtx) emitRMW(sg segment, write bool, order signal.Order, scope signal.Scope, old, new uint32) {
+	if c.l.dev.w.observe == nil {
+		return
+	}
+	c.emit(Access{Kind: Atomic, Parent: -1, Addr: sg.addr, Size: uint64(len(sg.b)), Phys: sg.phys.id,
+		PhysOffset: sg.off, Owner: sg.phys.owner, Write: write, RMW: true, Order: order, Scope: scope, Old: old, New: new})
+}
+
 // Load copies device memory at p into dst.
 func (c *blockCtx) Load(p device.Ptr, dst []byte) error {
 	segs, err := c.l.dev.resolve(p, uint64(len(dst)), false)
@@ -191,7 +200,7 @@ func (c *blockCtx) CAS32(p device.Ptr, old, new uint32, order signal.Order, scop
 	}
 	const cas = "cas %#x phys %d+%d %d->%d prev %d %s %s"
 	c.record(blockPrefix+cas, lanePrefix+cas, uint64(p), sg.phys.id, sg.off, old, new, prev, order.String(), scope.String())
-	c.emitAtomic(Atomic, sg, swapped, order, scope, old, new)
+	c.emitRMW(sg, swapped, order, scope, old, new)
 	return prev, nil
 }
 

@@ -46,6 +46,27 @@
 // sleeps until they change or the launch's timeout would pass, and the
 // kernel's error record lives in the launch and becomes its error.
 //
+// Memory model. What a kernel may observe is the PTX memory model's, as
+// package memmodel states it exactly for litmus-sized programs (symmem
+// litmus checks it against the published verdicts). Here the race detector
+// (package race) applies it to every access of a kernel: fences are events
+// ([Fence]) that release at the fence, acquire what every earlier strong
+// read observed, respect their scope, and, as fence.sc or membar, are
+// ordered with the earlier morally strong fence.sc; strong accesses of
+// different sizes or partly overlapping are not morally strong; shared
+// memory accesses are reported ([Access.Shared], [SharedPhys]) with
+// bar.sync as their synchronisation, and each is a scheduling point.
+// Covered: weak, relaxed, acquire, release and acq_rel accesses, .volatile
+// (relaxed at system scope), atomics and reductions, fence.sc,
+// fence.acq_rel and membar at cta, gpu and sys scope, bar.sync and
+// bar.red. Not covered: proxies (texture, surface, constant memory and
+// fence.proxy), which the PTX interpreter refuses; and the values a load
+// returns are still those of the latest store in the schedule: weak
+// outcomes (a load returning an older store, load buffering) are produced
+// by memmodel's operational model for litmus programs but not yet by
+// kernel runs, where a missing synchronisation shows as a race report
+// instead.
+//
 // Observation. [World.Observe] receives every memory access (with device,
 // kernel, block, lane, virtual and physical address, size, direction, order
 // and scope) and every synchronisation edge (stream order, block and lane

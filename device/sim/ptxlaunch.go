@@ -219,14 +219,6 @@ type ptxLane struct {
 	pollLen    int
 	spinStart  time.Duration
 	spinning   bool
-	// fence: a membar ran since the last atomic; the next atomic write
-	// releases.
-	fence bool
-	// lastRead is the last atomic or strong read, which a fence after it
-	// makes acquire.
-	lastRead      uint64
-	lastReadLen   int
-	lastReadScope signal.Scope
 }
 
 func (l *ptxLane) reset() { l.polling, l.casPolling, l.spinning = false, false, false }
@@ -332,7 +324,6 @@ func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error
 	l.polling, l.casPolling = strong, false
 	if strong {
 		l.pollAddr, l.pollLen, l.pollLoops = addr, copy(l.poll[:], dst), l.th.Loops()
-		l.lastRead, l.lastReadLen, l.lastReadScope = addr, len(dst), scope(sc)
 	}
 	return nil
 }
@@ -417,17 +408,10 @@ func (l *ptxLane) Store(addr uint64, src []byte, sem ptx.Sem, sc ptx.Scope) erro
 	for _, sg := range segs {
 		at += copy(sg.b, src[at:])
 		if sem != ptx.Weak {
-			o := order(sem)
-			if l.fence && o == signal.Relaxed {
-				o = signal.Release
-			}
-			l.emitAtomic(Atomic, sg, true, o, scope(sc), 0, 0)
+			l.emitAtomic(Atomic, sg, true, order(sem), scope(sc), 0, 0)
 		} else {
 			l.emitSeg(Store, sg, true, signal.Relaxed, signal.Block)
 		}
-	}
-	if sem != ptx.Weak {
-		l.fence = false
 	}
 	return nil
 }
@@ -476,41 +460,36 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 		l.pollAddr, l.pollLen, l.pollLoops = addr, copy(l.poll[:], sg.b), l.th.Loops()
 	}
 	o := order(sem)
-	if l.fence {
-		// A fence before a read-modify-write: CUDA's threadfence idiom
-		// (fence, then an atomic count whose last taker reads what the
-		// others wrote) is modelled as an acquire-release RMW.
-		o = signal.AcqRel
-		l.fence = false
-	}
 	const at = "atom %s %#x phys %d+%d %d %d prev %d %s %s"
 	l.record(blockPrefix+at, lanePrefix+at, op.String(), addr, sg.phys.id, sg.off, a, b, old, o.String(), scope(sc).String())
-	l.emitAtomic(Atomic, sg, write, o, scope(sc), uint32(a), uint32(b))
-	l.lastRead, l.lastReadLen, l.lastReadScope = addr, size, scope(sc)
+	l.emitRMW(sg, write, o, scope(sc), uint32(a), uint32(b))
 	return old, nil
 }
 
-// Fence is a membar: the thread's next atomic write releases (a fence
-// followed by a relaxed write is a release pattern), and its last atomic
-// read acquires (a relaxed read followed by a fence is an acquire
-// pattern), which the race detector sees as an acquiring re-read.
+// Fence is a fence or membar. The race detector gives it the model's
+// meaning: it releases the thread's accesses before it to the strong
+// writes after it, acquires what the strong reads before it observed, and
+// (fence.sc) is ordered with the other sc fences it is morally strong with.
 func (l *ptxLane) Fence(sem ptx.Sem, sc ptx.Scope) {
 	l.polling, l.casPolling = false, false
-	l.fence = true
-	if l.lastReadLen == 0 || l.l.dev.w.observe == nil {
-		return
+	l.emit(Access{Kind: Fence, Parent: -1, Order: signal.AcqRel, Scope: scope(sc), SC: sem == ptx.SC})
+}
+
+// Shared reports an access to the block's shared memory to the race
+// detector; it is a scheduling point, so the threads of a block interleave
+// their shared accesses.
+func (l *ptxLane) Shared(off uint64, n int, write, atomic bool) {
+	l.polling, l.casPolling = false, false
+	l.l.dev.w.sched.Yield("ptx shared")
+	kind := Load
+	switch {
+	case atomic:
+		kind = Atomic
+	case write:
+		kind = Store
 	}
-	if _, ok, _ := l.inRecord(l.lastRead, l.lastReadLen); ok {
-		return
-	}
-	segs, err := l.l.dev.resolve(device.Ptr(l.lastRead), uint64(l.lastReadLen), false)
-	if err != nil {
-		return
-	}
-	for _, sg := range segs {
-		l.emitAtomic(Atomic, sg, false, signal.Acquire, l.lastReadScope, 0, 0)
-	}
-	l.lastReadLen = 0
+	l.emit(Access{Kind: kind, Parent: -1, Size: uint64(n), Phys: SharedPhys(l.l.id, l.index), PhysOffset: off,
+		Owner: l.l.dev.index, Write: write, Shared: true, Order: signal.Relaxed, Scope: signal.Block})
 }
 
 // Clock is %globaltimer: the virtual time in nanoseconds, plus a second

@@ -20,8 +20,12 @@ type Env interface {
 	// operand (cas: the compare value), b the cas's new value. It returns
 	// the value the word held.
 	Atomic(addr uint64, size int, op AtomOp, sem Sem, scope Scope, a, b uint64) (old uint64, err error)
-	// Fence is a membar or fence instruction.
+	// Fence is a membar or fence instruction: sem is SC (fence.sc and
+	// membar) or AcqRel (fence.acq_rel).
 	Fence(sem Sem, scope Scope)
+	// Shared is told of every access to the block's shared memory before it
+	// happens: n bytes at offset off, a write or not, an atom or not.
+	Shared(off uint64, n int, write, atomic bool)
 	// Clock is %globaltimer in nanoseconds.
 	Clock() uint64
 }
@@ -468,6 +472,7 @@ func (t *Thread) sharedAtomic(f *frame, in *inst, off uint64) error {
 	if off+n > uint64(len(t.mem.Shared)) || off%n != 0 {
 		return fmt.Errorf("shared atomic at offset %d of %d bytes", off, len(t.mem.Shared))
 	}
+	t.env.Shared(off, int(n), true, true)
 	b := t.mem.Shared[off : off+n]
 	old := load(b, in.t)
 	a := t.value(f, &in.ops[2], in.t)
@@ -597,6 +602,9 @@ func (t *Thread) access(f *frame, in *inst, o *operand, buf []byte, write bool) 
 		}
 		return move(t.mem.Params, addr, buf, false, "kernel parameter")
 	case spShared:
+		if addr <= uint64(len(t.mem.Shared)) && uint64(len(buf)) <= uint64(len(t.mem.Shared))-addr {
+			t.env.Shared(addr, len(buf), write, false)
+		}
 		return move(t.mem.Shared, addr, buf, write, "shared")
 	}
 	if write {

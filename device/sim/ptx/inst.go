@@ -80,7 +80,7 @@ func (t typ) scalar() typ {
 type Sem uint8
 
 // Semantics: Weak is a plain access; Volatile is ld.volatile/st.volatile
-// (relaxed at system scope in the memory model).
+// (relaxed at system scope in the memory model); SC is fence.sc and membar.
 const (
 	Weak Sem = iota
 	Relaxed
@@ -88,10 +88,11 @@ const (
 	Release
 	AcqRel
 	Volatile
+	SC
 )
 
 func (s Sem) String() string {
-	return [...]string{"weak", "relaxed", "acquire", "release", "acq_rel", "volatile"}[s]
+	return [...]string{"weak", "relaxed", "acquire", "release", "acq_rel", "volatile", "sc"}[s]
 }
 
 // Scope is the scope of a strong access or fence.
@@ -569,7 +570,7 @@ func (d *decoder) checkModifiers(in *inst, parts []string, sawSem, sawScope bool
 		if sawSem && in.sem != Weak && in.sem != Volatile && !sawScope {
 			return fmt.Errorf("line %d: %s needs a scope", in.line, in.text)
 		}
-		if (op == opLd && (in.sem == Release || in.sem == AcqRel)) || (op == opSt && (in.sem == Acquire || in.sem == AcqRel)) {
+		if in.sem == SC || (op == opLd && (in.sem == Release || in.sem == AcqRel)) || (op == opSt && (in.sem == Acquire || in.sem == AcqRel)) {
 			return unsupported(in)
 		}
 		if ty == tPred {
@@ -582,7 +583,7 @@ func (d *decoder) checkModifiers(in *inst, parts []string, sawSem, sawScope bool
 		if !sawScope {
 			in.scope = GPU
 		}
-		if in.sem == Weak || in.sem == Volatile {
+		if in.sem == Weak || in.sem == Volatile || in.sem == SC {
 			return unsupported(in)
 		}
 		if in.noDst && in.aop == AtomCAS || in.noDst && in.aop == AtomExch {
@@ -619,8 +620,8 @@ func (d *decoder) checkModifiers(in *inst, parts []string, sawSem, sawScope bool
 			default:
 				return unsupported(in)
 			}
-			in.sem = AcqRel
-		} else if !sawScope {
+			in.sem = SC
+		} else if !sawScope || (in.sem != SC && in.sem != AcqRel) {
 			return unsupported(in)
 		}
 	case opBar:
@@ -744,7 +745,7 @@ func checkArith(in *inst) error {
 // membar mnemonics parse their scope by hand; these maps hold the others
 // (value+1 so that 0 means absent).
 var (
-	semNames   = map[string]Sem{"relaxed": Relaxed + 1, "acquire": Acquire + 1, "release": Release + 1, "acq_rel": AcqRel + 1, "volatile": Volatile + 1, "weak": Weak + 1, "sc": AcqRel + 1}
+	semNames   = map[string]Sem{"relaxed": Relaxed + 1, "acquire": Acquire + 1, "release": Release + 1, "acq_rel": AcqRel + 1, "volatile": Volatile + 1, "weak": Weak + 1, "sc": SC + 1}
 	scopeNames = map[string]Scope{"cta": CTA + 1, "gpu": GPU + 1, "sys": Sys + 1, "gl": GPU + 1}
 	atomOps    = map[string]AtomOp{"cas": AtomCAS + 1, "exch": AtomExch + 1, "add": AtomAdd + 1, "min": AtomMin + 1,
 		"max": AtomMax + 1, "and": AtomAnd + 1, "or": AtomOr + 1, "xor": AtomXor + 1, "inc": AtomInc + 1, "dec": AtomDec + 1}

@@ -53,8 +53,10 @@ func (e *sliceEnv) Atomic(addr uint64, size int, op AtomOp, _ Sem, _ Scope, a, c
 	return old, nil
 }
 
-func (e *sliceEnv) Fence(Sem, Scope) {}
-func (e *sliceEnv) Clock() uint64    { return 0 }
+func (e *sliceEnv) Fence(Sem, Scope)               {}
+func (e *sliceEnv) Shared(uint64, int, bool, bool) {}
+
+func (e *sliceEnv) Clock() uint64 { return 0 }
 
 // runOracleForm runs the kernel of one oracle form over its inputs and
 // returns its output records.

@@ -30,8 +30,9 @@ type Detector struct {
 	streams map[streamKey]*streamClock
 	keys    map[string]vclock // host synchronisation objects
 	mem     map[uint64]*shadow
-	comms   []*comm // ring of recent signal communications
-	next    uint64  // access counter
+	comms   []*comm   // ring of recent signal communications
+	sc      []release // what sc fences released, per scope and place
+	next    uint64    // access counter
 	races   []Race
 	sites   map[siteKey]int // index in races
 	total   int
@@ -68,7 +69,15 @@ type thread struct {
 	vc     vclock
 	fence  vclock  // kernel threads: the clock released at the kernel's start
 	parent *thread // blocks: the stream worker; lanes: the block
-	snap   vclock  // the clock the current batch of children forks from
+	// relFence[s] is the clock the thread's latest fence of scope s or
+	// wider released (at first the kernel's start): a later strong write
+	// of scope s or wider publishes it (a release pattern).
+	relFence [signal.System + 1]vclock
+	// pend[s] joins what the thread's strong reads observed from releases
+	// that need scope s: a later fence of scope s or wider acquires it (an
+	// acquire pattern).
+	pend [signal.System + 1]vclock
+	snap vclock // the clock the current batch of children forks from
 }
 
 type opKey struct {
@@ -102,7 +111,29 @@ type rec struct {
 	a     sim.Access
 	task  actor.Label
 	vc    vclock // atomic writes: the writer's clock, to explain races
-	fence vclock // atomic writes: the writer's kernel-start fence
+	fence vclock // atomic writes: the fence clock the write published
+	// Strong writes: the slots of the threads whose strong reads observed
+	// this write (read it, morally strong, directly or through a chain of
+	// read-modify-writes): it precedes, in causality order, what those
+	// threads do to the word afterwards.
+	seen []int
+	// from is the strong write a read-modify-write read, when morally
+	// strong: observing this write observes that one too.
+	from *rec
+}
+
+// maxObserveChain bounds how far back a read-modify-write chain is
+// followed when a read observes its last write.
+const maxObserveChain = 64
+
+// observedBy reports whether the thread of slot observed r.
+func (r *rec) observedBy(slot int) bool {
+	for _, s := range r.seen {
+		if s == slot {
+			return true
+		}
+	}
+	return false
 }
 
 // release is what atomic writes to a word have released at one scope, for
@@ -265,6 +296,8 @@ func (d *Detector) observe(a sim.Access) {
 		d.self(a.Task).step()
 	case sim.Load, sim.Store, sim.Atomic:
 		d.access(a)
+	case sim.Fence:
+		d.fenceOp(a)
 	}
 }
 
@@ -334,6 +367,9 @@ func (d *Detector) fork(a sim.Access) {
 	} else {
 		t.fence = p.fence
 	}
+	for s := range t.relFence {
+		t.relFence[s] = t.fence
+	}
 	t.step()
 }
 
@@ -376,6 +412,8 @@ func (d *Detector) access(a sim.Access) {
 		st := &sh.spans[i].st
 		if a.Order.Acquires() {
 			d.acquire(t, st, a)
+		} else {
+			d.observeRelease(t, st, a)
 		}
 		if w := st.lastWrite(); a.Write && w != nil && w.a.Kind == sim.Atomic && w.ep.slot != x.ep.slot {
 			d.comms = append(d.comms, &comm{writer: w, reader: x})
@@ -385,7 +423,26 @@ func (d *Detector) access(a sim.Access) {
 		}
 		if a.Write {
 			x.vc = t.vc.clone()
-			x.fence = t.fence
+			x.fence = t.relFence[a.Scope]
+		}
+	}
+	if atomic && (!a.Write || a.RMW) {
+		// A strong read observes the word's last write when the two are
+		// morally strong, and with it the writes that write's
+		// read-modify-write chain observed.
+		for k := i; k < j; k++ {
+			w := sh.spans[k].st.lastWrite()
+			if w == nil || w.a.Kind != sim.Atomic || conflict(w, x) {
+				continue
+			}
+			if a.RMW && a.Write && k == i {
+				x.from = w
+			}
+			for z, n := w, 0; z != nil && n < maxObserveChain; z, n = z.from, n+1 {
+				if !z.observedBy(t.slot) {
+					z.seen = append(z.seen, t.slot)
+				}
+			}
 		}
 	}
 	d.pairs = d.pairs[:0]
@@ -393,7 +450,7 @@ func (d *Detector) access(a sim.Access) {
 		st := &sh.spans[k].st
 		keep := make([]*rec, 0, len(st.accs)+1)
 		for _, y := range st.accs {
-			ordered := y.ep.before(t.vc)
+			ordered := y.ep.before(t.vc) || y.observedBy(t.slot)
 			if !ordered && (y.a.Write || a.Write) && conflict(y, x) {
 				d.report(y, x, t)
 			}
@@ -415,13 +472,18 @@ func (d *Detector) access(a sim.Access) {
 }
 
 // conflict reports whether two accesses to a common word race when
-// unordered: at least one writes, and they are not both atomics whose
-// scopes include each other's thread (morally strong).
+// unordered: at least one writes, and they are not morally strong: both
+// strong, of the same bytes (mixed-size or partially overlapping strong
+// accesses are not morally strong), with scopes that include each other's
+// thread.
 func conflict(x, y *rec) bool {
 	if !x.a.Write && !y.a.Write {
 		return false
 	}
 	if x.a.Kind == sim.Atomic && y.a.Kind == sim.Atomic {
+		if x.a.PhysOffset != y.a.PhysOffset || x.a.Size != y.a.Size {
+			return true
+		}
 		need := needed(x.a, y.a)
 		return x.a.Scope < need || y.a.Scope < need
 	}
@@ -447,36 +509,89 @@ func (d *Detector) acquire(t *thread, st *state, a sim.Access) {
 	}
 }
 
-// release: an atomic write with release order releases its thread's
-// clock; a relaxed one releases the kernel-start fence (a release fence
-// followed by a relaxed write synchronises with an acquire that reads it).
-// Either way the write continues the word's release sequence.
-func (d *Detector) release(t *thread, st *state, a sim.Access) {
-	var v vclock
-	switch {
-	case a.Order.Releases():
-		v = t.vc
-	case t.fence != nil:
-		v = t.fence
-	default:
-		return
+// observeRelease: a strong read without acquire order observes what
+// releasing writes of the word released; a later fence of a wide enough
+// scope acquires it (a strong read followed by a fence is an acquire
+// pattern). The read and the release must both reach the other thread.
+func (d *Detector) observeRelease(t *thread, st *state, a sim.Access) {
+	for _, r := range st.rel {
+		sameDev := r.dev == a.Device
+		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
+		need := signal.Needed(sameDev, sameBlock)
+		if r.scope >= need && a.Scope >= need {
+			t.pend[need] = t.pend[need].clone()
+			t.pend[need].join(r.vc)
+		}
 	}
+}
+
+// fenceOp: a fence of scope s releases the thread's clock to the strong
+// writes after it, and acquires what the strong reads before it observed,
+// both at the scopes it covers. A fence.sc is also ordered after every
+// earlier fence.sc it is morally strong with (both scopes include the
+// other's thread), so it acquires what those released.
+func (d *Detector) fenceOp(a sim.Access) {
+	t := d.self(a.Task)
+	t.step()
+	for s := signal.Block; s <= a.Scope; s++ {
+		t.vc.join(t.pend[s])
+	}
+	if a.SC {
+		for _, r := range d.sc {
+			sameDev := r.dev == a.Device
+			sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
+			need := signal.Needed(sameDev, sameBlock)
+			if r.scope >= need && a.Scope >= need {
+				t.vc.join(r.vc)
+			}
+		}
+		d.sc = addRelease(d.sc, a, t.vc)
+	}
+	v := t.vc.clone()
+	for s := signal.Block; s <= a.Scope; s++ {
+		t.relFence[s] = v
+	}
+}
+
+// addRelease returns rel with v released at a's scope and place (merged
+// into the entry of the same scope and place).
+func addRelease(rel []release, a sim.Access, v vclock) []release {
 	launch, block := uint64(0), -1
 	if a.Scope == signal.Block {
 		launch, block = a.Launch, a.Block
 	}
-	rel := make([]release, 0, len(st.rel)+1)
+	out := make([]release, 0, len(rel)+1)
 	merged := false
-	for _, r := range st.rel {
+	for _, r := range rel {
 		if r.scope == a.Scope && r.dev == a.Device && r.launch == launch && r.block == block {
 			r.vc = r.vc.clone() // released clocks are shared between spans: copy on write
 			r.vc.join(v)
 			merged = true
 		}
-		rel = append(rel, r)
+		out = append(out, r)
 	}
 	if !merged {
-		rel = append(rel, release{scope: a.Scope, dev: a.Device, launch: launch, block: block, vc: v.clone()})
+		out = append(out, release{scope: a.Scope, dev: a.Device, launch: launch, block: block, vc: v.clone()})
 	}
-	st.rel = rel
+	return out
+}
+
+// release: an atomic write with release order releases its thread's clock
+// at its scope; a relaxed one releases, at each scope up to its own, what
+// the thread's latest fence of that scope released (a fence followed by a
+// strong write is a release pattern; the kernel's start counts as a
+// system-scope fence). Either way the write continues the word's release
+// sequence.
+func (d *Detector) release(t *thread, st *state, a sim.Access) {
+	if a.Order.Releases() {
+		st.rel = addRelease(st.rel, a, t.vc)
+		return
+	}
+	for s := signal.Block; s <= a.Scope; s++ {
+		if v := t.relFence[s]; v != nil {
+			b := a
+			b.Scope = s
+			st.rel = addRelease(st.rel, b, v)
+		}
+	}
 }

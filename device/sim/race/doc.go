@@ -30,11 +30,24 @@
 //     ([signal.Synchronizes]); so a GPU- or block-scoped release never
 //     synchronises with another device;
 //   - host-side synchronisation objects named by [Detector.Release] and
-//     [Detector.Acquire] (the rank wiring reports Store keys set and read).
+//     [Detector.Acquire] (the rank wiring reports Store keys set and read);
+//   - fences, as the PTX model has them: a fence of scope s releases the
+//     thread's clock at the fence to its later strong writes of scope s or
+//     wider (a release pattern; the data written after the fence is not
+//     released), and acquires what every earlier strong read of the
+//     thread observed from releases that reach it at scope s (an acquire
+//     pattern); a fence before a read-modify-write does not make it
+//     acquire. A fence.sc (or membar) also acquires what every earlier
+//     fence.sc released when both scopes include the other's thread (the
+//     fence-SC order of the run);
+//   - bar.sync: the block's threads join and fork there, so shared-memory
+//     accesses (reported per block) are ordered only by it.
 //
 // Plain loads and stores never synchronise. Two accesses to a common 4-byte
-// word race when at least one writes, they are not both atomics whose
-// scopes include each other's thread, and neither happens before the other.
+// word race when at least one writes, they are not morally strong (both
+// strong accesses of the same bytes, whose scopes include each other's
+// thread: strong accesses of different sizes or partly overlapping race),
+// and neither happens before the other.
 // Memory is keyed by physical allocation and offset, so the same bytes
 // reached through different devices' mappings are the same location.
 //

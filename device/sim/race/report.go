@@ -32,7 +32,12 @@ type Race struct {
 // missing edge.
 func (r Race) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "data race on %d bytes of device %d's memory (phys %d + %#x):\n", r.Size, r.Owner, r.Phys, r.Offset)
+	if r.First.Shared {
+		fmt.Fprintf(&b, "data race on %d bytes of the shared memory of device %d %s#%d block %d (offset %#x):\n",
+			r.Size, r.First.Device, r.First.Kernel, r.First.Launch, r.First.Block, r.Offset)
+	} else {
+		fmt.Fprintf(&b, "data race on %d bytes of device %d's memory (phys %d + %#x):\n", r.Size, r.Owner, r.Phys, r.Offset)
+	}
 	fmt.Fprintf(&b, "  first:  %s\n", Describe(r.First, r.FirstTask.Name))
 	fmt.Fprintf(&b, "  second: %s\n", Describe(r.Second, r.SecondTask.Name))
 	fmt.Fprintf(&b, "  missing edge: %s", r.Missing)
@@ -78,6 +83,9 @@ func Describe(a sim.Access, task string) string {
 		what = fmt.Sprintf("%s (%s, %s)", signalOp(a), a.Order, a.Scope)
 	}
 	s := fmt.Sprintf("%s: %s of %d bytes at %v (phys %d + %#x of device %d)", who, what, a.Size, a.Addr, a.Phys, a.PhysOffset, a.Owner)
+	if a.Shared {
+		s = fmt.Sprintf("%s: %s of %d bytes at shared offset %#x", who, what, a.Size, a.PhysOffset)
+	}
 	if a.Line > 0 {
 		s += fmt.Sprintf(" at PTX line %d", a.Line)
 	}
@@ -170,6 +178,9 @@ func (d *Detector) explain(w, x *rec, t *thread) string {
 		return fmt.Sprintf("no signal from device %d made after the first access was received by device %d before the second: nothing orders them (a barrier or a wait is missing)",
 			w.a.Device, x.a.Device)
 	}
+	if w.a.Shared {
+		return fmt.Sprintf("two threads of block %d, and no bar.sync between them orders them", w.a.Block)
+	}
 	return fmt.Sprintf("both on device %d, and no stream order, kernel boundary, __syncthreads or signal orders them", w.a.Device)
 }
 
@@ -181,7 +192,7 @@ func describeComm(c *comm, w *rec) string {
 	case c.writer.fence == nil:
 		why = append(why, fmt.Sprintf("the %s is %s (no release)", signalOp(wr), wr.Order))
 	case !w.ep.before(c.writer.fence):
-		why = append(why, fmt.Sprintf("the %s is %s, which publishes only what preceded its kernel's launch, and the first access came later",
+		why = append(why, fmt.Sprintf("the %s is %s, which publishes only what preceded the writer's last fence (or its kernel's launch), and the first access came later",
 			signalOp(wr), wr.Order))
 	}
 	if !rd.Order.Acquires() {

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/symmem/symmem/device/sim/memmodel"
+	"github.com/symmem/symmem/litmus"
+)
+
+func newLitmusCmd() *cobra.Command {
+	var expected string
+	var loopBound int
+	var seeds uint64
+	cmd := &cobra.Command{
+		Use:   "litmus [--expected FILE.csv] [FILE.litmus...]",
+		Short: "Judge PTX litmus tests on the simulator's memory model",
+		Long: `Runs herd-style PTX litmus tests on the simulator's memory model: every
+execution the PTX model allows is explored. For each test it prints the final
+states (the registers and locations the condition names) and whether the
+condition holds, then the data races of the allowed executions (conflicting
+accesses neither morally strong nor ordered by causality). With --expected,
+the tests named in the csv (path,verdict;
+paths relative to the csv's folder) are run too and compared with their
+verdicts; any disagreement makes the command fail. With --seeds N each file
+is also run N times under the operational model (the seeded step-by-step
+semantics, loads choosing among the stores they may read), which must
+reach only outcomes the exact model allows.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && expected == "" {
+				return fmt.Errorf("name litmus files or --expected FILE.csv")
+			}
+			if loopBound < 1 {
+				return fmt.Errorf("--loop-bound %d: want at least 1", loopBound)
+			}
+			opts := memmodel.Options{LoopBound: loopBound}
+			out := cmd.OutOrStdout()
+			for _, path := range args {
+				res, err := runLitmus(out, path, opts)
+				if err != nil {
+					return err
+				}
+				if seeds > 0 {
+					if err := sampleLitmus(out, res, seeds); err != nil {
+						return err
+					}
+				}
+			}
+			if expected == "" {
+				return nil
+			}
+			return checkExpected(out, expected, opts)
+		},
+	}
+	cmd.Flags().StringVar(&expected, "expected", "", "csv of path,verdict (1: the condition holds) to compare with")
+	cmd.Flags().IntVar(&loopBound, "loop-bound", 2, "backward jumps one thread may take")
+	cmd.Flags().Uint64Var(&seeds, "seeds", 0, "also run each file this many times under the operational model")
+	return cmd
+}
+
+// runLitmus judges one file and prints its outcomes and verdict.
+func runLitmus(out io.Writer, path string, opts memmodel.Options) (*litmus.Result, error) {
+	t, err := litmus.ParseFile(path)
+	if err != nil {
+		return nil, err
+	}
+	res, err := litmus.Run(t, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	fmt.Fprintf(out, "%s (%s)\n", path, t.Name)
+	for _, o := range res.Outcomes {
+		mark := " "
+		if t.Satisfies(o) {
+			mark = "*"
+		}
+		fmt.Fprintf(out, "  %s %s\n", mark, t.FormatOutcome(o))
+	}
+	verdict := "condition does not hold"
+	if res.Holds {
+		verdict = "condition holds"
+	}
+	fmt.Fprintf(out, "  %s %s: %s (%d outcomes, %d candidate executions, %d consistent",
+		t.Quant, t.Cond, verdict, len(res.Outcomes), res.Explored.Candidates, res.Explored.Consistent)
+	if res.Explored.CutRuns > 0 {
+		fmt.Fprintf(out, ", %d runs cut at the loop bound", res.Explored.CutRuns)
+	}
+	fmt.Fprintln(out, ")")
+	for _, r := range res.Explored.Races {
+		fmt.Fprintf(out, "  data race on %s: %s and %s\n", r.First.Loc, accessName(t, r.First), accessName(t, r.Second))
+	}
+	return res, nil
+}
+
+// sampleLitmus runs a judged test under the operational model and
+// compares what it reaches with the exact outcomes.
+func sampleLitmus(out io.Writer, res *litmus.Result, seeds uint64) error {
+	t := res.Test
+	s, err := litmus.Sample(t, 0, seeds, 10_000)
+	if err != nil {
+		return err
+	}
+	forbidden, unreached := litmus.Compare(res.Outcomes, s.Outcomes)
+	fmt.Fprintf(out, "  operational model, %d seeds (%d finished): %d outcomes, %d allowed ones not reached\n",
+		seeds, s.Finished, len(s.Outcomes), len(unreached))
+	for _, o := range forbidden {
+		fmt.Fprintf(out, "  FORBIDDEN %s\n", t.FormatOutcome(o))
+	}
+	if len(forbidden) > 0 {
+		return fmt.Errorf("%s: the operational model reached %d outcomes the PTX model forbids", t.Name, len(forbidden))
+	}
+	return nil
+}
+
+// checkExpected runs every test of a verdict csv and prints the agreement
+// table; it fails on any disagreement.
+func checkExpected(out io.Writer, csvPath string, opts memmodel.Options) error {
+	f, err := os.Open(csvPath)
+	if err != nil {
+		return err
+	}
+	verdicts, err := litmus.ReadVerdicts(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", csvPath, err)
+	}
+	type row struct {
+		path            string
+		want, got, fail string
+	}
+	var rows []row
+	agree := 0
+	for _, v := range verdicts {
+		r := row{path: v.Path, want: verdictWord(v.Holds)}
+		t, err := litmus.ParseFile(filepath.Join(filepath.Dir(csvPath), v.Path))
+		if err == nil {
+			var res *litmus.Result
+			if res, err = litmus.Run(t, opts); err == nil {
+				r.got = verdictWord(res.Holds)
+				if res.Holds == v.Holds {
+					agree++
+				} else {
+					r.fail = "DISAGREE"
+				}
+			}
+		}
+		if err != nil {
+			r.got, r.fail = "error", err.Error()
+		}
+		rows = append(rows, r)
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "test\texpected\tmodel\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.path, r.want, r.got, r.fail)
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "agreement: %d/%d\n", agree, len(verdicts))
+	if agree != len(verdicts) {
+		return fmt.Errorf("%d of %d tests disagree with %s", len(verdicts)-agree, len(verdicts), csvPath)
+	}
+	return nil
+}
+
+// accessName is "P1's load (line 7)".
+func accessName(t *litmus.Test, a memmodel.Access) string {
+	kind := "load"
+	if a.Write {
+		kind = "store"
+	}
+	return fmt.Sprintf("%s's %s (line %d)", t.Program.Threads[a.Thread].Name, kind, a.Line)
+}
+
+func verdictWord(holds bool) string {
+	if holds {
+		return "holds"
+	}
+	return "does not hold"
+}

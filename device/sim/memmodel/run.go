@@ -1,0 +1,332 @@
+package memmodel
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// kind is an event's kind.
+type kind uint8
+
+const (
+	evRead kind = iota
+	evWrite
+	evFence
+	evBarrier
+)
+
+// maxThreadEvents bounds one thread's run: dependencies are bit sets over
+// a thread's events.
+const maxThreadEvents = 64
+
+// maxThreadRuns bounds the runs of one thread.
+const maxThreadRuns = 1 << 14
+
+// event is one memory, fence or barrier event of a thread's run.
+type event struct {
+	kind   kind
+	thread int // -1 for an initial write
+	loc    int // location index; -1 for fences and barriers
+	val    int64
+	sem    Sem
+	scope  Scope
+	rmw    bool   // part of a read-modify-write: the read is followed by its write
+	deps   uint64 // thread-local indices of the reads this event depends on (data and control)
+	line   int
+	hops   []int // for writes: the least number of writes to each location the value derives from
+
+	// Barrier fields.
+	bar    barrierKey
+	quorum int64 // 0: no count
+	arrive bool
+}
+
+// barrierKey names one barrier of one CTA.
+type barrierKey struct {
+	gpu, cta int
+	instance int64
+	id       int64
+	hasID    bool
+}
+
+// run is one path of a thread with a guess of every value it reads.
+type run struct {
+	events []event
+	regs   map[string]int64
+}
+
+// runState is the state of a thread while its runs are enumerated.
+type runState struct {
+	pc      int
+	regs    []int64 // by register index
+	regDeps []uint64
+	regHops [][]int
+	ctrl    uint64
+	events  []event
+	jumps   int
+}
+
+func (s *runState) clone() *runState {
+	c := *s
+	c.regs = slices.Clone(s.regs)
+	c.regDeps = slices.Clone(s.regDeps)
+	c.regHops = slices.Clone(s.regHops)
+	c.events = append([]event(nil), s.events...)
+	return &c
+}
+
+// domain is the values a location may hold, each with the least number
+// of writes to every location its derivation needs.
+type domain struct {
+	vals []int64
+	hops [][]int
+}
+
+// maxHops joins derivation counts: a value computed from several inputs
+// needs at least as many writes as each of them.
+func maxHops(a, b []int) []int {
+	if a == nil {
+		return b
+	}
+	if b == nil {
+		return a
+	}
+	out := make([]int, len(a))
+	for i := range a {
+		out[i] = max(a[i], b[i])
+	}
+	return out
+}
+
+// threadRuns enumerates every run of thread ti in which each read returns
+// one of its location's candidate values (dom), with at most loopBound
+// backward jumps. A run that writes a value needing more writes to a
+// location than all threads can make (maxWrites) is impossible and left
+// out. It returns the runs and how many were cut at the loop bound.
+func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int, error) {
+	t := &x.prog.Threads[ti]
+	// Registers by index, in a fixed order.
+	reg := map[string]int{}
+	var names []string
+	add := func(r string) {
+		if _, ok := reg[r]; r != "" && !ok {
+			reg[r] = len(names)
+			names = append(names, r)
+		}
+	}
+	for _, r := range slices.Sorted(maps.Keys(t.Regs)) {
+		add(r)
+	}
+	for _, in := range t.Code {
+		add(in.Dst)
+		for _, a := range in.Args {
+			add(a.Reg)
+		}
+		add(in.Instance.Reg)
+		if in.ID != nil {
+			add(in.ID.Reg)
+		}
+		if in.Quorum != nil {
+			add(in.Quorum.Reg)
+		}
+	}
+	var runs []run
+	cut := 0
+	var walk func(s *runState) error
+	walk = func(s *runState) error {
+		for {
+			if s.pc >= len(t.Code) {
+				if len(runs) == maxThreadRuns {
+					return fmt.Errorf("%s has more than %d runs: the program is too large for exhaustive exploration", t.Name, maxThreadRuns)
+				}
+				regs := make(map[string]int64, len(names))
+				for i, n := range names {
+					regs[n] = s.regs[i]
+				}
+				runs = append(runs, run{events: s.events, regs: regs})
+				return nil
+			}
+			if len(s.events) > maxThreadEvents {
+				return fmt.Errorf("%s: a run has more than %d memory events", t.Name, maxThreadEvents)
+			}
+			in := &t.Code[s.pc]
+			val := func(o Operand) int64 {
+				if o.Reg != "" {
+					return s.regs[reg[o.Reg]]
+				}
+				return o.Imm
+			}
+			dep := func(o Operand) uint64 {
+				if o.Reg != "" {
+					return s.regDeps[reg[o.Reg]]
+				}
+				return 0
+			}
+			hop := func(o Operand) []int {
+				if o.Reg != "" {
+					return s.regHops[reg[o.Reg]]
+				}
+				return nil
+			}
+			// written is the derivation count of a value written to loc
+			// from inputs h; ok is false when no execution has that many
+			// writes.
+			written := func(h []int, loc int) ([]int, bool) {
+				out := make([]int, len(x.locs))
+				copy(out, h)
+				out[loc]++
+				for l, n := range out {
+					if n > maxWrites[l] {
+						return nil, false
+					}
+				}
+				return out, true
+			}
+			base := event{thread: ti, loc: -1, sem: in.Sem, scope: in.Scope, deps: s.ctrl, line: in.Line}
+			switch in.Op {
+			case OpLoad, OpAtom:
+				loc := x.locIndex[in.Loc]
+				for vi, v := range dom[loc].vals {
+					vh := dom[loc].hops[vi]
+					c := s.clone()
+					r := base
+					r.kind, r.loc, r.val = evRead, loc, v
+					if in.Op == OpAtom {
+						r.rmw = true
+						r.sem = readSem(in.Sem)
+					}
+					ri := len(c.events)
+					c.events = append(c.events, r)
+					if in.Op == OpAtom {
+						var a, b int64
+						var d uint64
+						h := vh
+						if len(in.Args) > 0 {
+							a, d, h = val(in.Args[0]), dep(in.Args[0]), maxHops(h, hop(in.Args[0]))
+						}
+						if len(in.Args) > 1 {
+							b, d, h = val(in.Args[1]), d|dep(in.Args[1]), maxHops(h, hop(in.Args[1]))
+						}
+						if in.AtomOp != "cas" || v == a {
+							nv, err := atomValue(in.AtomOp, v, a, b)
+							if err != nil {
+								return fmt.Errorf("%s line %d: %w", t.Name, in.Line, err)
+							}
+							wh, ok := written(h, loc)
+							if !ok {
+								continue
+							}
+							w := base
+							w.kind, w.loc, w.val, w.rmw, w.hops = evWrite, loc, nv, true, wh
+							w.sem = writeSem(in.Sem)
+							w.deps |= d | 1<<ri
+							c.events = append(c.events, w)
+						} else {
+							// A failed compare-and-swap writes nothing.
+							c.events[ri].rmw = false
+						}
+					}
+					if in.Dst != "" {
+						d := reg[in.Dst]
+						c.regs[d], c.regDeps[d], c.regHops[d] = v, 1<<ri, vh
+					}
+					c.pc++
+					if err := walk(c); err != nil {
+						return err
+					}
+				}
+				return nil
+			case OpStore:
+				w := base
+				w.kind, w.loc, w.val = evWrite, x.locIndex[in.Loc], val(in.Args[0])
+				w.deps |= dep(in.Args[0])
+				wh, ok := written(hop(in.Args[0]), w.loc)
+				if !ok {
+					return nil
+				}
+				w.hops = wh
+				s.events = append(s.events, w)
+			case OpFence:
+				f := base
+				f.kind = evFence
+				s.events = append(s.events, f)
+			case OpBarrier:
+				b := base
+				b.kind = evBarrier
+				b.bar = barrierKey{gpu: t.GPU, cta: t.CTA, instance: val(in.Instance)}
+				if in.ID != nil {
+					b.bar.id, b.bar.hasID = val(*in.ID), true
+				}
+				if in.Quorum != nil {
+					b.quorum = val(*in.Quorum)
+					if b.quorum <= 0 {
+						return fmt.Errorf("%s line %d: barrier thread count %d is not positive", t.Name, in.Line, b.quorum)
+					}
+				}
+				b.arrive = in.Arrive
+				s.events = append(s.events, b)
+			case OpLocal:
+				args := make([]int64, len(in.Args))
+				var d uint64
+				var h []int
+				for i, a := range in.Args {
+					args[i], d, h = val(a), d|dep(a), maxHops(h, hop(a))
+				}
+				v, err := localValue(in.AtomOp, args)
+				if err != nil {
+					return fmt.Errorf("%s line %d: %w", t.Name, in.Line, err)
+				}
+				r := reg[in.Dst]
+				s.regs[r], s.regDeps[r], s.regHops[r] = v, d, h
+			case OpBranch, OpJump:
+				taken := true
+				if in.Op == OpBranch {
+					ok, err := holds(in.Cond, val(in.Args[0]), val(in.Args[1]))
+					if err != nil {
+						return fmt.Errorf("%s line %d: %w", t.Name, in.Line, err)
+					}
+					taken = ok
+					s.ctrl |= dep(in.Args[0]) | dep(in.Args[1])
+				}
+				if taken {
+					if in.Target <= s.pc {
+						s.jumps++
+						if s.jumps > x.opts.LoopBound {
+							cut++
+							return nil
+						}
+					}
+					s.pc = in.Target
+					continue
+				}
+			}
+			s.pc++
+		}
+	}
+	n := len(names)
+	init := &runState{regs: make([]int64, n), regDeps: make([]uint64, n), regHops: make([][]int, n)}
+	for i, name := range names {
+		init.regs[i] = t.Regs[name]
+	}
+	if err := walk(init); err != nil {
+		return nil, 0, err
+	}
+	return runs, cut, nil
+}
+
+// readSem is the semantics of the read half of an atomic with sem.
+func readSem(sem Sem) Sem {
+	if sem == Acquire || sem == AcqRel {
+		return Acquire
+	}
+	return Relaxed
+}
+
+// writeSem is the semantics of the write half of an atomic with sem.
+func writeSem(sem Sem) Sem {
+	if sem == Release || sem == AcqRel {
+		return Release
+	}
+	return Relaxed
+}

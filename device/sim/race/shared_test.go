@@ -1,0 +1,114 @@
+package race_test
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/device/sim/ptx"
+	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/rank"
+	"github.com/symmem/symmem/simjob"
+)
+
+// llLoop returns a program that runs the low-latency all-reduce iters
+// times on numel float32 elements, checking every result.
+func llLoop(iters int, numel uint64) rank.Program {
+	return func(r *rank.Rank) error {
+		ll, err := r.NewLowLatency(rank.WorldGroup, 4*numel)
+		if err != nil {
+			return err
+		}
+		defer ll.Close()
+		in, err := r.Empty(numel, device.Float32)
+		if err != nil {
+			return err
+		}
+		out, err := r.Empty(numel, device.Float32)
+		if err != nil {
+			return err
+		}
+		for it := range iters {
+			ins := make([][]byte, r.World())
+			for p := range ins {
+				ins[p] = input(p, it, int(numel))
+			}
+			if err := r.Write(in, ins[r.ID()]); err != nil {
+				return err
+			}
+			if err := ll.AllReduce(in, device.Sum, out); err != nil {
+				return err
+			}
+			got, err := r.Read(out)
+			if err != nil {
+				return err
+			}
+			want, _ := kernels.Reference(device.Float32, device.Sum, ins)
+			if !bytes.Equal(got, want) {
+				return fmt.Errorf("rank %d iteration %d: result differs from the reference", r.ID(), it)
+			}
+		}
+		return nil
+	}
+}
+
+// TestSharedMemoryIsChecked: the low-latency kernel's thread 0 stores the
+// call number in shared memory and the block's barrier (bar.red) publishes
+// it to the other threads, which load it: race-free. Replace that barrier
+// by a plain predicate copy and the shared store and loads race, which the
+// detector reports on the block's shared memory.
+func TestSharedMemoryIsChecked(t *testing.T) {
+	text, err := kernels.PTX()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := strings.Index(text, ".entry ll_all_reduce(")
+	if entry < 0 {
+		t.Fatal("no ll_all_reduce entry in the kernels' PTX")
+	}
+	bar := regexp.MustCompile(`bar\.red\.or\.pred\s+(%p\d+), 0, (%p\d+);`)
+	loc := bar.FindStringSubmatchIndex(text[entry:])
+	if loc == nil {
+		t.Fatal("no bar.red in ll_all_reduce")
+	}
+	m := bar.FindStringSubmatch(text[entry:])
+	mutant := text[:entry+loc[0]] + "or.pred " + m[1] + ", " + m[2] + ", " + m[2] + ";" + text[entry+loc[1]:]
+	run := func(text string) simjob.Result {
+		mod, err := ptx.Parse(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := simjob.Config{World: 2, Seed: 3, Device: sim.Config{Kernels: sim.Kernels{PTX: true, Module: mod}}}
+		return simulate(t, cfg, llLoop(2, 64))
+	}
+	clean(t, "the low-latency kernel's PTX", run(text))
+	found := false
+	for _, r := range races(t, "the low-latency kernel without its barrier", run(mutant)) {
+		if r.First.Shared && r.Second.Shared {
+			found = true
+			if r.First.Block != r.Second.Block || r.First.Lane == r.Second.Lane {
+				t.Errorf("a shared-memory race between different blocks or one lane:\n%v", r)
+			}
+			if s := r.String(); !strings.Contains(s, "shared memory of device") || !strings.Contains(s, "no bar.sync") {
+				t.Errorf("the report does not say it is shared memory without a bar.sync:\n%s", s)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no race on shared memory reported")
+	}
+}
+
+// TestLowLatencyIsRaceFreePTX: the low-latency kernel's PTX over several
+// blocks is race-free: the last block to count itself done resets the
+// counter with plain stores, ordered after the other blocks' increments
+// because its own increment observed them.
+func TestLowLatencyIsRaceFreePTX(t *testing.T) {
+	// 520 words take two blocks of 512 threads (run as two blocks of 32).
+	dev := sim.Config{Kernels: sim.Kernels{PTX: true}}
+	clean(t, "world 2", simulate(t, simjob.Config{World: 2, Seed: 2, Device: dev}, llLoop(2, 520)))
+}

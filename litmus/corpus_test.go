@@ -1,0 +1,85 @@
+package litmus
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/symmem/symmem/device/sim/memmodel"
+)
+
+// sharedCorpus is the PTX litmus corpus beside the repository, when there.
+const sharedCorpus = "../../shared/litmus"
+
+// operationalSeeds is how many seeded runs of the operational model each
+// test gets.
+const operationalSeeds = 100
+
+// checkCorpus runs every test of a verdict file: the exact model must give
+// the expected verdict, and the operational model, over seeds runs, must
+// reach only outcomes the exact model allows.
+func checkCorpus(t *testing.T, csvPath string, seeds uint64) {
+	t.Helper()
+	f, err := os.Open(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	verdicts, err := ReadVerdicts(f)
+	if err != nil {
+		t.Fatalf("%s: %v", csvPath, err)
+	}
+	if len(verdicts) == 0 {
+		t.Fatalf("%s: no verdicts", csvPath)
+	}
+	agree, allowed, unreached := 0, 0, 0
+	for _, v := range verdicts {
+		test, err := ParseFile(filepath.Join(filepath.Dir(csvPath), v.Path))
+		if err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		res, err := Run(test, memmodel.Options{})
+		if err != nil {
+			t.Errorf("%s: %v", v.Path, err)
+			continue
+		}
+		if res.Holds != v.Holds {
+			t.Errorf("%s: condition holds = %v, want %v; outcomes:", v.Path, res.Holds, v.Holds)
+			for _, o := range res.Outcomes {
+				t.Logf("  %s", test.FormatOutcome(o))
+			}
+		} else {
+			agree++
+		}
+		s, err := Sample(test, 0, seeds, 400)
+		if err != nil {
+			t.Errorf("%s: %v", v.Path, err)
+			continue
+		}
+		forbidden, missed := Compare(res.Outcomes, s.Outcomes)
+		for _, o := range forbidden {
+			t.Errorf("%s: the operational model reached %s, which the PTX model forbids", v.Path, test.FormatOutcome(o))
+		}
+		allowed += len(res.Outcomes)
+		unreached += len(missed)
+	}
+	t.Logf("%d/%d verdicts agree; the operational model, %d seeds a test, reached %d of %d allowed outcomes and none forbidden",
+		agree, len(verdicts), seeds, allowed-unreached, allowed)
+}
+
+// TestProjectLitmus runs the project's own litmus tests: fence shortcuts,
+// store buffering, message passing, load buffering and shared memory.
+func TestProjectLitmus(t *testing.T) {
+	checkCorpus(t, filepath.Join("testdata", "expected.csv"), operationalSeeds)
+}
+
+// TestSharedCorpus runs the shared PTX litmus corpus (Dat3M's tests with the
+// PTX model's verdicts) when it is beside the repository.
+func TestSharedCorpus(t *testing.T) {
+	csv := filepath.Join(sharedCorpus, "expected.csv")
+	if _, err := os.Stat(csv); err != nil {
+		t.Skipf("no shared litmus corpus at %s (a fresh clone has none)", sharedCorpus)
+	}
+	checkCorpus(t, csv, operationalSeeds)
+}
