@@ -13,7 +13,7 @@ var verdicts = []struct {
 	harness string
 	race    string
 }{
-	{"onestage_byteflags", "the host's write (store) and the load at examples/kernels/onestage_byteflags.cu:52"},
+	{"onestage_byteflags", "the strong store at examples/kernels/onestage_byteflags.cu:31 and the strong load at examples/kernels/onestage_byteflags.cu:39"},
 	{"twostage_volatile", "the store at examples/kernels/twostage_volatile.cu:45 and the load at examples/kernels/twostage_volatile.cu:52"},
 	{"twostage_relacq", ""},
 	{"cas_exchange", ""},

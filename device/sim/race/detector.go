@@ -472,13 +472,17 @@ func (d *Detector) access(a sim.Access) {
 }
 
 // conflict reports whether two accesses to a common word race when
-// unordered: at least one writes, and they are not morally strong: both
+// unordered: they share a byte, at least one writes, and they are not
+// morally strong: both
 // strong, of the same bytes (mixed-size or partially overlapping strong
 // accesses are not morally strong), with scopes that include each other's
 // thread.
 func conflict(x, y *rec) bool {
 	if !x.a.Write && !y.a.Write {
 		return false
+	}
+	if x.a.Shared != y.a.Shared || x.a.PhysOffset+x.a.Size <= y.a.PhysOffset || y.a.PhysOffset+y.a.Size <= x.a.PhysOffset {
+		return false // different bytes of a common word
 	}
 	if x.a.Kind == sim.Atomic && y.a.Kind == sim.Atomic {
 		if x.a.PhysOffset != y.a.PhysOffset || x.a.Size != y.a.Size {

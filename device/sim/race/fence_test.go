@@ -235,6 +235,16 @@ func TestMixedSizeStrongAccessesRace(t *testing.T) {
 		l.mem(reader, sim.Atomic, false, f, 8, signal.Relaxed, signal.System)
 		l.wantRace(false)
 	})
+	// Accesses to different bytes of a word share no location: no race,
+	// strong or not.
+	t.Run("different bytes of one word", func(t *testing.T) {
+		l := newLitmus(t, false)
+		l.mem(writer, sim.Atomic, true, f, 1, signal.Relaxed, signal.System)
+		l.mem(reader, sim.Atomic, true, f+1, 1, signal.Relaxed, signal.System)
+		l.mem(writer, sim.Store, true, f+2, 1, signal.Relaxed, signal.System)
+		l.mem(reader, sim.Load, false, f+3, 1, signal.Relaxed, signal.System)
+		l.wantRace(false)
+	})
 }
 
 // Observation starts causality: a write a strong read observed (morally

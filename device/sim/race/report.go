@@ -98,6 +98,10 @@ func Describe(a sim.Access, task string) string {
 // signalOp names the signal operation a compare-and-swap performs.
 func signalOp(a sim.Access) string {
 	switch {
+	case !a.RMW && a.Write:
+		return "strong store"
+	case !a.RMW:
+		return "strong load"
 	case a.Old == signal.Idle && a.New == signal.Raised:
 		return "put"
 	case a.Old == signal.Raised && a.New == signal.Idle:
@@ -166,6 +170,20 @@ func (d *Detector) report(w, x *rec, t *thread) {
 // thread: one existed but did not synchronise (and says why), or none did
 // (a barrier or wait is missing).
 func (d *Detector) explain(w, x *rec, t *thread) string {
+	why := d.unordered(w, x, t)
+	if w.a.Kind == sim.Atomic && x.a.Kind == sim.Atomic {
+		if w.a.PhysOffset != x.a.PhysOffset || w.a.Size != x.a.Size {
+			return fmt.Sprintf("both accesses are strong, but of different bytes (%d at +%#x and %d at +%#x): mixed-size or partially overlapping strong accesses are not morally strong, so nothing but an order between them keeps them from racing; and %s",
+				w.a.Size, w.a.PhysOffset, x.a.Size, x.a.PhysOffset, why)
+		}
+		return fmt.Sprintf("both accesses are strong, but their scopes (%s and %s) do not both include the other's thread, so they are not morally strong; and %s",
+			w.a.Scope, x.a.Scope, why)
+	}
+	return why
+}
+
+// unordered names the missing happens-before edge between w and x.
+func (d *Detector) unordered(w, x *rec, t *thread) string {
 	lo := max(0, len(d.comms)-commRing)
 	for i := len(d.comms) - 1; i >= lo; i-- {
 		c := d.comms[i]
