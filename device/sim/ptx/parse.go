@@ -20,6 +20,8 @@ type Module struct {
 
 	mu         sync.Mutex
 	sharedSize int // bytes of shared memory the module and its decoded functions declared
+
+	stacks sync.Pool // *stacks of exited threads
 }
 
 // funcSrc is one function definition as found in the text.
@@ -418,6 +420,7 @@ func (m *Module) decode(src *funcSrc) (*Func, error) {
 	}
 	// Falling off the end returns.
 	d.fn.code = append(d.fn.code, inst{op: opRet, guard: -1, line: lx.line, text: "ret (end of body)"})
+	allocRegs(d.fn)
 	return d.fn, nil
 }
 
