@@ -186,6 +186,8 @@ func (t *Thread) push(fn *Func, call *inst) {
 		top := &t.frames[n-1]
 		reg, param, local = top.reg+top.fn.nregs, top.param+top.fn.frameSize, top.local+top.fn.localSize
 	}
+	// A stack that grows moves; the frames below keep the slices they
+	// took of the old one, which stays theirs alone.
 	if need := reg + fn.nregs; need > len(t.regs) {
 		t.regs = append(t.regs, make([]uint64, need-len(t.regs))...)
 		t.regs = t.regs[:cap(t.regs)]
@@ -196,11 +198,6 @@ func (t *Thread) push(fn *Func, call *inst) {
 	}
 	if need := local + fn.localSize; need > len(t.local) {
 		t.local = append(t.local, make([]byte, need-len(t.local))...)
-	}
-	// The stacks may have moved: the frames below see them anew.
-	for i := range t.frames {
-		f := &t.frames[i]
-		f.regs, f.params = t.regs[f.reg:f.reg+f.fn.nregs], t.params[f.param:f.param+f.fn.frameSize]
 	}
 	f := frame{fn: fn, regs: t.regs[reg : reg+fn.nregs], params: t.params[param : param+fn.frameSize],
 		reg: reg, param: param, local: local, call: call}

@@ -115,23 +115,31 @@ func TestRegisterAllocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	const base = 0x7f00_0000_0000
+	params := make([]byte, 8)
+	binary.LittleEndian.PutUint64(params, base)
+	run := func(entry string, env *memEnv) {
+		t.Helper()
+		mem, err := m.NewBlockMem(entry, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		th, err := m.NewThread(entry, env, mem, Dim{Ntid: 1, Nctaid: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stop, err := th.Run(); err != nil || stop != Exited {
+			t.Fatalf("%s: %v, %v; want an exit", entry, stop, err)
+		}
+		if _, err := th.Run(); err == nil {
+			t.Fatalf("%s: a thread that exited ran again", entry)
+		}
+	}
+	// The first thread of the module grows its stacks at the call, with
+	// a value live in the caller; the later ones may reuse the stacks of
+	// those before.
 	for round := range 4 {
 		env := &memEnv{mem: map[uint64]byte{}}
-		params := make([]byte, 8)
-		binary.LittleEndian.PutUint64(params, base)
-		for _, entry := range []string{"dirty", "clean"} {
-			mem, err := m.NewBlockMem(entry, params)
-			if err != nil {
-				t.Fatal(err)
-			}
-			th, err := m.NewThread(entry, env, mem, Dim{Ntid: 1, Nctaid: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if stop, err := th.Run(); err != nil || stop != Exited {
-				t.Fatalf("round %d: %s: %v, %v; want an exit", round, entry, stop, err)
-			}
-		}
+		run("clean", env)
 		for _, c := range []struct {
 			off  uint64
 			what string
@@ -150,6 +158,7 @@ func TestRegisterAllocation(t *testing.T) {
 				t.Errorf("round %d: %s: %d, want %d", round, c.what, got, c.want)
 			}
 		}
+		run("dirty", &memEnv{mem: map[uint64]byte{}})
 	}
 }
 
