@@ -5,14 +5,14 @@ package ptx
 // kernel that inlines every case, most of them live for a few
 // instructions. The decoder gives each declared register its own number;
 // allocRegs then renumbers them into the slots of a register file sized by
-// use: two registers share a slot when no point of the function has both
-// live, so the file holds the most registers live at once, not every
-// register declared.
+// use: two registers share a slot unless one is written while the other
+// is live, so the file holds about as many registers as the function has
+// live at once, not every register it declares.
 //
 // The renumbering keeps the interpreter's semantics exactly, including
-// reads of registers no path wrote (which read zero): such a register is
-// live at the function's entry, and no register whose range lies before
-// it can share its slot, since there is none.
+// reads of registers no path wrote, which read zero: such a register is
+// live from the function's entry, where every slot is zero, and no
+// register written while it is live shares its slot.
 
 // regRefs calls use for every register operand in reads and then def for
 // every register it writes (its destinations), with a pointer to the
@@ -68,9 +68,9 @@ func (in *inst) regRefs(use, def func(r *int)) {
 		}
 		defOp(&ops[0])
 	default:
-		// ld, atom and every register-to-register instruction: the
-		// destination first, then the sources (an address's base
-		// register among them).
+		// ld, atom and every register-to-register instruction: ops[0]
+		// is the destination, the others are sources (an address's
+		// base register among them).
 		if len(ops) == 0 {
 			return
 		}
