@@ -206,7 +206,9 @@ func (m *Module) Func(name string) (*Func, error) {
 		src.fn, src.err = m.decode(src)
 		if src.err != nil {
 			src.err = fmt.Errorf("ptx: function %s: %w", name, src.err)
+			return
 		}
+		allocRegs(src.fn, maxAllocWork)
 	})
 	return src.fn, src.err
 }
@@ -420,7 +422,6 @@ func (m *Module) decode(src *funcSrc) (*Func, error) {
 	}
 	// Falling off the end returns.
 	d.fn.code = append(d.fn.code, inst{op: opRet, guard: -1, line: lx.line, text: "ret (end of body)"})
-	allocRegs(d.fn)
 	return d.fn, nil
 }
 

@@ -14,6 +14,11 @@ package ptx
 // live from the function's entry, where every slot is zero, and no
 // register written while it is live shares its slot.
 
+// maxAllocWork bounds the live-in entries and the interference entries
+// (each an int32) the allocation of one function may build: about 32 MB
+// each. The kernels need under a million (one_shot_all_reduce 865,074).
+const maxAllocWork = 1 << 23
+
 // regRefs calls use for every register operand in reads and then def for
 // every register it writes (its destinations), with a pointer to the
 // operand's field so that the caller may renumber it. A guarded
@@ -83,8 +88,8 @@ func (in *inst) regRefs(use, def func(r *int)) {
 
 // allocRegs renumbers fn's registers into a register file sized by use
 // and sets fn.nregs to its size. fn.code must be complete, its branch
-// targets resolved.
-func allocRegs(fn *Func) {
+// targets resolved. limit bounds the analysis (see interference).
+func allocRegs(fn *Func, limit int) {
 	code := fn.code
 	// Dense numbers, in order of first reference: declared registers no
 	// instruction names get none.
@@ -107,7 +112,14 @@ func allocRegs(fn *Func) {
 		fn.nregs = 0
 		return
 	}
-	slot := color(interference(code, n))
+	adj := interference(code, n, limit)
+	if adj == nil {
+		// Too many registers live at once to afford the analysis: each
+		// register keeps a slot of its own.
+		fn.nregs = n
+		return
+	}
+	slot := color(adj)
 	nslots := 0
 	for _, s := range slot {
 		nslots = max(nslots, s+1)
@@ -131,8 +143,10 @@ func allocRegs(fn *Func) {
 // Liveness is computed register by register, walking back from each read
 // through the predecessor blocks up to the writes (the path exploration
 // of Brandner et al.), so its cost follows the live ranges rather than
-// the number of registers times the number of blocks.
-func interference(code []inst, n int) [][]int32 {
+// the number of registers times the number of blocks. Both it and the
+// interference grow with the registers live at once; past limit entries
+// of either, interference gives up and returns nil.
+func interference(code []inst, n, limit int) [][]int32 {
 	// The registers each instruction reads and writes, flat.
 	var refs []int32
 	useAt, defAt := make([]int32, len(code)+1), make([]int32, len(code)+1)
@@ -211,6 +225,7 @@ func interference(code []inst, n int) [][]int32 {
 		}
 	}
 	liveIn := make([][]int32, nb)
+	entries := 0                                            // of liveIn, then of adj
 	killed, visited := make([]int32, nb), make([]int32, nb) // == r+1 for register r
 	var work []int32
 	for r := range int32(n) {
@@ -226,6 +241,9 @@ func interference(code []inst, n int) [][]int32 {
 			}
 			visited[b] = r + 1
 			liveIn[b] = append(liveIn[b], r)
+			if entries++; entries > limit {
+				return nil
+			}
 			for _, p := range preds[b] {
 				if killed[p] != r+1 && visited[p] != r+1 {
 					work = append(work, p)
@@ -235,6 +253,7 @@ func interference(code []inst, n int) [][]int32 {
 	}
 
 	adj := make([][]int32, n)
+	entries = 0
 	live := newSparseSet(n)
 	for b := range nb {
 		live.reset()
@@ -245,6 +264,9 @@ func interference(code []inst, n int) [][]int32 {
 		}
 		for i := firsts[b+1] - 1; i >= firsts[b]; i-- {
 			for _, r := range defs(i) {
+				if entries += 2 * len(live.members()); entries > limit {
+					return nil
+				}
 				for _, x := range live.members() {
 					if x != r {
 						adj[r] = append(adj[r], x)

@@ -114,51 +114,93 @@ func TestRegisterAllocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const base = 0x7f00_0000_0000
-	params := make([]byte, 8)
-	binary.LittleEndian.PutUint64(params, base)
-	run := func(entry string, env *memEnv) {
-		t.Helper()
-		mem, err := m.NewBlockMem(entry, params)
-		if err != nil {
-			t.Fatal(err)
-		}
-		th, err := m.NewThread(entry, env, mem, Dim{Ntid: 1, Nctaid: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if stop, err := th.Run(); err != nil || stop != Exited {
-			t.Fatalf("%s: %v, %v; want an exit", entry, stop, err)
-		}
-		if _, err := th.Run(); err == nil {
-			t.Fatalf("%s: a thread that exited ran again", entry)
-		}
-	}
 	// The first thread of the module grows its stacks at the call, with
 	// a value live in the caller; the later ones may reuse the stacks of
 	// those before.
 	for round := range 4 {
-		env := &memEnv{mem: map[uint64]byte{}}
-		run("clean", env)
-		for _, c := range []struct {
-			off  uint64
-			what string
-			want uint32
-		}{
-			{0, "a register never written", 0},
-			{4, "local memory never written", 0},
-			{8, "a register after a guarded write that did not happen", 3},
-			{12, "the sum of a loop", 45},
-			{16, "a call's result plus a value live across it", 190},
-			{20, "a sum", 10},
-			{32, "a vector load's second element", 45},
-			{36, "a load through a register read for the last time", 45},
-		} {
-			if got := get32(env.mem, base+c.off); got != c.want {
-				t.Errorf("round %d: %s: %d, want %d", round, c.what, got, c.want)
-			}
+		checkClean(t, m, round)
+		runEntry(t, m, "dirty", &memEnv{mem: map[uint64]byte{}})
+	}
+}
+
+// TestRegisterAllocationGivesUp checks the allocation of a function whose
+// analysis would cost more than its limit: every register keeps a slot of
+// its own, and the function computes what it did.
+func TestRegisterAllocationGivesUp(t *testing.T) {
+	m, err := Parse(regKernels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := m.Func("clean")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Decode clean again (it declares no shared memory, which a second
+	// decoding would allocate twice), its registers as declared.
+	cp, err := m.decode(m.funcs["clean"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[int]bool{}
+	for i := range cp.code {
+		cp.code[i].regRefs(func(r *int) { named[*r] = true }, func(r *int) { named[*r] = true })
+	}
+	if interference(cp.code, cp.nregs, 10) != nil {
+		t.Fatal("interference within a limit of 10 entries: not given up")
+	}
+	allocRegs(cp, 10)
+	if cp.nregs != len(named) || cp.nregs <= fn.nregs {
+		t.Fatalf("given up: %d slots for %d registers (%d shared)", cp.nregs, len(named), fn.nregs)
+	}
+	m.funcs["clean"].fn = cp
+	checkClean(t, m, 0)
+}
+
+const regBase = 0x7f00_0000_0000
+
+// runEntry runs one thread of entry to its exit.
+func runEntry(t *testing.T, m *Module, entry string, env *memEnv) {
+	t.Helper()
+	params := make([]byte, 8)
+	binary.LittleEndian.PutUint64(params, regBase)
+	mem, err := m.NewBlockMem(entry, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := m.NewThread(entry, env, mem, Dim{Ntid: 1, Nctaid: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stop, err := th.Run(); err != nil || stop != Exited {
+		t.Fatalf("%s: %v, %v; want an exit", entry, stop, err)
+	}
+	if _, err := th.Run(); err == nil {
+		t.Fatalf("%s: a thread that exited ran again", entry)
+	}
+}
+
+// checkClean runs regKernels' clean and checks what it stored.
+func checkClean(t *testing.T, m *Module, round int) {
+	t.Helper()
+	env := &memEnv{mem: map[uint64]byte{}}
+	runEntry(t, m, "clean", env)
+	for _, c := range []struct {
+		off  uint64
+		what string
+		want uint32
+	}{
+		{0, "a register never written", 0},
+		{4, "local memory never written", 0},
+		{8, "a register after a guarded write that did not happen", 3},
+		{12, "the sum of a loop", 45},
+		{16, "a call's result plus a value live across it", 190},
+		{20, "a sum", 10},
+		{32, "a vector load's second element", 45},
+		{36, "a load through a register read for the last time", 45},
+	} {
+		if got := get32(env.mem, regBase+c.off); got != c.want {
+			t.Errorf("round %d: %s: %d, want %d", round, c.what, got, c.want)
 		}
-		run("dirty", &memEnv{mem: map[uint64]byte{}})
 	}
 }
 
