@@ -20,8 +20,9 @@ func benchCase(b *testing.B, strategy string, faults FaultSet) Case {
 // benchmarkSchedules runs one schedule (a whole simulated job and its
 // check) per iteration, each with its own seed, and reports schedules per
 // second. Run it with -cpu 1 for the single-core rate.
-func benchmarkSchedules(b *testing.B, strategy string, faults FaultSet) {
+func benchmarkSchedules(b *testing.B, strategy string, faults FaultSet, ptx, race bool) {
 	c := benchCase(b, strategy, faults)
+	c.Kernels.PTX, c.Race = ptx, race
 	var steps int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -41,10 +42,68 @@ func benchmarkSchedules(b *testing.B, strategy string, faults FaultSet) {
 }
 
 // BenchmarkSchedules is the fuzzer's raw rate: random walks, no faults.
-func BenchmarkSchedules(b *testing.B) { benchmarkSchedules(b, StrategyRandom, FaultsNone) }
+func BenchmarkSchedules(b *testing.B) {
+	benchmarkSchedules(b, StrategyRandom, FaultsNone, false, false)
+}
 
 // BenchmarkSchedulesPCT is the rate under PCT of depth 3.
-func BenchmarkSchedulesPCT(b *testing.B) { benchmarkSchedules(b, StrategyPCT, FaultsNone) }
+func BenchmarkSchedulesPCT(b *testing.B) {
+	benchmarkSchedules(b, StrategyPCT, FaultsNone, false, false)
+}
 
 // BenchmarkSchedulesSafety is the rate with safety faults drawn per seed.
-func BenchmarkSchedulesSafety(b *testing.B) { benchmarkSchedules(b, StrategyRandom, FaultsSafety) }
+func BenchmarkSchedulesSafety(b *testing.B) {
+	benchmarkSchedules(b, StrategyRandom, FaultsSafety, false, false)
+}
+
+// BenchmarkSchedulesRace is the raw rate with the race detector on, as
+// `symmem fuzz` runs by default.
+func BenchmarkSchedulesRace(b *testing.B) {
+	benchmarkSchedules(b, StrategyRandom, FaultsNone, false, true)
+}
+
+// BenchmarkSchedulesPTX is the raw rate with the kernels' PTX interpreted
+// thread by thread instead of their Go twins.
+func BenchmarkSchedulesPTX(b *testing.B) {
+	benchmarkSchedules(b, StrategyRandom, FaultsNone, true, false)
+}
+
+// BenchmarkSchedulesPTXRace is the PTX rate with the race detector on, as
+// `symmem fuzz --kernels ptx` runs by default.
+func BenchmarkSchedulesPTXRace(b *testing.B) {
+	benchmarkSchedules(b, StrategyRandom, FaultsNone, true, true)
+}
+
+// benchmarkDrawn runs the cases `symmem fuzz` draws with its default flags
+// (portfolio strategy, safety faults, the race detector on), seeds 0 to
+// 29 in turn, one per iteration; run it with -benchtime 30x for exactly
+// those thirty.
+func benchmarkDrawn(b *testing.B, ptx bool) {
+	cfg := DefaultConfig()
+	cfg.Kernels.PTX = ptx
+	g := NewGenerator(cfg)
+	var steps int64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, err := g.Case(uint64(i % 30))
+		if err != nil {
+			b.Fatal(err)
+		}
+		o, err := Run(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if o.Failed() {
+			b.Fatalf("seed %d: %v", i%30, o.Failure)
+		}
+		steps += o.Steps
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "schedules/s")
+	b.ReportMetric(float64(steps)/float64(b.N), "steps/schedule")
+}
+
+// BenchmarkDrawn is the rate on default fuzz programs with the Go twins.
+func BenchmarkDrawn(b *testing.B) { benchmarkDrawn(b, false) }
+
+// BenchmarkDrawnPTX is the rate on default fuzz programs with the PTX.
+func BenchmarkDrawnPTX(b *testing.B) { benchmarkDrawn(b, true) }

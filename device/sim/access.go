@@ -62,8 +62,12 @@ type Access struct {
 	Block  int    // block index; -1 outside kernels
 	Lane   int    // lane index; -1 for block-wide accesses
 
-	Addr       device.Ptr // virtual address on Device
-	Size       uint64
+	Addr device.Ptr // virtual address on Device
+	Size uint64
+	// Unit, when not 0, says that a strong access (Atomic) is a run of
+	// independent strong accesses of Unit bytes each (a packet's words),
+	// reported as one.
+	Unit       uint64
 	Phys       uint64 // physical allocation id (the same bytes through any mapping)
 	PhysOffset uint64
 	Owner      int  // device that created the physical allocation

@@ -44,7 +44,7 @@ func (c *blockCtx) StoreU64s(p device.Ptr, vals []uint64) error {
 	at := 0
 	for _, sg := range segs {
 		at += copy(sg.b, buf[at:])
-		c.emitSeg(Atomic, sg, true, signal.Relaxed, signal.System)
+		c.emitWords(sg, true)
 	}
 	const st = "store64 %#x x%d first %#x"
 	c.record(blockPrefix+st, lanePrefix+st, uint64(p), len(vals), vals[0])
@@ -108,7 +108,17 @@ func (c *blockCtx) WaitU64s(p device.Ptr, dst []uint64, what string, ready func(
 	}
 	read()
 	for _, sg := range segs {
-		c.emitSeg(Atomic, sg, false, signal.Relaxed, signal.System)
+		c.emitWords(sg, false)
 	}
 	return nil
+}
+
+// emitWords reports a run of relaxed system-scope 8-byte strong accesses,
+// one per word, as the kernel's packets are: one Access with Unit 8.
+func (c *blockCtx) emitWords(sg segment, write bool) {
+	if c.l.dev.w.observe == nil {
+		return
+	}
+	c.emit(Access{Kind: Atomic, Parent: -1, Addr: sg.addr, Size: uint64(len(sg.b)), Unit: 8, Phys: sg.phys.id,
+		PhysOffset: sg.off, Owner: sg.phys.owner, Write: write, Order: signal.Relaxed, Scope: signal.System})
 }

@@ -19,10 +19,14 @@
 // [Module.Unsupported] lists every refused statement of an entry and the
 // functions it calls, each with its line.
 //
-// A [Module] is the parsed text; its functions are decoded on first use. A
-// [Thread] runs one CUDA thread of an entry: it executes instructions until
-// it exits, fails, or reaches a block barrier, where it stops so that its
-// block can release it once every thread arrived (see [Thread.Run]). Global
+// A [Module] is the parsed text; its functions are decoded on first use,
+// their registers renumbered into a register file sized by the registers
+// live at once rather than by those declared (a kernel that inlines every
+// case declares tens of thousands). A [Thread] runs one CUDA thread of an
+// entry: it executes instructions until it exits, fails, or reaches a
+// block barrier, where it stops so that its block can release it once
+// every thread arrived (see [Thread.Run]); one that exits hands its
+// registers and frames to the module's next thread. Global
 // memory, atomics, fences and the clock go through an [Env], which the
 // simulator implements over its address spaces, scheduler and race
 // detector; shared memory and parameters live in the thread's block

@@ -112,14 +112,13 @@ type Barrier struct {
 
 // Thread is one CUDA thread running a function of a module.
 type Thread struct {
-	m      *Module
-	env    Env
-	mem    *BlockMem
-	dim    Dim
-	frames []frame
+	m   *Module
+	env Env
+	mem *BlockMem
+	dim Dim
+	*stacks
 	bar    Barrier
 	barDst int    // bar.red's destination register
-	local  []byte // the local memory of the frames, a stack
 	loops  uint64 // backward branches taken
 	// Budget bounds the instructions a Run executes between two calls
 	// into Env or barriers: a loop that never touches memory would hang
@@ -131,13 +130,26 @@ type Thread struct {
 // DefaultBudget is the default [Thread.Budget].
 const DefaultBudget = 1 << 26
 
+// stacks are the memory of a thread's frames: their registers, .param
+// storage and local memory, each a stack with the innermost frame on top.
+// A thread that exits gives its stacks back to its module, whose next
+// threads reuse them; every frame clears what it takes.
+type stacks struct {
+	frames []frame
+	regs   []uint64
+	params []byte
+	local  []byte
+}
+
 type frame struct {
 	fn     *Func
 	pc     int
-	regs   []uint64
-	params []byte
-	local  int   // offset of the frame's local memory in Thread.local
-	call   *inst // the caller's call instruction (nil for the entry)
+	regs   []uint64 // the frame's registers, in stacks.regs
+	params []byte   // the frame's .param storage, in stacks.params
+	reg    int      // offset of regs in stacks.regs
+	param  int      // offset of params in stacks.params
+	local  int      // offset of the frame's local memory in stacks.local
+	call   *inst    // the caller's call instruction (nil for the entry)
 }
 
 // NewThread starts a thread at the entry point entry with the block's
@@ -160,25 +172,52 @@ func (m *Module) NewThread(entry string, env Env, mem *BlockMem, dim Dim) (*Thre
 	if dim.Tid >= dim.Ntid {
 		return nil, fmt.Errorf("ptx: thread %d of a block of %d", dim.Tid, dim.Ntid)
 	}
-	t := &Thread{m: m, env: env, mem: mem, dim: dim}
+	st, _ := m.stacks.Get().(*stacks)
+	if st == nil {
+		st = &stacks{}
+	}
+	t := &Thread{m: m, env: env, mem: mem, dim: dim, stacks: st}
 	mem.join(dim)
 	t.push(fn, nil)
 	return t, nil
 }
 
+// push starts a frame of fn on top of the thread's stacks, its registers,
+// parameters and local memory zero.
 func (t *Thread) push(fn *Func, call *inst) {
-	base := 0
+	var reg, param, local int
 	if n := len(t.frames); n > 0 {
 		top := &t.frames[n-1]
-		base = top.local + top.fn.localSize
+		reg, param, local = top.reg+top.fn.nregs, top.param+top.fn.frameSize, top.local+top.fn.localSize
 	}
-	need := base + fn.localSize
-	if need > len(t.local) {
+	// A stack that grows moves; the frames below keep the slices they
+	// took of the old one, which stays theirs alone.
+	if need := reg + fn.nregs; need > len(t.regs) {
+		t.regs = append(t.regs, make([]uint64, need-len(t.regs))...)
+		t.regs = t.regs[:cap(t.regs)]
+	}
+	if need := param + fn.frameSize; need > len(t.params) {
+		t.params = append(t.params, make([]byte, need-len(t.params))...)
+		t.params = t.params[:cap(t.params)]
+	}
+	if need := local + fn.localSize; need > len(t.local) {
 		t.local = append(t.local, make([]byte, need-len(t.local))...)
 	}
-	clear(t.local[base:need])
-	t.frames = append(t.frames, frame{fn: fn, regs: make([]uint64, fn.nregs), params: make([]byte, fn.frameSize),
-		local: base, call: call})
+	f := frame{fn: fn, regs: t.regs[reg : reg+fn.nregs], params: t.params[param : param+fn.frameSize],
+		reg: reg, param: param, local: local, call: call}
+	clear(f.regs)
+	clear(f.params)
+	clear(t.local[local : local+fn.localSize])
+	t.frames = append(t.frames, f)
+}
+
+// exit gives the stacks of a thread that returned from its entry back to
+// its module.
+func (t *Thread) exit() {
+	st := t.stacks
+	t.stacks = nil
+	st.frames = st.frames[:0]
+	t.m.stacks.Put(st)
 }
 
 // Loops counts the backward branches the thread took: a loop went round
@@ -191,6 +230,9 @@ func (t *Thread) Barrier() Barrier { return t.bar }
 // Release resumes a thread stopped at a barrier; for bar.red.or, result
 // is the OR of the predicates of the block's threads.
 func (t *Thread) Release(result bool) {
+	if t.stacks == nil {
+		return // exited
+	}
 	t.mem.leave(t.dim, laneRunning, 0)
 	if t.bar.Red {
 		t.frames[len(t.frames)-1].regs[t.barDst] = b2u(result)
@@ -216,6 +258,9 @@ var errBudget = errors.New("instruction budget exhausted without touching memory
 
 // Run executes the thread until it exits or reaches a barrier.
 func (t *Thread) Run() (Stop, error) {
+	if t.stacks == nil {
+		return 0, errors.New("ptx: the thread has exited")
+	}
 	budget := t.Budget
 	if budget <= 0 {
 		budget = DefaultBudget
@@ -261,6 +306,7 @@ func (t *Thread) Run() (Stop, error) {
 			t.frames = t.frames[:len(t.frames)-1]
 			if len(t.frames) == 0 {
 				t.mem.leave(t.dim, laneExited, 0)
+				t.exit()
 				return Exited, nil
 			}
 			if call := f.call; call != nil {

@@ -983,14 +983,17 @@ func (d *decoder) call(in *inst, ts []token) error {
 	return nil
 }
 
+// arity is the operand count of the instructions whose operands
+// checkArity does not check case by case.
+var arity = map[opcode]int{
+	opMov: 2, opAdd: 3, opSub: 3, opMul: 3, opMad: 4, opFma: 4, opDiv: 3, opRem: 3, opMin: 3, opMax: 3,
+	opAbs: 2, opAnd: 3, opOr: 3, opXor: 3, opNot: 2, opCnot: 2, opShl: 3, opShr: 3, opNeg: 2, opSelp: 4,
+	opCvta: 2, opMembar: 0, opBra: 1, opRet: 0, opPrmt: 4, opLop3: 5, opBfe: 4, opBfi: 5,
+	opPopc: 2, opClz: 2, opBrev: 2, opActivemask: 1, opTrap: 0, opNop: 1,
+}
+
 // checkArity checks the operand count and kinds of an instruction.
 func checkArity(in *inst) error {
-	want := map[opcode]int{
-		opMov: 2, opAdd: 3, opSub: 3, opMul: 3, opMad: 4, opFma: 4, opDiv: 3, opRem: 3, opMin: 3, opMax: 3,
-		opAbs: 2, opAnd: 3, opOr: 3, opXor: 3, opNot: 2, opCnot: 2, opShl: 3, opShr: 3, opNeg: 2, opSelp: 4,
-		opCvta: 2, opMembar: 0, opBra: 1, opRet: 0, opPrmt: 4, opLop3: 5, opBfe: 4, opBfi: 5,
-		opPopc: 2, opClz: 2, opBrev: 2, opActivemask: 1, opTrap: 0, opNop: 1,
-	}
 	n := len(in.ops)
 	bad := func() error {
 		return fmt.Errorf("line %d: %s: unexpected operands", in.line, in.text)
@@ -1083,7 +1086,7 @@ func checkArity(in *inst) error {
 		}
 		in.trap = "trap"
 	default:
-		w, ok := want[in.op]
+		w, ok := arity[in.op]
 		if !ok || n != w {
 			return bad()
 		}

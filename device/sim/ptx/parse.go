@@ -20,6 +20,8 @@ type Module struct {
 
 	mu         sync.Mutex
 	sharedSize int // bytes of shared memory the module and its decoded functions declared
+
+	stacks sync.Pool // *stacks of exited threads
 }
 
 // funcSrc is one function definition as found in the text.
@@ -204,7 +206,9 @@ func (m *Module) Func(name string) (*Func, error) {
 		src.fn, src.err = m.decode(src)
 		if src.err != nil {
 			src.err = fmt.Errorf("ptx: function %s: %w", name, src.err)
+			return
 		}
+		allocRegs(src.fn, maxAllocWork)
 	})
 	return src.fn, src.err
 }

@@ -485,13 +485,33 @@ func conflict(x, y *rec) bool {
 		return false // different bytes of a common word
 	}
 	if x.a.Kind == sim.Atomic && y.a.Kind == sim.Atomic {
-		if x.a.PhysOffset != y.a.PhysOffset || x.a.Size != y.a.Size {
+		if !sameBytes(x.a, y.a) {
 			return true
 		}
 		need := needed(x.a, y.a)
 		return x.a.Scope < need || y.a.Scope < need
 	}
 	return true
+}
+
+// sameBytes reports whether two overlapping strong accesses access the
+// same bytes on their overlap: their units (the access itself, or each
+// access of a run) are of one size and line up.
+func sameBytes(x, y sim.Access) bool {
+	ux, uy := unit(x), unit(y)
+	if ux != uy {
+		return false
+	}
+	d := max(x.PhysOffset, y.PhysOffset) - min(x.PhysOffset, y.PhysOffset)
+	return d%ux == 0
+}
+
+// unit is the size of each strong access a reported access stands for.
+func unit(a sim.Access) uint64 {
+	if a.Unit > 0 {
+		return a.Unit
+	}
+	return a.Size
 }
 
 // needed is the narrowest scope covering the threads of two accesses.

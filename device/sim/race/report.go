@@ -172,9 +172,9 @@ func (d *Detector) report(w, x *rec, t *thread) {
 func (d *Detector) explain(w, x *rec, t *thread) string {
 	why := d.unordered(w, x, t)
 	if w.a.Kind == sim.Atomic && x.a.Kind == sim.Atomic {
-		if w.a.PhysOffset != x.a.PhysOffset || w.a.Size != x.a.Size {
-			return fmt.Sprintf("both accesses are strong, but of different bytes (%d at +%#x and %d at +%#x): mixed-size or partially overlapping strong accesses are not morally strong, so nothing but an order between them keeps them from racing; and %s",
-				w.a.Size, w.a.PhysOffset, x.a.Size, x.a.PhysOffset, why)
+		if !sameBytes(w.a, x.a) {
+			return fmt.Sprintf("both accesses are strong, but of different bytes (%d-byte accesses at +%#x and %d-byte at +%#x): mixed-size or partially overlapping strong accesses are not morally strong, so nothing but an order between them keeps them from racing; and %s",
+				unit(w.a), w.a.PhysOffset, unit(x.a), x.a.PhysOffset, why)
 		}
 		return fmt.Sprintf("both accesses are strong, but their scopes (%s and %s) do not both include the other's thread, so they are not morally strong; and %s",
 			w.a.Scope, x.a.Scope, why)

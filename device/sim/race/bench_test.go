@@ -1,0 +1,161 @@
+package race_test
+
+import (
+	"testing"
+
+	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/device/sim/race"
+	"github.com/symmem/symmem/signal"
+)
+
+// feed is a synthetic event stream into a detector: the events a world-4
+// one-shot all-reduce of 4 KiB makes on one rank's device, without the
+// simulator that would make them, so that the benchmarks time the
+// detector alone.
+type feed struct {
+	d       *race.Detector
+	observe func(sim.Access)
+	task    int    // the last task id handed out
+	launch  uint64 // the last launch number
+	seq     uint64 // the stream's last op
+	n       int    // accesses fed
+}
+
+const (
+	benchWorld = 4
+	benchBytes = 4096
+	benchPads  = benchWorld + 1 // phys ids 1..4: the buffers; 5: the output; 6: the pad
+	hostTask   = 0
+	workerTask = 1
+	benchDev   = 0
+	benchStrm  = device.Stream(1)
+)
+
+func newFeed(tb testing.TB) *feed {
+	w, err := sim.NewWorld(actor.NewScheduler(actor.Config{Seed: 1}), sim.Config{World: 1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	d := race.New(w)
+	return &feed{d: d, observe: w.Observer(), task: workerTask}
+}
+
+func (f *feed) newTask() int { f.task++; return f.task }
+
+// host is a host task's access of a whole allocation.
+func (f *feed) host(phys uint64, write bool) {
+	kind := sim.Load
+	if write {
+		kind = sim.Store
+	}
+	f.observe(sim.Access{Kind: kind, Task: hostTask, Parent: -1, Device: benchDev, Block: -1, Lane: -1,
+		Addr: device.Ptr(phys << 32), Size: benchBytes, Phys: phys, Write: write, Order: signal.Relaxed, Scope: signal.System})
+	f.n++
+}
+
+// kernel feeds one launch: host writes its input, enqueues the launch,
+// grid blocks run their accesses (each block's body is body, called with
+// the access template of the block or of each of its lanes), and the
+// host waits for it and reads the output.
+func (f *feed) kernel(grid, lanes int, body func(a sim.Access, part, parts int)) {
+	f.host(1, true)
+	f.seq++
+	f.launch++
+	op := sim.Access{Parent: -1, Device: benchDev, Stream: benchStrm, Seq: f.seq, Op: "kernel", Kernel: "one_shot_all_reduce", Block: -1, Lane: -1}
+	ev := func(a sim.Access, kind sim.AccessKind, task int) {
+		a.Kind, a.Task = kind, task
+		f.observe(a)
+	}
+	ev(op, sim.Enqueue, hostTask)
+	ev(op, sim.OpStart, workerTask)
+	op.Launch = f.launch
+	for blk := range grid {
+		bt := f.newTask()
+		ba := op
+		ba.Block, ba.Parent = blk, workerTask
+		ev(ba, sim.BlockStart, bt)
+		ba.Parent, ba.Task = -1, bt
+		if lanes == 0 {
+			body(ba, blk, grid)
+		} else {
+			for l := range lanes {
+				lt := f.newTask()
+				la := ba
+				la.Lane, la.Parent = l, bt
+				ev(la, sim.LaneStart, lt)
+				la.Parent, la.Task = -1, lt
+				body(la, blk*lanes+l, grid*lanes)
+				ev(la, sim.LaneEnd, lt)
+			}
+			ev(ba, sim.BlockSync, bt)
+		}
+		ev(ba, sim.BlockEnd, bt)
+	}
+	op.Launch = 0
+	ev(op, sim.OpEnd, workerTask)
+	ev(op, sim.Complete, hostTask)
+	f.host(benchWorld+1, false)
+}
+
+// oneShot feeds the accesses of one part (a lane or a block, a the
+// template of its events) of parts of a one-shot all-reduce: a signal on the pad, then, vector by vector, a
+// load from every rank's buffer and a store of the sum.
+func (f *feed) oneShot(a sim.Access, part, parts int, vec uint64) {
+	acc := func(kind sim.AccessKind, phys, off, size uint64, write bool) {
+		a.Kind, a.Phys, a.PhysOffset, a.Size, a.Write = kind, phys, off, size, write
+		a.Addr = device.Ptr(phys<<32 + off)
+		f.observe(a)
+		f.n++
+	}
+	a.Order, a.Scope = signal.AcqRel, signal.System
+	acc(sim.Atomic, benchPads+1, uint64(4*part), 4, true)
+	a.Order, a.Scope = signal.Relaxed, signal.Block
+	chunk := uint64(benchBytes / parts)
+	for off := uint64(part) * chunk; off < uint64(part+1)*chunk; off += vec {
+		for r := uint64(1); r <= benchWorld; r++ {
+			acc(sim.Load, r, off, vec, false)
+		}
+		acc(sim.Store, benchWorld+1, off, vec, true)
+	}
+}
+
+// benchmarkDetector runs one launch's events per iteration and reports
+// the accesses checked per second.
+func benchmarkDetector(b *testing.B, grid, lanes int, vec uint64) {
+	f := newFeed(b)
+	body := func(a sim.Access, part, parts int) { f.oneShot(a, part, parts, vec) }
+	f.kernel(grid, lanes, body) // the first launch meets an empty shadow
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := f.n
+	for i := 0; i < b.N; i++ {
+		f.kernel(grid, lanes, body)
+	}
+	b.StopTimer()
+	if err := f.d.Err(); err != nil {
+		b.Fatalf("races in a race-free stream: %v", err)
+	}
+	b.ReportMetric(float64(f.n-start)/b.Elapsed().Seconds(), "accesses/s")
+}
+
+// BenchmarkLaneAccesses is the detector under the accesses of
+// interpreted PTX: 2 blocks of 32 lanes, each with 16-byte vectors of its
+// own part of the tensor.
+func BenchmarkLaneAccesses(b *testing.B) { benchmarkDetector(b, 2, 32, 16) }
+
+// BenchmarkBlockAccesses is the detector under the accesses of the Go
+// twins: 2 blocks, each loading and storing its half of the tensor in
+// 512-byte runs.
+func BenchmarkBlockAccesses(b *testing.B) { benchmarkDetector(b, 2, 0, 512) }
+
+// TestBenchFeedFindsARace checks that the benchmarks' feed reaches the
+// detector: the same launch with two lanes storing the same words races.
+func TestBenchFeedFindsARace(t *testing.T) {
+	f := newFeed(t)
+	f.kernel(1, 2, func(a sim.Access, part, parts int) { f.oneShot(a, 0, 1, 16) })
+	if f.d.Err() == nil {
+		t.Fatal("two lanes storing the same output words: no race reported")
+	}
+}
