@@ -160,13 +160,13 @@ func TestShrink(t *testing.T) {
 	if f == nil {
 		t.Fatalf("no race between %s: %+v", race, rep.Findings)
 	}
-	s, err := Shrink(p, src, opts, f, 16)
+	s, err := Shrink(p, src, opts, f, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := s.Options
 	if s.Finding.Key() != f.Key() || o.Worlds[0] != 2 || len(o.Plan) != 0 || o.Repeats["1"] >= 3 ||
-		o.Decisions == nil || len(o.Decisions) >= s.Decisions || s.Runs > 17 {
+		o.Decisions == nil || len(o.Decisions) >= s.Decisions || s.Runs > 11 {
 		t.Errorf("shrunk in %d runs to world %v, plan %v, repeats %v, %d of %d decisions: %s",
 			s.Runs, o.Worlds, o.Plan, o.Repeats, len(o.Decisions), s.Decisions, s.Finding.Title)
 	}
@@ -182,5 +182,31 @@ func TestShrink(t *testing.T) {
 		if again.Runs[0].Trace != s.Trace || !found {
 			t.Errorf("the replay gave trace %s and %d findings, want %s and the race", again.Runs[0].Trace, len(again.Findings), s.Trace)
 		}
+	}
+}
+
+// TestShrinkDeath: the hang a death leaves at world 3 shrinks to world 2,
+// the fault moved to a rank the smaller world has, and still replays.
+func TestShrinkDeath(t *testing.T) {
+	p, src := example(t, "cas_exchange")
+	opts := Options{Worlds: []int{3}, Vars: map[string]Expr{"n": "64"}, Plan: Plan{{Kind: Die, Rank: 2, At: 1}}}
+	rep, err := RunProgram(p, src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 1 || rep.Findings[0].Kind != "hang" {
+		t.Fatalf("findings %+v, want one hang", rep.Findings)
+	}
+	s, err := Shrink(p, src, opts, rep.Findings[0], 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := s.Options
+	if o.Worlds[0] != 2 || o.Plan.String() != "die:0:1" || s.Finding.Key() != rep.Findings[0].Key() {
+		t.Fatalf("shrunk to world %v plan %q: %s", o.Worlds, o.Plan, s.Finding.Title)
+	}
+	again, err := RunProgram(p, src, o)
+	if err != nil || again.Runs[0].Trace != s.Trace || len(again.Findings) != 1 {
+		t.Fatalf("the replay: %v, trace %s, want %s", err, again.Runs[0].Trace, s.Trace)
 	}
 }

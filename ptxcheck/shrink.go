@@ -29,8 +29,9 @@ type Shrunk struct {
 
 // Shrink reduces the run that found f (a finding of RunProgram(prog, src,
 // opts)) to a smaller one that still finds it: the same kind and the same
-// sites. In turn it drops faults of the run's plan, tries smaller worlds,
-// runs each repeat step fewer times, and, replaying the run's scheduling
+// sites. In turn it drops faults of the run's plan, tries smaller worlds
+// (a fault of rank r moves to rank r mod the world), runs each repeat step
+// fewer times, and, replaying the run's scheduling
 // decisions with a [fuzz.Replay], drops decisions (the tail first, then
 // by delta debugging). A candidate that no longer finds f is discarded;
 // budget bounds the runs (0: DefaultShrinkRuns). The result's Options
@@ -102,6 +103,12 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, budget int) (*
 	for w := 2; w < f.World; w++ {
 		o := cur
 		o.Worlds = []int{w}
+		// A fault of a rank the smaller world lacks moves to rank r mod w.
+		o.Plan = make(Plan, len(cur.Plan))
+		for i, ft := range cur.Plan {
+			ft.Rank %= w
+			o.Plan[i] = ft
+		}
 		if ok, _ := finds(o); ok {
 			cur = o
 			break
