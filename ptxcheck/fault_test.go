@@ -48,7 +48,8 @@ func TestPlanText(t *testing.T) {
 
 // TestDieEndsInHang: a rank that dies before its second launch leaves its
 // peer spinning in the barrier: one finding, a hang naming the PTX and
-// CUDA lines of the wait, and no wrong result or error besides.
+// CUDA lines of the wait, and no wrong result or error besides; a peer
+// waiting at a host barrier for it is a hang naming that step.
 func TestDieEndsInHang(t *testing.T) {
 	p, src := example(t, "cas_exchange")
 	rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Vars: map[string]Expr{"n": "64"}, Plan: Plan{{Kind: Die, Rank: 1, At: 1}}})
@@ -66,6 +67,17 @@ func TestDieEndsInHang(t *testing.T) {
 	if !strings.Contains(d, "device 0 cas_exchange#3") || !strings.Contains(d, "PTX line 184") ||
 		!strings.Contains(d, "cas_barrier.cu:31") || f.Plan.String() != "die:1:1" {
 		t.Errorf("the hang does not name rank 0's wait at PTX line 184 in its third launch:\n%s", d)
+	}
+
+	// A peer that waits for the dead rank on the host hangs there too.
+	sp := program(t, strings.Replace(stampHarness, `{"sync": true},`, `{"sync": true}, {"barrier": true},`, 1))
+	rep, err = RunProgram(sp, load(t, "testdata/stamp.ptx"), Options{Worlds: []int{2}, Plan: Plan{{Kind: Die, Rank: 1, At: 0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 1 || rep.Findings[0].Title != "hang: host waits timed out at step 3" ||
+		!strings.Contains(strings.Join(rep.Findings[0].Details, "\n"), `missing keys ["ptxcheck/barrier/1/1"]`) {
+		t.Errorf("findings %+v, want one hang at the host barrier waiting for rank 1", rep.Findings)
 	}
 }
 

@@ -80,9 +80,9 @@ type rankRun struct {
 	// launches and writes count the rank's launch and write steps, for
 	// the fault plan.
 	launches, writes int
-	// dup is a write a dup-write fault delivers again after the next
+	// dups are writes dup-write faults deliver again after the next
 	// launch.
-	dup *pendingWrite
+	dups []pendingWrite
 }
 
 // pendingWrite is a host write to deliver again.
@@ -250,7 +250,7 @@ func (rr *rankRun) write(b int, f cFill, loc map[string]float64) error {
 		if rr.plan[i].Kind == LoseWrite {
 			return nil
 		}
-		rr.dup = &pendingWrite{dst: dst, data: data}
+		rr.dups = append(rr.dups, pendingWrite{dst: dst, data: data})
 	}
 	if n == 0 {
 		return nil
@@ -258,16 +258,17 @@ func (rr *rankRun) write(b int, f cFill, loc map[string]float64) error {
 	return rr.dev.Write(rr.r.Stream(), dst, data)
 }
 
-// redeliver delivers a duplicated write again.
+// redeliver delivers the duplicated writes again.
 func (rr *rankRun) redeliver() error {
-	d := rr.dup
-	if d == nil || len(d.data) == 0 {
-		rr.dup = nil
-		return nil
-	}
-	rr.dup = nil
-	if err := rr.dev.Write(rr.r.Stream(), d.dst, d.data); err != nil {
-		return fmt.Errorf("duplicated write: %w", err)
+	dups := rr.dups
+	rr.dups = nil
+	for _, d := range dups {
+		if len(d.data) == 0 {
+			continue
+		}
+		if err := rr.dev.Write(rr.r.Stream(), d.dst, d.data); err != nil {
+			return fmt.Errorf("duplicated write: %w", err)
+		}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/actor/store"
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/device/sim/ptx"
 	"github.com/symmem/symmem/device/sim/race"
@@ -370,7 +371,7 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 		}
 	}
 	var spins []*sim.SpinError
-	var others []error
+	var waits, others []error
 	for r, err := range res.Errs {
 		if err == nil || (r < world && w.died[r]) {
 			continue
@@ -379,20 +380,27 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 			spins = append(spins, s...)
 			continue
 		}
+		var mk *store.MissingKeysError
+		var to *actor.TimeoutError
+		if errors.As(err, &mk) || errors.As(err, &to) {
+			waits = append(waits, err)
+			continue
+		}
 		others = append(others, err)
 	}
-	if len(spins) > 0 || simErr != nil {
-		found = append(found, c.hangFinding(spins, simErr, res.Hang))
+	hung := len(spins) > 0 || simErr != nil || len(waits) > 0
+	if hung {
+		found = append(found, c.hangFinding(spins, waits, simErr, res.Hang))
 	}
 	if len(spins) == 0 && simErr == nil {
 		for _, err := range others {
 			found = append(found, c.errorFinding(err))
 		}
 	}
-	// A hung kernel's output is no verdict: results are judged only in a
-	// run that did not hang.
+	// A hung run's output is no verdict: results are judged only in a run
+	// that did not hang.
 	for _, ms := range w.mismatches {
-		if len(spins) > 0 || simErr != nil {
+		if hung {
 			break
 		}
 		for _, m := range ms {
@@ -497,7 +505,9 @@ func (c *compiled) site(a sim.Access) string {
 	return fmt.Sprintf("the host's %s (%s)", a.Op, kind)
 }
 
-func (c *compiled) hangFinding(spins []*sim.SpinError, simErr error, wf *race.WaitFor) *Finding {
+// hangFinding describes a hang: threads that spun, host waits that timed
+// out (a peer that never arrived), or a run that could not go on.
+func (c *compiled) hangFinding(spins []*sim.SpinError, waits []error, simErr error, wf *race.WaitFor) *Finding {
 	f := &Finding{Kind: "hang"}
 	lines := map[int]bool{}
 	for _, s := range spins {
@@ -510,10 +520,22 @@ func (c *compiled) hangFinding(spins []*sim.SpinError, simErr error, wf *race.Wa
 		ls = append(ls, l)
 	}
 	sort.Ints(ls)
+	var steps []string
+	for _, err := range waits {
+		f.Details = append(f.Details, "host wait: "+err.Error())
+		step, _, _ := strings.Cut(rankPrefix.ReplaceAllString(err.Error(), ""), ": ")
+		if !slices.Contains(steps, step) {
+			steps = append(steps, step)
+		}
+	}
+	sort.Strings(steps)
 	switch {
 	case len(spins) > 0:
 		f.Title = fmt.Sprintf("hang: threads spin on bytes that never change (PTX lines %s)", joinInts(ls))
 		f.key = "hang spin " + joinInts(ls)
+	case simErr == nil:
+		f.Title = "hang: host waits timed out at " + strings.Join(steps, ", ")
+		f.key = "hang host " + strings.Join(steps, ", ")
 	default:
 		var dl *actor.DeadlockError
 		if errors.As(simErr, &dl) {
