@@ -19,7 +19,13 @@
 // its PTX interpreted thread by thread (sim.PTXLauncher), and merges what
 // the runs found into distinct [Finding]s: one per pair of source sites
 // for races, with how many runs found it and the first seed that did, so
-// that it replays. A program whose launched entries use what the
+// that it replays. [Options].Faults injects faults that need no knowledge
+// of the kernel's protocol (a stalled launch, a rank that dies, a lost or
+// duplicated host write; see [FaultKind]), one per run drawn from its
+// seed, or a fixed [Plan]. [Shrink] reduces the run of a finding to a
+// smaller one that finds it too (fewer faults, a smaller world, fewer
+// repeats, fewer scheduling decisions), whose Options replay it exactly.
+// A program whose launched entries use what the
 // interpreter cannot run is refused first with every refused line listed
 // ([Refusal], [Source.Unsupported]).
 package ptxcheck

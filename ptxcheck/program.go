@@ -313,6 +313,7 @@ type cCheck struct {
 
 type cRepeat struct {
 	times *expr
+	path  string // "2" for step 2, "2.1" for the first step inside it
 	steps []cStep
 }
 
@@ -465,8 +466,8 @@ func compile(p *Program, src *Source) (*compiled, error) {
 		}
 		return cp
 	}
-	var steps func(where string, ss []Step) []cStep
-	steps = func(where string, ss []Step) []cStep {
+	var steps func(where, path string, ss []Step) []cStep
+	steps = func(where, path string, ss []Step) []cStep {
 		var out []cStep
 		for i, s := range ss {
 			n := 0
@@ -492,7 +493,8 @@ func compile(p *Program, src *Source) (*compiled, error) {
 				}
 				cs.check = &cCheck{buf: buffer(cs.what, s.Check.Buffer), fill: fill(cs.what, s.Check.Fill), tol: s.Check.Tolerance}
 			case s.Repeat != nil:
-				cs.repeat = &cRepeat{times: parse(what+": times", s.Repeat.Times, ""), steps: steps(what+" ", s.Repeat.Steps)}
+				rp := fmt.Sprint(path, i+1)
+				cs.repeat = &cRepeat{times: parse(what+": times", s.Repeat.Times, ""), path: rp, steps: steps(what+" ", rp+".", s.Repeat.Steps)}
 			case s.Launch != nil:
 				l := s.Launch
 				cs.what += " (launch " + l.Entry + ")"
@@ -525,7 +527,7 @@ func compile(p *Program, src *Source) (*compiled, error) {
 		}
 		return out
 	}
-	c.steps = steps("", p.Steps)
+	c.steps = steps("", "", p.Steps)
 	if len(p.Steps) == 0 {
 		bad("steps: none given")
 	}

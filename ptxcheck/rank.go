@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/device/sim/ptx"
@@ -39,6 +40,31 @@ type worldRun struct {
 	mismatches [][]Mismatch // by rank
 	shapes     map[string]bool
 	caps       sim.Kernels
+	sched      *actor.Scheduler
+	plan       Plan
+	fired      []bool
+	died       []bool         // by rank: killed by a die fault
+	repeats    map[string]int // repeat counts that replace the harness's
+}
+
+// errDied is the error of a rank a die fault killed.
+var errDied = errors.New("killed by a die fault")
+
+// due returns the index of an unfired fault of rank r for its n-th launch
+// (onLaunch) or write step, or -1.
+func (w *worldRun) due(r, n int, onLaunch bool) int {
+	for i, f := range w.plan {
+		if !w.fired[i] && f.Rank == r && f.At == n && f.onLaunch() == onLaunch {
+			return i
+		}
+	}
+	return -1
+}
+
+// fire marks fault i fired and records it in the trace.
+func (w *worldRun) fire(i int) {
+	w.fired[i] = true
+	w.sched.Record("fault", w.plan[i].String())
 }
 
 // rankRun is one rank running the program.
@@ -51,6 +77,18 @@ type rankRun struct {
 	sym     []*rank.SymmetricMemory
 	streams map[int]device.Stream
 	barrier int
+	// launches and writes count the rank's launch and write steps, for
+	// the fault plan.
+	launches, writes int
+	// dups are writes dup-write faults deliver again after the next
+	// launch.
+	dups []pendingWrite
+}
+
+// pendingWrite is a host write to deliver again.
+type pendingWrite struct {
+	dst  device.Ptr
+	data []byte
 }
 
 // run runs the program on rank r.
@@ -61,6 +99,9 @@ func (w *worldRun) run(r *rank.Rank) error {
 	}
 	if err := rr.steps(rr.c.steps, rr.local(nil)); err != nil {
 		return fmt.Errorf("rank %d: %w", r.ID(), err)
+	}
+	if err := rr.redeliver(); err != nil {
+		return fmt.Errorf("rank %d: end of the program: %w", r.ID(), err)
 	}
 	if err := rr.syncAll("end of the program"); err != nil {
 		return fmt.Errorf("rank %d: %w", r.ID(), err)
@@ -140,16 +181,14 @@ func (rr *rankRun) steps(ss []cStep, loc map[string]float64) error {
 			err = rr.check(s, loc)
 		case s.repeat != nil:
 			var n int64
-			if n, err = s.repeat.times.evalInt(rr.vars, loc); err == nil {
-				if n < 0 || n > 1<<20 {
-					return fmt.Errorf("%s: repeat %d times out of range [0, %d]", s.what, n, 1<<20)
-				}
-				inner := rr.local(loc)
-				for it := range n {
-					inner["iter"] = float64(it)
-					if err = rr.steps(s.repeat.steps, inner); err != nil {
-						break
-					}
+			if n, err = repeatTimes(s, rr.vars, loc, rr.repeats); err != nil {
+				return err
+			}
+			inner := rr.local(loc)
+			for it := range n {
+				inner["iter"] = float64(it)
+				if err = rr.steps(s.repeat.steps, inner); err != nil {
+					break
 				}
 			}
 		}
@@ -203,10 +242,61 @@ func (rr *rankRun) write(b int, f cFill, loc map[string]float64) error {
 			return fmt.Errorf("element %d: %w", i, err)
 		}
 	}
+	k := rr.writes
+	rr.writes++
+	dst := rr.bufs[b].Add(off)
+	if i := rr.due(rr.r.ID(), k, false); i >= 0 {
+		rr.fire(i)
+		if rr.plan[i].Kind == LoseWrite {
+			return nil
+		}
+		rr.dups = append(rr.dups, pendingWrite{dst: dst, data: data})
+	}
 	if n == 0 {
 		return nil
 	}
-	return rr.dev.Write(rr.r.Stream(), rr.bufs[b].Add(off), data)
+	return rr.dev.Write(rr.r.Stream(), dst, data)
+}
+
+// redeliver delivers the duplicated writes again.
+func (rr *rankRun) redeliver() error {
+	dups := rr.dups
+	rr.dups = nil
+	for _, d := range dups {
+		if len(d.data) == 0 {
+			continue
+		}
+		if err := rr.dev.Write(rr.r.Stream(), d.dst, d.data); err != nil {
+			return fmt.Errorf("duplicated write: %w", err)
+		}
+	}
+	return nil
+}
+
+// faultLaunch applies a stall or die fault due at the rank's next launch.
+func (rr *rankRun) faultLaunch() error {
+	k := rr.launches
+	rr.launches++
+	i := rr.due(rr.r.ID(), k, true)
+	if i < 0 {
+		return nil
+	}
+	rr.fire(i)
+	f := rr.plan[i]
+	if f.Kind == Stall {
+		for range f.Steps {
+			rr.sched.Yield("stalled")
+		}
+		return nil
+	}
+	id := rr.r.ID()
+	rr.died[id] = true
+	rr.sched.Halt(fmt.Sprintf("rank %d died", id), func(t *actor.Task) bool {
+		l := t.Label()
+		return (l.Kind == actor.ProgramTask && l.Rank == id) || l.OnDevice(id)
+	})
+	rr.sched.Yield("died")
+	return errDied
 }
 
 // check reads a buffer and compares it, recording a mismatch.
@@ -319,8 +409,14 @@ func (rr *rankRun) launch(l *cLaunch, loc map[string]float64) error {
 		ran += fmt.Sprintf(" (ran %d x %d: capped)", g, b)
 	}
 	rr.shapes[ran] = true
-	return launcher.LaunchPTX(s, sim.PTXLaunch{Module: rr.c.src.Module, Entry: l.sig.Entry, Params: params,
-		Grid: int(grid), Block: int(block), Timeout: rr.c.timeout})
+	if err := rr.faultLaunch(); err != nil {
+		return err
+	}
+	if err := launcher.LaunchPTX(s, sim.PTXLaunch{Module: rr.c.src.Module, Entry: l.sig.Entry, Params: params,
+		Grid: int(grid), Block: int(block), Timeout: rr.c.timeout}); err != nil {
+		return err
+	}
+	return rr.redeliver()
 }
 
 // capped is the shape a launch runs with under caps.

@@ -4,13 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/actor/store"
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/device/sim/ptx"
 	"github.com/symmem/symmem/device/sim/race"
+	"github.com/symmem/symmem/fuzz"
 	"github.com/symmem/symmem/simjob"
 )
 
@@ -35,6 +38,19 @@ type Options struct {
 	NoRace bool
 	// Vars replace (or add to) the program's vars.
 	Vars map[string]Expr
+	// Faults are the kinds of fault to inject: each run draws one fault
+	// of one of them from its seed (see [FaultKind]); none when empty.
+	Faults []FaultKind
+	// Plan, when not nil, is the faults of every run instead of drawn
+	// ones (a replay).
+	Plan Plan
+	// Repeats replace the counts of repeat steps, by path ("2" for step 2,
+	// "2.1" for the first step inside it): a shrunk reproduction.
+	Repeats map[string]int
+	// Decisions, when not nil, replaces the strategy: each run follows
+	// these scheduling decisions and the default policy between them
+	// (see [fuzz.Replay]), as a shrunk reproduction does.
+	Decisions fuzz.Schedule
 	// Progress, when set, is called after every run.
 	Progress func(Run)
 }
@@ -63,7 +79,9 @@ type Run struct {
 	Seed     uint64
 	Trace    string // the trace hash: the same seed gives the same one
 	Steps    int64
-	Findings int // findings of this run, before they are merged by site
+	Findings int  // findings of this run, before they are merged by site
+	Plan     Plan // the faults injected (nil: none)
+	Fired    int  // how many of them fired
 }
 
 // Finding is one distinct problem: a race, a hang, a failure of a kernel
@@ -77,9 +95,14 @@ type Finding struct {
 	// Schedules is how many schedules of World ran until it was found
 	// (1: the first seed did).
 	Schedules int
-	Runs      int // the runs that found it
+	Runs      int  // the runs that found it
+	Plan      Plan // the faults of the run that found it
 	key       string
 }
+
+// Key identifies a finding across runs: its kind and its pair of source
+// sites (a race), its waits (a hang) or its failure.
+func (f *Finding) Key() string { return f.key }
 
 // Refusal is the error of a program whose PTX uses what the interpreter
 // cannot run: every refused line is listed.
@@ -141,54 +164,18 @@ func (c *compiled) runnable() error {
 // for a program that cannot run at all (a bad harness, a [*Refusal]);
 // what the runs find is in the report.
 func RunProgram(prog *Program, src *Source, opts Options) (*Report, error) {
-	if len(opts.Vars) > 0 {
-		p := *prog
-		p.Vars = map[string]Expr{}
-		for k, v := range prog.Vars {
-			p.Vars[k] = v
-		}
-		for k, v := range opts.Vars {
-			p.Vars[k] = v
-		}
-		prog = &p
-	}
-	c, err := compile(prog, src)
+	c, worlds, err := prepare(prog, src, &opts)
 	if err != nil {
 		return nil, err
-	}
-	if err := c.runnable(); err != nil {
-		return nil, err
-	}
-	worlds := opts.Worlds
-	if worlds == nil {
-		if worlds, err = ParseWorlds(prog.Worlds); err != nil {
-			return nil, err
-		}
-	}
-	if opts.Seeds <= 0 {
-		opts.Seeds = 1
-	}
-	if opts.Strategy == "" {
-		opts.Strategy = "random"
-	}
-	if opts.Strategy != "random" && opts.Strategy != "pct" {
-		return nil, fmt.Errorf("strategy %q: want random or pct", opts.Strategy)
-	}
-	if opts.MaxThreads < 0 || opts.MaxBlocks < 0 {
-		return nil, fmt.Errorf("negative shape cap %d threads x %d blocks", opts.MaxThreads, opts.MaxBlocks)
 	}
 	caps := sim.Kernels{MaxThreads: opts.MaxThreads, MaxBlocks: opts.MaxBlocks}
 	rep := &Report{Source: src.Name, Worlds: worlds, Seeds: opts.Seeds, Cap: caps.Capped()}
 	byKey := map[string]*Finding{}
 	shapes := map[string]bool{}
 	for _, world := range worlds {
-		vars, err := c.env(world)
-		if err != nil {
-			return nil, err
-		}
 		for k := 0; k < opts.Seeds; k++ {
 			seed := opts.FirstSeed + uint64(k)
-			run, found, err := c.runOnce(world, seed, vars, caps, opts, shapes)
+			run, found, _, err := c.runOnce(world, seed, opts, shapes, false)
 			if err != nil {
 				return nil, err
 			}
@@ -202,7 +189,7 @@ func RunProgram(prog *Program, src *Source, opts Options) (*Report, error) {
 					old.Runs++
 					continue
 				}
-				f.World, f.Seed, f.Schedules, f.Runs = world, seed, k+1, 1
+				f.World, f.Seed, f.Schedules, f.Runs, f.Plan = world, seed, k+1, 1, run.Plan
 				byKey[f.key] = f
 				rep.Findings = append(rep.Findings, f)
 			}
@@ -217,6 +204,87 @@ func RunProgram(prog *Program, src *Source, opts Options) (*Report, error) {
 	}
 	sort.Strings(rep.Shapes)
 	return rep, nil
+}
+
+// prepare compiles prog with the vars of opts, refuses what cannot run,
+// checks and completes opts, and returns the worlds to run.
+func prepare(prog *Program, src *Source, opts *Options) (*compiled, []int, error) {
+	if len(opts.Vars) > 0 {
+		p := *prog
+		p.Vars = map[string]Expr{}
+		for k, v := range prog.Vars {
+			p.Vars[k] = v
+		}
+		for k, v := range opts.Vars {
+			p.Vars[k] = v
+		}
+		prog = &p
+	}
+	c, err := compile(prog, src)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.runnable(); err != nil {
+		return nil, nil, err
+	}
+	worlds := opts.Worlds
+	if worlds == nil {
+		if worlds, err = ParseWorlds(prog.Worlds); err != nil {
+			return nil, nil, err
+		}
+	}
+	if opts.Seeds <= 0 {
+		opts.Seeds = 1
+	}
+	if opts.Strategy == "" {
+		opts.Strategy = "random"
+	}
+	if opts.Strategy != "random" && opts.Strategy != "pct" {
+		return nil, nil, fmt.Errorf("strategy %q: want random or pct", opts.Strategy)
+	}
+	if opts.MaxThreads < 0 || opts.MaxBlocks < 0 {
+		return nil, nil, fmt.Errorf("negative shape cap %d threads x %d blocks", opts.MaxThreads, opts.MaxBlocks)
+	}
+	paths := c.repeatPaths()
+	for p, n := range opts.Repeats {
+		if !slices.Contains(paths, p) {
+			return nil, nil, fmt.Errorf("repeat %s: no repeat step at that path (the harness has %s)", p, orNone(paths))
+		}
+		if n < 0 || n > 1<<20 {
+			return nil, nil, fmt.Errorf("repeat %s: %d times out of range [0, %d]", p, n, 1<<20)
+		}
+	}
+	for _, f := range opts.Plan {
+		for _, w := range worlds {
+			if f.Rank >= w {
+				return nil, nil, fmt.Errorf("fault %s: rank %d outside world %d", f, f.Rank, w)
+			}
+		}
+	}
+	return c, worlds, nil
+}
+
+// repeatPaths lists the paths of the program's repeat steps, outer first.
+func (c *compiled) repeatPaths() []string {
+	var out []string
+	var walk func([]cStep)
+	walk = func(ss []cStep) {
+		for _, s := range ss {
+			if s.repeat != nil {
+				out = append(out, s.repeat.path)
+				walk(s.repeat.steps)
+			}
+		}
+	}
+	walk(c.steps)
+	return out
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
 }
 
 // env evaluates the program's vars at a world size.
@@ -242,16 +310,36 @@ func (c *compiled) env(world int) (env, error) {
 	return e, nil
 }
 
-// runOnce runs one world and seed and returns its findings.
-func (c *compiled) runOnce(world int, seed uint64, vars env, caps sim.Kernels, opts Options, shapes map[string]bool) (Run, []*Finding, error) {
-	w := &worldRun{c: c, world: world, vars: vars, mismatches: make([][]Mismatch, world), shapes: shapes, caps: caps}
+// runOnce runs one world and seed and returns its findings and, when
+// record is set, the scheduling decisions it took that differ from the
+// default policy (following them with a [fuzz.Replay] repeats the run).
+func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[string]bool, record bool) (Run, []*Finding, fuzz.Schedule, error) {
+	vars, err := c.env(world)
+	if err != nil {
+		return Run{}, nil, nil, err
+	}
+	caps := sim.Kernels{MaxThreads: opts.MaxThreads, MaxBlocks: opts.MaxBlocks}
+	plan := opts.Plan
+	if plan == nil && len(opts.Faults) > 0 {
+		counts, err := c.counts(vars, world, opts.Repeats)
+		if err != nil {
+			return Run{}, nil, nil, err
+		}
+		plan = drawPlan(opts.Faults, world, seed, counts)
+	}
+	w := &worldRun{c: c, world: world, vars: vars, mismatches: make([][]Mismatch, world), shapes: shapes, caps: caps,
+		plan: plan, fired: make([]bool, len(plan)), died: make([]bool, world), repeats: opts.Repeats}
 	maxSteps := opts.MaxSteps
 	if maxSteps <= 0 {
 		maxSteps = DefaultMaxSteps
 	}
 	cfg := simjob.Config{World: world, Seed: seed, MaxSteps: maxSteps, RaceDetector: !opts.NoRace,
-		Device: sim.Config{Kernels: caps}}
-	if opts.Strategy == "pct" {
+		Device: sim.Config{Kernels: caps}, Setup: func(j simjob.Job) error { w.sched = j.Scheduler; return nil }}
+	cfg.Strategy = actor.NewRandomWalk(seed)
+	switch {
+	case opts.Decisions != nil:
+		cfg.Strategy = fuzz.NewReplay(opts.Decisions)
+	case opts.Strategy == "pct":
 		depth, steps := opts.Depth, opts.Steps
 		if depth <= 0 {
 			depth = 3
@@ -261,10 +349,20 @@ func (c *compiled) runOnce(world int, seed uint64, vars env, caps sim.Kernels, o
 		}
 		cfg.Strategy = actor.NewPCT(seed, depth, steps)
 	}
+	var rec *recorder
+	if record {
+		rec = &recorder{inner: cfg.Strategy, last: -1}
+		cfg.Strategy = rec
+	}
 	res, simErr := simjob.Simulate(cfg, w.run)
-	run := Run{World: world, Seed: seed, Trace: res.Trace, Steps: res.Steps}
+	run := Run{World: world, Seed: seed, Trace: res.Trace, Steps: res.Steps, Plan: plan}
+	for _, f := range w.fired {
+		if f {
+			run.Fired++
+		}
+	}
 	if simErr != nil && res.Trace == "" {
-		return run, nil, fmt.Errorf("world %d seed %d: %w", world, seed, simErr)
+		return run, nil, nil, fmt.Errorf("world %d seed %d: %w", world, seed, simErr)
 	}
 	var found []*Finding
 	if res.Races != nil {
@@ -273,33 +371,49 @@ func (c *compiled) runOnce(world int, seed uint64, vars env, caps sim.Kernels, o
 		}
 	}
 	var spins []*sim.SpinError
-	var others []error
-	for _, err := range res.Errs {
-		if err == nil {
+	var waits, others []error
+	for r, err := range res.Errs {
+		if err == nil || (r < world && w.died[r]) {
 			continue
 		}
 		if s := spinErrors(err); len(s) > 0 {
 			spins = append(spins, s...)
 			continue
 		}
+		var mk *store.MissingKeysError
+		var to *actor.TimeoutError
+		if errors.As(err, &mk) || errors.As(err, &to) {
+			waits = append(waits, err)
+			continue
+		}
 		others = append(others, err)
 	}
-	if len(spins) > 0 || simErr != nil {
-		found = append(found, c.hangFinding(spins, simErr, res.Hang))
+	hung := len(spins) > 0 || simErr != nil || len(waits) > 0
+	if hung {
+		found = append(found, c.hangFinding(spins, waits, simErr, res.Hang))
 	}
 	if len(spins) == 0 && simErr == nil {
 		for _, err := range others {
 			found = append(found, c.errorFinding(err))
 		}
 	}
+	// A hung run's output is no verdict: results are judged only in a run
+	// that did not hang.
 	for _, ms := range w.mismatches {
+		if hung {
+			break
+		}
 		for _, m := range ms {
 			found = append(found, &Finding{Kind: "result", Title: "wrong result: " + m.String(),
 				key: "result " + m.Step + " " + m.Buffer})
 		}
 	}
 	run.Findings = len(found)
-	return run, found, nil
+	var sched fuzz.Schedule
+	if rec != nil {
+		sched = append(fuzz.Schedule{}, rec.sched...)
+	}
+	return run, found, sched, nil
 }
 
 // spinErrors finds the spins in a rank's error.
@@ -391,7 +505,9 @@ func (c *compiled) site(a sim.Access) string {
 	return fmt.Sprintf("the host's %s (%s)", a.Op, kind)
 }
 
-func (c *compiled) hangFinding(spins []*sim.SpinError, simErr error, wf *race.WaitFor) *Finding {
+// hangFinding describes a hang: threads that spun, host waits that timed
+// out (a peer that never arrived), or a run that could not go on.
+func (c *compiled) hangFinding(spins []*sim.SpinError, waits []error, simErr error, wf *race.WaitFor) *Finding {
 	f := &Finding{Kind: "hang"}
 	lines := map[int]bool{}
 	for _, s := range spins {
@@ -404,10 +520,22 @@ func (c *compiled) hangFinding(spins []*sim.SpinError, simErr error, wf *race.Wa
 		ls = append(ls, l)
 	}
 	sort.Ints(ls)
+	var steps []string
+	for _, err := range waits {
+		f.Details = append(f.Details, "host wait: "+err.Error())
+		step, _, _ := strings.Cut(rankPrefix.ReplaceAllString(err.Error(), ""), ": ")
+		if !slices.Contains(steps, step) {
+			steps = append(steps, step)
+		}
+	}
+	sort.Strings(steps)
 	switch {
 	case len(spins) > 0:
 		f.Title = fmt.Sprintf("hang: threads spin on bytes that never change (PTX lines %s)", joinInts(ls))
 		f.key = "hang spin " + joinInts(ls)
+	case simErr == nil:
+		f.Title = "hang: host waits timed out at " + strings.Join(steps, ", ")
+		f.key = "hang host " + strings.Join(steps, ", ")
 	default:
 		var dl *actor.DeadlockError
 		if errors.As(simErr, &dl) {

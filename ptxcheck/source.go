@@ -201,4 +201,3 @@ func (s *Source) Unsupported() []Problem {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
 	return out
 }
-

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/symmem/symmem/fuzz"
 	"github.com/symmem/symmem/ptxcheck"
 )
 
@@ -27,6 +30,12 @@ type checkFlags struct {
 	race       bool
 	showRuns   bool
 	vars       []string
+	faults     string
+	faultPlan  string
+	repeats    []string
+	decisions  string
+	shrink     bool
+	shrinkRuns int
 }
 
 func newCheckCmd() *cobra.Command {
@@ -40,14 +49,31 @@ grids and parameters it gives, and checks the results, under the seeded
 scheduler and the race detector, at every world and over --seeds seeds.
 Each distinct finding is printed once, with the PTX lines (and CUDA lines,
 for PTX built with nvcc -lineinfo) of a race's two accesses or of a hang's
-spinning threads, and the command that replays it. It exits non-zero when
-it found anything.
+spinning threads, and the command that replays it; then (unless
+--shrink=false) it is reduced to a smaller run that finds it too (fewer
+faults, a smaller world, fewer repeats, fewer scheduling decisions),
+printed with its own replay command. It exits non-zero when it found
+anything.
+
+--faults draws one fault per run from its seed, of the kinds listed:
+  stall       a rank's launch starts late: its host sleeps 1us, 100us or
+              10ms (virtual) before enqueuing it
+  die         a rank dies just before a launch: its program and device stop
+              for good; peers waiting for it must end in a hang
+  lose-write  a rank's write step never reaches the device
+  dup-write   a rank's write step is delivered again after its next launch
+              is enqueued (or at the end of the program), a stale copy
+Each names a rank and its n-th launch or write step (from 0), so it fires
+at the same point of the program whatever the schedule. --fault-plan gives
+the faults of every run instead (KIND:RANK:AT, stall:RANK:AT:DURATION,
+comma-separated), as replay commands do.
 
 With --list-unsupported it prints every line of --ptx that the simulator
 cannot run, and runs nothing.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCheck(cmd.OutOrStdout(), f, args, cmd.Flags().Changed("seed"))
+			fl := cmd.Flags()
+			return runCheck(cmd.OutOrStdout(), f, args, fl.Changed("seed"), fl.Changed("fault-plan"), fl.Changed("decisions"))
 		},
 	}
 	fl := cmd.Flags()
@@ -65,11 +91,17 @@ cannot run, and runs nothing.`,
 	fl.BoolVar(&f.race, "race", true, "run the race detector")
 	fl.BoolVar(&f.showRuns, "runs", false, "print every run's world, seed, steps and trace hash")
 	fl.StringArrayVar(&f.vars, "var", nil, "NAME=EXPR: replace (or add) a var of the harness (repeatable)")
+	fl.StringVar(&f.faults, "faults", "none", "fault kinds to draw one of per run: stall,die,lose-write,dup-write, all or none")
+	fl.StringVar(&f.faultPlan, "fault-plan", "", "the faults of every run, KIND:RANK:AT[,...] (stall:RANK:AT:DURATION); replaces --faults")
+	fl.StringArrayVar(&f.repeats, "repeat", nil, "PATH=N: run the repeat step at PATH (2, or 2.1 inside it) N times (repeatable)")
+	fl.StringVar(&f.decisions, "decisions", "", "follow these scheduling decisions (step:task.run ...) and the default policy between them, instead of --strategy")
+	fl.BoolVar(&f.shrink, "shrink", true, "reduce each finding to a smaller run that finds it too, and print its replay")
+	fl.IntVar(&f.shrinkRuns, "shrink-runs", ptxcheck.DefaultShrinkRuns, "runs each shrink may take")
 	return cmd
 }
 
 // runCheck runs symmem check.
-func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed bool) error {
+func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed, planSet, decided bool) error {
 	if f.listUnsupp {
 		if f.ptx == "" || len(args) > 0 {
 			return errors.New("--list-unsupported takes --ptx FILE and no harness")
@@ -110,6 +142,38 @@ func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed bool) error {
 		}
 		vars[strings.TrimSpace(name)] = ptxcheck.Expr(x)
 	}
+	if f.shrinkRuns < 1 {
+		bad = append(bad, fmt.Errorf("--shrink-runs %d: want at least 1", f.shrinkRuns))
+	}
+	kinds, err := ptxcheck.ParseFaultKinds(f.faults)
+	if err != nil {
+		bad = append(bad, fmt.Errorf("--faults: %w", err))
+	}
+	var plan ptxcheck.Plan
+	if planSet {
+		if plan, err = ptxcheck.ParsePlan(f.faultPlan); err != nil {
+			bad = append(bad, fmt.Errorf("--fault-plan: %w", err))
+		}
+	}
+	repeats := map[string]int{}
+	for _, r := range f.repeats {
+		path, n, ok := strings.Cut(r, "=")
+		k, err := strconv.Atoi(strings.TrimSpace(n))
+		if !ok || strings.TrimSpace(path) == "" || err != nil {
+			bad = append(bad, fmt.Errorf("--repeat %q: want PATH=N", r))
+			continue
+		}
+		repeats[strings.TrimSpace(path)] = k
+	}
+	var decisions fuzz.Schedule
+	if decided {
+		if decisions, err = fuzz.ParseSchedule(f.decisions); err != nil {
+			bad = append(bad, fmt.Errorf("--decisions: %w", err))
+		}
+		if decisions == nil {
+			decisions = fuzz.Schedule{}
+		}
+	}
 	var worlds []int
 	if f.worlds != "" {
 		var err error
@@ -133,7 +197,11 @@ func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed bool) error {
 		return err
 	}
 	opts := ptxcheck.Options{Worlds: worlds, Seeds: f.seeds, FirstSeed: f.firstSeed, Strategy: f.strategy, Depth: f.depth,
-		MaxThreads: f.maxThreads, MaxBlocks: f.maxBlocks, MaxSteps: f.maxSteps, NoRace: !f.race, Vars: vars}
+		MaxThreads: f.maxThreads, MaxBlocks: f.maxBlocks, MaxSteps: f.maxSteps, NoRace: !f.race, Vars: vars,
+		Faults: kinds, Plan: plan, Decisions: decisions}
+	if len(repeats) > 0 {
+		opts.Repeats = repeats
+	}
 	if oneSeed {
 		opts.Seeds, opts.FirstSeed = 1, uint64(f.seed)
 	}
@@ -141,7 +209,16 @@ func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed bool) error {
 	if err != nil {
 		return err
 	}
-	printCheck(out, rep, f, harness, oneSeed || f.showRuns)
+	printCheck(out, rep, f, harness, opts, oneSeed || f.showRuns)
+	if f.shrink {
+		for i, x := range rep.Findings {
+			s, err := ptxcheck.Shrink(prog, src, opts, x, f.shrinkRuns)
+			if err != nil {
+				return fmt.Errorf("finding %d: %w", i+1, err)
+			}
+			printShrunk(out, i+1, s, f, harness)
+		}
+	}
 	if n := len(rep.Findings); n > 0 {
 		return fmt.Errorf("check %s: %d findings", harness, n)
 	}
@@ -167,19 +244,34 @@ func listUnsupported(out io.Writer, path string) error {
 }
 
 // printCheck prints a check's report.
-func printCheck(out io.Writer, rep *ptxcheck.Report, f *checkFlags, harness string, runs bool) {
+func printCheck(out io.Writer, rep *ptxcheck.Report, f *checkFlags, harness string, opts ptxcheck.Options, runs bool) {
 	worlds := make([]string, len(rep.Worlds))
 	for i, w := range rep.Worlds {
 		worlds[i] = fmt.Sprint(w)
 	}
-	fmt.Fprintf(out, "check %s: PTX %s, worlds %s, %d seeds each, strategy %s, launch shape cap: %s\n",
-		harness, rep.Source, strings.Join(worlds, ","), rep.Seeds, f.strategy, rep.Cap)
+	strategy := f.strategy
+	if opts.Decisions != nil {
+		strategy = fmt.Sprintf("%d decisions", len(opts.Decisions))
+	}
+	faults := "none"
+	switch {
+	case opts.Plan != nil:
+		faults = "plan " + orNone(opts.Plan.String())
+	case len(opts.Faults) > 0:
+		faults = "one per run of " + f.faults
+	}
+	fmt.Fprintf(out, "check %s: PTX %s, worlds %s, %d seeds each, strategy %s, faults %s, launch shape cap: %s\n",
+		harness, rep.Source, strings.Join(worlds, ","), rep.Seeds, strategy, faults, rep.Cap)
 	for _, s := range rep.Shapes {
 		fmt.Fprintf(out, "launch %s\n", s)
 	}
 	if runs {
 		for _, r := range rep.Runs {
-			fmt.Fprintf(out, "world %d seed %d: %d steps, %d findings, trace %s\n", r.World, r.Seed, r.Steps, r.Findings, r.Trace)
+			fmt.Fprintf(out, "world %d seed %d: %d steps, %d findings, trace %s", r.World, r.Seed, r.Steps, r.Findings, r.Trace)
+			if r.Plan != nil {
+				fmt.Fprintf(out, ", faults %q (%d fired)", r.Plan.String(), r.Fired)
+			}
+			fmt.Fprintln(out)
 		}
 	}
 	fmt.Fprintf(out, "%d runs, %d distinct findings\n", len(rep.Runs), len(rep.Findings))
@@ -187,17 +279,56 @@ func printCheck(out io.Writer, rep *ptxcheck.Report, f *checkFlags, harness stri
 		fmt.Fprintf(out, "\n%d. %s\n", i+1, x.Title)
 		fmt.Fprintf(out, "   found at world %d seed %d, after %d schedules of that world; in %d of %d runs\n",
 			x.World, x.Seed, x.Schedules, x.Runs, len(rep.Runs))
+		if x.Plan != nil {
+			fmt.Fprintf(out, "   faults: %s\n", orNone(x.Plan.String()))
+		}
 		for _, d := range x.Details {
 			fmt.Fprintf(out, "   %s\n", strings.ReplaceAll(d, "\n", "\n   "))
 		}
-		fmt.Fprintf(out, "   replay: %s\n", replayCommand(harness, f, x))
+		fmt.Fprintf(out, "   replay: %s\n", replayCommand(harness, f, x.World, x.Seed, x.Plan, opts))
 	}
 }
 
-// replayCommand is the symmem check command that reruns a finding's run.
-func replayCommand(harness string, f *checkFlags, x *ptxcheck.Finding) string {
-	args := []string{"symmem", "check", harness, "--worlds", fmt.Sprint(x.World), "--seed", fmt.Sprint(x.Seed)}
-	if f.strategy != "random" {
+// printShrunk prints the reproduction a shrink found for finding i.
+func printShrunk(out io.Writer, i int, s *ptxcheck.Shrunk, f *checkFlags, harness string) {
+	o := s.Options
+	fmt.Fprintf(out, "\n%d. shrunk in %d runs: world %d (was %d), faults %s (was %d), decisions %d (was %d)",
+		i, s.Runs, o.Worlds[0], s.World, orNone(o.Plan.String()), s.Faults, len(o.Decisions), s.Decisions)
+	if len(o.Repeats) > 0 {
+		fmt.Fprintf(out, ", repeats %s", strings.Join(repeatArgs(o.Repeats), " "))
+	}
+	fmt.Fprintf(out, "\n   finds: %s\n   trace %s\n   replay: %s\n", s.Finding.Title, s.Trace,
+		replayCommand(harness, f, o.Worlds[0], o.FirstSeed, o.Plan, o))
+}
+
+// repeatArgs is the PATH=N form of repeat counts, in path order.
+func repeatArgs(r map[string]int) []string {
+	var out []string
+	for p, n := range r {
+		out = append(out, fmt.Sprintf("%s=%d", p, n))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// replayCommand is the symmem check command that reruns the run of world
+// and seed with the faults of plan, under opts: its repeat counts and
+// decisions.
+func replayCommand(harness string, f *checkFlags, world int, seed uint64, plan ptxcheck.Plan, opts ptxcheck.Options) string {
+	args := []string{"symmem", "check", harness, "--worlds", fmt.Sprint(world), "--seed", fmt.Sprint(seed)}
+	if plan != nil || opts.Plan != nil || len(opts.Faults) > 0 {
+		args = append(args, "--fault-plan", plan.String())
+	}
+	if opts.Decisions != nil {
+		args = append(args, "--decisions", opts.Decisions.String())
+	} else if f.strategy != "random" {
 		args = append(args, "--strategy", f.strategy, "--depth", fmt.Sprint(f.depth))
 	}
 	if f.maxThreads > 0 {
@@ -215,8 +346,14 @@ func replayCommand(harness string, f *checkFlags, x *ptxcheck.Finding) string {
 	for _, v := range f.vars {
 		args = append(args, "--var", v)
 	}
+	for _, r := range repeatArgs(opts.Repeats) {
+		args = append(args, "--repeat", r)
+	}
+	if !f.shrink {
+		args = append(args, "--shrink=false")
+	}
 	for i, a := range args {
-		if strings.ContainsAny(a, " '\"*()%$") {
+		if a == "" || strings.ContainsAny(a, " '\"*()%$") {
 			args[i] = "'" + a + "'"
 		}
 	}

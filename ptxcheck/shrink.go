@@ -1,0 +1,285 @@
+package ptxcheck
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/fuzz"
+)
+
+// DefaultShrinkRuns bounds the runs one shrink takes.
+const DefaultShrinkRuns = 100
+
+// Shrunk is a smaller reproduction of a finding.
+type Shrunk struct {
+	// Finding is what the reproduction finds: the same kind and sites as
+	// the original.
+	Finding *Finding
+	// Options replay the reproduction exactly (one world, one seed, the
+	// fault plan, the repeat counts and the scheduling decisions); the
+	// other fields are those given to Shrink.
+	Options Options
+	Trace   string // the reproduction's trace hash
+	Runs    int    // runs the shrink took, the last one included
+	// What the original run had: its world, faults, and decisions that
+	// differ from the default policy.
+	World, Faults, Decisions int
+}
+
+// Shrink reduces the run that found f (a finding of RunProgram(prog, src,
+// opts)) to a smaller one that still finds it: the same kind and the same
+// sites. In turn it drops faults of the run's plan, tries smaller worlds
+// (a fault of rank r moves to rank r mod the world), runs each repeat step
+// fewer times, and, replaying the run's scheduling
+// decisions with a [fuzz.Replay], drops decisions (the tail first, then
+// by delta debugging). A candidate that no longer finds f is discarded;
+// budget bounds the runs (0: DefaultShrinkRuns). The result's Options
+// replay the reproduction exactly.
+func Shrink(prog *Program, src *Source, opts Options, f *Finding, budget int) (*Shrunk, error) {
+	if budget <= 0 {
+		budget = DefaultShrinkRuns
+	}
+	opts.Worlds, opts.Seeds, opts.FirstSeed, opts.Progress = []int{f.World}, 1, f.Seed, nil
+	opts.Plan = f.Plan
+	if opts.Plan == nil {
+		opts.Plan = Plan{}
+	}
+	vars := opts.Vars
+	c, _, err := prepare(prog, src, &opts)
+	if err != nil {
+		return nil, err
+	}
+	opts.Vars = nil // prepare applied them to the compiled program
+	s := &Shrunk{World: f.World, Faults: len(f.Plan)}
+	shapes := map[string]bool{}
+	var runErr error
+	// finds runs o and reports whether it found f, with the decisions the
+	// run took.
+	finds := func(o Options) (bool, fuzz.Schedule) {
+		if s.Runs >= budget || runErr != nil {
+			return false, nil
+		}
+		s.Runs++
+		w := o.Worlds[0]
+		for _, ft := range o.Plan {
+			if ft.Rank >= w {
+				return false, nil
+			}
+		}
+		_, found, sched, err := c.runOnce(w, o.FirstSeed, o, shapes, true)
+		if err != nil {
+			runErr = err
+			return false, nil
+		}
+		for _, g := range found {
+			if g.key == f.key {
+				return true, sched
+			}
+		}
+		return false, nil
+	}
+	cur := opts
+	if opts.Decisions == nil {
+		ok, sched := finds(cur)
+		if !ok {
+			if runErr != nil {
+				return nil, fmt.Errorf("shrink: %w", runErr)
+			}
+			return nil, fmt.Errorf("shrink: world %d seed %d no longer finds %q", f.World, f.Seed, f.Title)
+		}
+		s.Decisions = len(sched)
+	} else {
+		s.Decisions = len(opts.Decisions)
+	}
+	// Faults, worlds and repeats change the tasks that run: each
+	// candidate runs under the original strategy (or decisions).
+	cur.Plan = ddmin(cur.Plan, func(p Plan) bool {
+		o := cur
+		o.Plan = p
+		ok, _ := finds(o)
+		return ok
+	})
+	for w := 2; w < f.World; w++ {
+		o := cur
+		o.Worlds = []int{w}
+		// A fault of a rank the smaller world lacks moves to rank r mod w.
+		o.Plan = make(Plan, len(cur.Plan))
+		for i, ft := range cur.Plan {
+			ft.Rank %= w
+			o.Plan[i] = ft
+		}
+		if ok, _ := finds(o); ok {
+			cur = o
+			break
+		}
+	}
+	env, err := c.env(cur.Worlds[0])
+	if err != nil {
+		return nil, err
+	}
+	for _, path := range c.repeatPaths() {
+		n, ok := cur.Repeats[path]
+		if !ok {
+			x, err := c.repeatExpr(path).evalInt(env, map[string]float64{"rank": 0, "iter": 0})
+			if err != nil {
+				continue // a count of the rank or an outer iteration's: left as it is
+			}
+			n = int(x)
+		}
+		for k := 0; k < min(n, 8); k++ {
+			o := cur
+			o.Repeats = maps.Clone(cur.Repeats)
+			if o.Repeats == nil {
+				o.Repeats = map[string]int{}
+			}
+			o.Repeats[path] = k
+			if ok, _ := finds(o); ok {
+				cur = o
+				break
+			}
+		}
+	}
+	// Decisions: record the current case's, so that replaying them all
+	// repeats it, then drop what the finding does not need.
+	ok, sched := finds(cur)
+	if !ok {
+		if runErr != nil {
+			return nil, fmt.Errorf("shrink: %w", runErr)
+		}
+		return nil, fmt.Errorf("shrink: the reduced run (world %d seed %d) no longer finds %q", cur.Worlds[0], cur.FirstSeed, f.Title)
+	}
+	if sched == nil {
+		sched = fuzz.Schedule{}
+	}
+	cur.Decisions = sched
+	replays := func(d fuzz.Schedule) bool {
+		o := cur
+		o.Decisions = d
+		ok, took := finds(o)
+		if ok && len(took) <= len(d) {
+			cur.Decisions = took
+		}
+		return ok
+	}
+	replays(shortestPrefix(cur.Decisions, replays))
+	ddmin(cur.Decisions, replays)
+	if runErr != nil {
+		return nil, fmt.Errorf("shrink: %w", runErr)
+	}
+	// The reproduction, run as its replay runs it.
+	s.Runs++
+	run, found, _, err := c.runOnce(cur.Worlds[0], cur.FirstSeed, cur, shapes, false)
+	if err != nil {
+		return nil, fmt.Errorf("shrink: %w", err)
+	}
+	for _, g := range found {
+		if g.key == f.key {
+			g.World, g.Seed, g.Schedules, g.Runs, g.Plan = cur.Worlds[0], cur.FirstSeed, 1, 1, cur.Plan
+			s.Finding, s.Trace = g, run.Trace
+		}
+	}
+	if s.Finding == nil {
+		// Cannot happen for a deterministic run; report rather than hide it.
+		return nil, fmt.Errorf("shrink: the reproduction of %q did not find it when run again", f.Title)
+	}
+	cur.Vars = vars
+	s.Options = cur
+	return s, nil
+}
+
+// repeatExpr is the times expression of the repeat step at path.
+func (c *compiled) repeatExpr(path string) *expr {
+	var found *expr
+	var walk func([]cStep)
+	walk = func(ss []cStep) {
+		for _, s := range ss {
+			if s.repeat != nil {
+				if s.repeat.path == path {
+					found = s.repeat.times
+				}
+				walk(s.repeat.steps)
+			}
+		}
+	}
+	walk(c.steps)
+	return found
+}
+
+// recorder wraps a strategy and keeps every choice that differs from the
+// default policy of [fuzz.Replay]: run the task that ran last while it is
+// runnable, else the runnable task with the lowest ID.
+type recorder struct {
+	inner actor.Strategy
+	last  int
+	runs  map[int]int
+	sched fuzz.Schedule
+}
+
+// Next asks the inner strategy and records its choice when it is not the
+// default one.
+func (r *recorder) Next(step int64, runnable []*actor.Task) int {
+	i := r.inner.Next(step, runnable)
+	def := 0
+	for k, t := range runnable {
+		if t.ID() == r.last {
+			def = k
+			break
+		}
+	}
+	if r.runs == nil {
+		r.runs = map[int]int{}
+	}
+	id := runnable[i].ID()
+	if i != def {
+		r.sched = append(r.sched, fuzz.Decision{Step: step, Task: id, Run: r.runs[id]})
+	}
+	r.last = id
+	r.runs[id]++
+	return i
+}
+
+// shortestPrefix returns the shortest prefix of items for which fails
+// holds, by bisection; fails(items) is assumed, and taken to be monotone.
+func shortestPrefix[S ~[]T, T any](items S, fails func(S) bool) S {
+	lo, hi := 0, len(items)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if fails(items[:mid:mid]) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return items[:hi:hi]
+}
+
+// ddmin is delta debugging: it returns a subsequence of items for which
+// fails still holds, from which no chunk of the finest size tried can be
+// removed; fails(items) is assumed. Later chunks go first: removing them
+// disturbs a run least.
+func ddmin[S ~[]T, T any](items S, fails func(S) bool) S {
+	if len(items) == 0 || fails(items[:0:0]) {
+		return items[:0:0]
+	}
+	n := 2
+	for len(items) >= 2 {
+		size := (len(items) + n - 1) / n
+		removed := false
+		for end := len(items); end > 0; end -= size {
+			start := max(end-size, 0)
+			rest := append(append(make(S, 0, len(items)-(end-start)), items[:start]...), items[end:]...)
+			if fails(rest) {
+				items, n, removed = rest, max(n-1, 2), true
+				break
+			}
+		}
+		if !removed {
+			if n >= len(items) {
+				break
+			}
+			n = min(2*n, len(items))
+		}
+	}
+	return items
+}
