@@ -37,8 +37,10 @@
 // its operands at its warp's meeting point in the BlockMem; the last lane
 // of the member mask computes every member's result. The others wait
 // through the Env's [WarpWaiter] (a scheduling point). A member lane that
-// exits or waits at a block barrier instead, or waits with another mask,
-// is an error of the kernel, and so is reading a lane outside the mask.
+// exits or waits at a block barrier instead is an error of the kernel, and
+// so is reading a lane outside the mask. A member waiting at a collective
+// of another mask (code the warp diverged in) is waited for while any lane
+// of the warp can still move; once none can, that is an error too.
 // activemask gives the lanes of the warp that have neither exited nor
 // stopped at a block barrier.
 //

@@ -128,8 +128,11 @@ func (t *Thread) warpOp(f *frame, in *inst) error {
 }
 
 // stuck says why the collective of mask cannot complete, "" if it still
-// may.
+// may. A member waiting at another collective (of another mask, in code
+// the warp diverged in) holds it up only while no lane of the warp can
+// move: once that collective completes, the member comes here too.
 func (w *warp) stuck(mask uint32) string {
+	var other string
 	for l := uint32(0); l < 32; l++ {
 		if mask>>l&1 == 0 {
 			continue
@@ -139,11 +142,19 @@ func (w *warp) stuck(mask uint32) string {
 			return fmt.Sprintf("lane %d exited", l)
 		case w.state[l] == laneAtBarrier:
 			return fmt.Sprintf("lane %d waits at the block barrier of line %d", l, w.barLine[l])
-		case w.waiting>>l&1 == 1 && w.mask[l] != mask:
-			return fmt.Sprintf("lane %d waits at %s line %d with member mask %#08x", l, w.inst[l].text, w.inst[l].line, w.mask[l])
+		case other == "" && w.waiting>>l&1 == 1 && w.mask[l] != mask:
+			other = fmt.Sprintf("lane %d waits at %s line %d with member mask %#08x", l, w.inst[l].text, w.inst[l].line, w.mask[l])
 		}
 	}
-	return ""
+	if other == "" {
+		return ""
+	}
+	for l := uint32(0); l < 32; l++ {
+		if w.lanes>>l&1 == 1 && w.state[l] == laneRunning && w.waiting>>l&1 == 0 {
+			return ""
+		}
+	}
+	return other
 }
 
 // complete performs the collective of mask if every member arrived at the

@@ -8,6 +8,8 @@
 // A GPU runs every kernel once (testdata/oracle/host.cu, through the CUDA
 // driver API); its outputs are the golden data, and the interpreter's test
 // runs the same kernels on the same inputs and compares bit for bit.
+// The instructions whose lanes meet (shfl.sync, vote.sync, activemask)
+// have a warp oracle of their own, run by full warps (see WarpKernel).
 //
 // Records: each input record is 24 bytes (three 8-byte little-endian
 // slots A, B, C, a value in the low bytes of its slot); each output record

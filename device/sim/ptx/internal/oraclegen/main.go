@@ -2,7 +2,9 @@
 // (see package oracle) into a directory: kernels.ptx, manifest.txt and
 // in.bin.gz (in.bin, gzipped), which testdata/oracle/host.cu runs on a
 // GPU; its outputs, gzipped, go to gpu/out.bin.gz with the manifest it
-// ran and its status.txt.
+// ran and its status.txt. The warp oracle goes to the warp directory
+// under it: warp.ptx and in.bin.gz, which warp/host.cu runs, and the GPU's
+// gpu/out.bin.gz.
 //
 //	go run ./device/sim/ptx/internal/oraclegen [-dir device/sim/ptx/testdata/oracle]
 package main
@@ -37,10 +39,19 @@ func write(dir string) error {
 			return err
 		}
 	}
+	recs := oracle.WarpRecords()
+	for name, data := range map[string][]byte{
+		"warp.ptx":  []byte(oracle.WarpKernel),
+		"in.bin.gz": oracle.Gzip(oracle.WarpIn(recs)),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, "warp", name), data, 0o644); err != nil {
+			return err
+		}
+	}
 	n := 0
 	for _, fm := range forms {
 		n += len(fm.Inputs)
 	}
-	fmt.Printf("%d forms, %d records\n", len(forms), n)
+	fmt.Printf("%d forms, %d records; warp oracle: %d records\n", len(forms), n, len(recs))
 	return nil
 }
