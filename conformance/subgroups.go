@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
@@ -69,65 +70,32 @@ func subgroupForms(seed uint64) rank.Program {
 	}
 }
 
-// runGroupForm runs form on in over group and returns the result's bytes.
-// The symmetric out forms write to the bytes right after in (4-byte aligned
+// runGroupForm runs form on in over group and returns the result's bytes:
+// the forms of [Forms] through runFormOn, and the out forms here. The
+// symmetric out forms write to the bytes right after in (4-byte aligned
 // but off the kernels' vectors, so the result is staged).
 func runGroupForm(r *rank.Rank, form string, in rank.Tensor, group string) ([]byte, error) {
-	symOut := rank.Tensor{Ptr: in.Ptr.Add((in.Bytes() + 7) &^ 3), DType: in.DType, Numel: in.Numel}
+	var out rank.Tensor
 	switch form {
-	case "one-shot-out", "one-shot-out-symmetric", "two-shot-out", "two-shot-out-symmetric":
-		out := symOut
-		if form == "one-shot-out" || form == "two-shot-out" {
-			var err error
-			if out, err = r.Empty(in.Numel, in.DType); err != nil {
-				return nil, err
-			}
-			defer r.FreeTensor(out)
-		}
+	case "one-shot-out-symmetric", "two-shot-out-symmetric":
+		out = rank.Tensor{Ptr: in.Ptr.Add((in.Bytes() + 7) &^ 3), DType: in.DType, Numel: in.Numel}
+	case "one-shot-out":
 		var err error
-		if form[:3] == "one" {
-			err = r.OneShotAllReduceOut(in, device.Sum, group, out)
-		} else {
-			err = r.TwoShotAllReduceOut(in, device.Sum, group, out)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return r.Read(out)
-	case "one-shot":
-		out, err := r.OneShotAllReduce(in, device.Sum, group)
-		if err != nil {
+		if out, err = r.Empty(in.Numel, in.DType); err != nil {
 			return nil, err
 		}
 		defer r.FreeTensor(out)
-		return r.Read(out)
-	case "one-shot-copy":
-		local, err := r.Empty(in.Numel, in.DType)
-		if err != nil {
-			return nil, err
-		}
-		defer r.FreeTensor(local)
-		data, err := r.Read(in)
-		if err != nil {
-			return nil, err
-		}
-		if err := r.Write(local, data); err != nil {
-			return nil, err
-		}
-		out, err := r.Empty(in.Numel, in.DType)
-		if err != nil {
-			return nil, err
-		}
-		defer r.FreeTensor(out)
-		if err := r.OneShotAllReduceCopy(in, local, device.Sum, group, out); err != nil {
-			return nil, err
-		}
-		return r.Read(out)
-	case "two-shot":
-		if err := r.TwoShotAllReduce(in, device.Sum, group); err != nil {
-			return nil, err
-		}
-		return r.Read(in)
+	default:
+		return runFormOn(r, form, in, device.Sum, group)
 	}
-	return nil, fmt.Errorf("unknown form %q", form)
+	var err error
+	if strings.HasPrefix(form, "one-shot") {
+		err = r.OneShotAllReduceOut(in, device.Sum, group, out)
+	} else {
+		err = r.TwoShotAllReduceOut(in, device.Sum, group, out)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.Read(out)
 }

@@ -69,11 +69,18 @@ func allReduceTable(seed uint64) rank.Program {
 	}
 }
 
-// RunForm runs one all-reduce form on in and returns the result's bytes.
+// RunForm runs one all-reduce form on in over the world and returns the
+// result's bytes.
 func RunForm(r *rank.Rank, form string, in rank.Tensor, op device.ReduceOp) ([]byte, error) {
+	return runFormOn(r, form, in, op, rank.WorldGroup)
+}
+
+// runFormOn runs one all-reduce form on in over group and returns the
+// result's bytes.
+func runFormOn(r *rank.Rank, form string, in rank.Tensor, op device.ReduceOp, group string) ([]byte, error) {
 	switch form {
 	case "one-shot":
-		out, err := r.OneShotAllReduce(in, op, rank.WorldGroup)
+		out, err := r.OneShotAllReduce(in, op, group)
 		if err != nil {
 			return nil, err
 		}
@@ -101,12 +108,12 @@ func RunForm(r *rank.Rank, form string, in rank.Tensor, op device.ReduceOp) ([]b
 			return nil, err
 		}
 		defer r.FreeTensor(out)
-		if err := r.OneShotAllReduceCopy(in, local, op, rank.WorldGroup, out); err != nil {
+		if err := r.OneShotAllReduceCopy(in, local, op, group, out); err != nil {
 			return nil, err
 		}
 		return r.Read(out)
 	case "two-shot":
-		if err := r.TwoShotAllReduce(in, op, rank.WorldGroup); err != nil {
+		if err := r.TwoShotAllReduce(in, op, group); err != nil {
 			return nil, err
 		}
 		return r.Read(in)
@@ -116,7 +123,7 @@ func RunForm(r *rank.Rank, form string, in rank.Tensor, op device.ReduceOp) ([]b
 			return nil, err
 		}
 		defer r.FreeTensor(out)
-		if err := r.TwoShotAllReduceOut(in, op, rank.WorldGroup, out); err != nil {
+		if err := r.TwoShotAllReduceOut(in, op, group, out); err != nil {
 			return nil, err
 		}
 		return r.Read(out)
