@@ -3,6 +3,7 @@ package fuzz
 import (
 	"context"
 	"fmt"
+	"github.com/symmem/symmem/internal/minimize"
 	"io"
 	"strconv"
 	"strings"
@@ -78,13 +79,13 @@ func ShrinkContext(ctx context.Context, o Outcome, budget int) (Shrunk, error) {
 		}
 		return false
 	}
-	ddmin(cur.Plan, func(p Plan) bool { return attempt(func(c *Case) { c.Plan = p }) })
+	minimize.DDMin(cur.Plan, func(p Plan) bool { return attempt(func(c *Case) { c.Plan = p }) })
 	steps := make([]int, len(cur.Program.Steps))
 	for i := range steps {
 		steps[i] = i
 	}
 	whole := cur.Program
-	ddmin(steps, func(keep []int) bool {
+	minimize.DDMin(steps, func(keep []int) bool {
 		return attempt(func(c *Case) { c.Program = whole.keep(keep) })
 	})
 	for i := range cur.Program.Steps {
@@ -92,7 +93,7 @@ func ShrinkContext(ctx context.Context, o Outcome, budget int) (Shrunk, error) {
 		if len(colls) < 2 {
 			continue
 		}
-		ddmin(colls, func(cs []Coll) bool {
+		minimize.DDMin(colls, func(cs []Coll) bool {
 			return len(cs) > 0 && attempt(func(c *Case) {
 				c.Program = c.Program.withColls(i, cs)
 			})
@@ -129,8 +130,8 @@ func ShrinkContext(ctx context.Context, o Outcome, budget int) (Shrunk, error) {
 		}
 		return ok
 	}
-	fails(shortestPrefix(cur.Schedule, fails))
-	ddmin(cur.Schedule, fails)
+	fails(minimize.ShortestPrefix(cur.Schedule, fails))
+	minimize.DDMin(cur.Schedule, fails)
 
 	if err := ctx.Err(); err != nil {
 		return s, fmt.Errorf("shrink interrupted after %d runs: %w", s.Runs, err)
@@ -153,59 +154,6 @@ func ShrinkContext(ctx context.Context, o Outcome, budget int) (Shrunk, error) {
 	final.Case.Schedule = final.Schedule
 	s.Outcome = final
 	return s, nil
-}
-
-// shortestPrefix returns the shortest prefix of items for which fails
-// holds, by bisection (fails(items) is assumed, and taken to be monotone).
-func shortestPrefix[S ~[]T, T any](items S, fails func(S) bool) S {
-	lo, hi := 0, len(items) // fails(items[:hi]) holds
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if fails(items[:mid:mid]) {
-			hi = mid
-		} else {
-			lo = mid + 1
-		}
-	}
-	return items[:hi:hi]
-}
-
-// ddmin is Zeller's delta debugging minimisation: it returns a subsequence
-// of items for which fails still holds and from which no single chunk at
-// the finest granularity tried can be removed. fails(items) is assumed.
-func ddmin[S ~[]T, T any](items S, fails func(S) bool) S {
-	if len(items) == 0 {
-		return items
-	}
-	if fails(items[:0:0]) {
-		return items[:0:0]
-	}
-	n := 2
-	for len(items) >= 2 {
-		chunk := (len(items) + n - 1) / n
-		reduced := false
-		// Later chunks first: removing them perturbs the run least.
-		for end := len(items); end > 0; end -= chunk {
-			start := max(end-chunk, 0)
-			rest := append(append(make(S, 0, len(items)-(end-start)), items[:start]...), items[end:]...)
-			if fails(rest) {
-				items = rest
-				n = max(n-1, 2)
-				reduced = true
-				break
-			}
-		}
-		if !reduced {
-			if n >= len(items) {
-				break
-			}
-			n = min(2*n, len(items))
-		}
-	}
-	if len(items) == 1 && fails(items[:0:0]) {
-		return items[:0:0]
-	}
-	return items
 }
 
 // Describe writes what a traced outcome did: its case as a replay command,

@@ -2,6 +2,7 @@ package ptxcheck
 
 import (
 	"fmt"
+	"github.com/symmem/symmem/internal/minimize"
 	"maps"
 
 	"github.com/symmem/symmem/actor"
@@ -94,7 +95,7 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, budget int) (*
 	}
 	// Faults, worlds and repeats change the tasks that run: each
 	// candidate runs under the original strategy (or decisions).
-	cur.Plan = ddmin(cur.Plan, func(p Plan) bool {
+	cur.Plan = minimize.DDMin(cur.Plan, func(p Plan) bool {
 		o := cur
 		o.Plan = p
 		ok, _ := finds(o)
@@ -162,8 +163,8 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, budget int) (*
 		}
 		return ok
 	}
-	replays(shortestPrefix(cur.Decisions, replays))
-	ddmin(cur.Decisions, replays)
+	replays(minimize.ShortestPrefix(cur.Decisions, replays))
+	minimize.DDMin(cur.Decisions, replays)
 	if runErr != nil {
 		return nil, fmt.Errorf("shrink: %w", runErr)
 	}
@@ -237,49 +238,4 @@ func (r *recorder) Next(step int64, runnable []*actor.Task) int {
 	r.last = id
 	r.runs[id]++
 	return i
-}
-
-// shortestPrefix returns the shortest prefix of items for which fails
-// holds, by bisection; fails(items) is assumed, and taken to be monotone.
-func shortestPrefix[S ~[]T, T any](items S, fails func(S) bool) S {
-	lo, hi := 0, len(items)
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if fails(items[:mid:mid]) {
-			hi = mid
-		} else {
-			lo = mid + 1
-		}
-	}
-	return items[:hi:hi]
-}
-
-// ddmin is delta debugging: it returns a subsequence of items for which
-// fails still holds, from which no chunk of the finest size tried can be
-// removed; fails(items) is assumed. Later chunks go first: removing them
-// disturbs a run least.
-func ddmin[S ~[]T, T any](items S, fails func(S) bool) S {
-	if len(items) == 0 || fails(items[:0:0]) {
-		return items[:0:0]
-	}
-	n := 2
-	for len(items) >= 2 {
-		size := (len(items) + n - 1) / n
-		removed := false
-		for end := len(items); end > 0; end -= size {
-			start := max(end-size, 0)
-			rest := append(append(make(S, 0, len(items)-(end-start)), items[:start]...), items[end:]...)
-			if fails(rest) {
-				items, n, removed = rest, max(n-1, 2), true
-				break
-			}
-		}
-		if !removed {
-			if n >= len(items) {
-				break
-			}
-			n = min(2*n, len(items))
-		}
-	}
-	return items
 }
