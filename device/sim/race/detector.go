@@ -78,6 +78,9 @@ type thread struct {
 	// acquire pattern).
 	pend [signal.System + 1]vclock
 	snap vclock // the clock the current batch of children forks from
+	// wsnap is the clock shared by the records of the thread's atomic
+	// writes since it last learned anything (nil: none taken yet).
+	wsnap vclock
 }
 
 type opKey struct {
@@ -110,7 +113,7 @@ type rec struct {
 	ep    epoch
 	a     sim.Access
 	task  actor.Label
-	vc    vclock // atomic writes: the writer's clock, to explain races
+	vc    vclock // atomic writes: the writer's clock, to explain races (see knows)
 	fence vclock // atomic writes: the fence clock the write published
 	// Strong writes: the slots of the threads whose strong reads observed
 	// this write (read it, morally strong, directly or through a chain of
@@ -120,6 +123,16 @@ type rec struct {
 	// from is the strong write a read-modify-write read, when morally
 	// strong: observing this write observes that one too.
 	from *rec
+}
+
+// knows reports whether e happens before the atomic write r, by r's
+// clock: r.vc is shared by its thread's writes until the thread learns
+// something new, so for r's own component the epoch decides.
+func (r *rec) knows(e epoch) bool {
+	if e.slot == r.ep.slot {
+		return e.clock <= r.ep.clock
+	}
+	return e.before(r.vc)
 }
 
 // maxObserveChain bounds how far back a read-modify-write chain is
@@ -196,7 +209,7 @@ func (d *Detector) Acquire(keys ...string) {
 	t := d.current()
 	t.step()
 	for _, k := range keys {
-		t.vc.join(d.keys[k])
+		t.learn(d.keys[k])
 	}
 }
 
@@ -233,6 +246,22 @@ func (d *Detector) self(task int) *thread {
 
 // step starts a new event of t.
 func (t *thread) step() { t.vc.set(t.slot, t.vc.get(t.slot)+1) }
+
+// learn joins o into t's clock.
+func (t *thread) learn(o vclock) {
+	t.vc.join(o)
+	t.wsnap = nil
+}
+
+// writeClock is t's clock for an atomic write's record: a snapshot shared
+// by the thread's writes until it learns something new, so its own
+// component may be older than the write (see [rec.knows]).
+func (t *thread) writeClock() vclock {
+	if t.wsnap == nil {
+		t.wsnap = t.vc.clone()
+	}
+	return t.wsnap
+}
 
 // newThread starts task's thread with clock init. A keyed thread takes over
 // the component of the previous thread of the same key when init already
@@ -325,8 +354,8 @@ func (d *Detector) opStart(a sim.Access) {
 		t = d.newThread(a.Task, streamThread, init, threadKey{a.Device, a.Stream, -2, -2}, true)
 	} else {
 		t.snap = nil
-		t.vc.join(enq)
-		t.vc.join(sc.last)
+		t.learn(enq)
+		t.learn(sc.last)
 	}
 	t.step()
 }
@@ -342,7 +371,7 @@ func (d *Detector) complete(a sim.Access) {
 	}
 	for i, e := range sc.done {
 		if e.seq >= a.Seq {
-			t.vc.join(e.vc)
+			t.learn(e.vc)
 			sc.done = sc.done[i:]
 			return
 		}
@@ -382,7 +411,7 @@ func (d *Detector) join(a sim.Access) {
 	}
 	t.step()
 	if t.parent != nil {
-		t.parent.vc.join(t.vc)
+		t.parent.learn(t.vc)
 	}
 	d.slots[t.slot] = slotState{last: t.vc.get(t.slot)}
 	delete(d.threads, a.Task)
@@ -422,7 +451,7 @@ func (d *Detector) access(a sim.Access) {
 			}
 		}
 		if a.Write {
-			x.vc = t.vc.clone()
+			x.vc = t.writeClock()
 			x.fence = t.relFence[a.Scope]
 		}
 	}
@@ -528,7 +557,7 @@ func (d *Detector) acquire(t *thread, st *state, a sim.Access) {
 		sameDev := r.dev == a.Device
 		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
 		if signal.Synchronizes(signal.Release, r.scope, a.Order, a.Scope, signal.Needed(sameDev, sameBlock)) {
-			t.vc.join(r.vc)
+			t.learn(r.vc)
 		}
 	}
 }
@@ -543,8 +572,10 @@ func (d *Detector) observeRelease(t *thread, st *state, a sim.Access) {
 		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
 		need := signal.Needed(sameDev, sameBlock)
 		if r.scope >= need && a.Scope >= need {
-			t.pend[need] = t.pend[need].clone()
-			t.pend[need].join(r.vc)
+			if !r.vc.within(t.pend[need]) {
+				t.pend[need] = t.pend[need].clone() // pending clocks may be shared: copy on write
+				t.pend[need].join(r.vc)
+			}
 		}
 	}
 }
@@ -558,7 +589,7 @@ func (d *Detector) fenceOp(a sim.Access) {
 	t := d.self(a.Task)
 	t.step()
 	for s := signal.Block; s <= a.Scope; s++ {
-		t.vc.join(t.pend[s])
+		t.learn(t.pend[s])
 	}
 	if a.SC {
 		for _, r := range d.sc {
@@ -566,10 +597,10 @@ func (d *Detector) fenceOp(a sim.Access) {
 			sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
 			need := signal.Needed(sameDev, sameBlock)
 			if r.scope >= need && a.Scope >= need {
-				t.vc.join(r.vc)
+				t.learn(r.vc)
 			}
 		}
-		d.sc = addRelease(d.sc, a, t.vc)
+		d.sc = addRelease(d.sc, a, t.vc, false)
 	}
 	v := t.vc.clone()
 	for s := signal.Block; s <= a.Scope; s++ {
@@ -578,26 +609,30 @@ func (d *Detector) fenceOp(a sim.Access) {
 }
 
 // addRelease returns rel with v released at a's scope and place (merged
-// into the entry of the same scope and place).
-func addRelease(rel []release, a sim.Access, v vclock) []release {
+// into the entry of the same scope and place). Release lists are shared
+// between spans, so rel is never modified: a list that changes is a new
+// one, and one that learns nothing new is returned as is. A frozen v is
+// never modified by its owner, so it is kept without a copy.
+func addRelease(rel []release, a sim.Access, v vclock, frozen bool) []release {
 	launch, block := uint64(0), -1
 	if a.Scope == signal.Block {
 		launch, block = a.Launch, a.Block
 	}
-	out := make([]release, 0, len(rel)+1)
-	merged := false
-	for _, r := range rel {
+	for i, r := range rel {
 		if r.scope == a.Scope && r.dev == a.Device && r.launch == launch && r.block == block {
-			r.vc = r.vc.clone() // released clocks are shared between spans: copy on write
-			r.vc.join(v)
-			merged = true
+			if v.within(r.vc) {
+				return rel
+			}
+			out := append([]release(nil), rel...)
+			out[i].vc = r.vc.clone()
+			out[i].vc.join(v)
+			return out
 		}
-		out = append(out, r)
 	}
-	if !merged {
-		out = append(out, release{scope: a.Scope, dev: a.Device, launch: launch, block: block, vc: v.clone()})
+	if !frozen {
+		v = v.clone()
 	}
-	return out
+	return append(rel[:len(rel):len(rel)], release{scope: a.Scope, dev: a.Device, launch: launch, block: block, vc: v})
 }
 
 // release: an atomic write with release order releases its thread's clock
@@ -608,14 +643,14 @@ func addRelease(rel []release, a sim.Access, v vclock) []release {
 // sequence.
 func (d *Detector) release(t *thread, st *state, a sim.Access) {
 	if a.Order.Releases() {
-		st.rel = addRelease(st.rel, a, t.vc)
+		st.rel = addRelease(st.rel, a, t.vc, false)
 		return
 	}
 	for s := signal.Block; s <= a.Scope; s++ {
 		if v := t.relFence[s]; v != nil {
 			b := a
 			b.Scope = s
-			st.rel = addRelease(st.rel, b, v)
+			st.rel = addRelease(st.rel, b, v, true) // fence clocks are never modified
 		}
 	}
 }

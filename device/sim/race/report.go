@@ -187,7 +187,7 @@ func (d *Detector) unordered(w, x *rec, t *thread) string {
 	lo := max(0, len(d.comms)-commRing)
 	for i := len(d.comms) - 1; i >= lo; i-- {
 		c := d.comms[i]
-		if !w.ep.before(c.writer.vc) || !c.reader.ep.before(t.vc) {
+		if !c.writer.knows(w.ep) || !c.reader.ep.before(t.vc) {
 			continue
 		}
 		return describeComm(c, w)

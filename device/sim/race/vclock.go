@@ -34,6 +34,19 @@ func (v *vclock) join(o vclock) {
 	}
 }
 
+// within reports whether o knows every event v knows.
+func (v vclock) within(o vclock) bool {
+	if len(v) > 0 && len(o) > 0 && &v[0] == &o[0] && len(v) <= len(o) {
+		return true
+	}
+	for i, c := range v {
+		if c > o.get(i) {
+			return false
+		}
+	}
+	return true
+}
+
 func (v vclock) clone() vclock {
 	return append(vclock(nil), v...)
 }
