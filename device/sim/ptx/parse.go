@@ -699,6 +699,9 @@ func (d *decoder) regDecl(ts []token) error {
 	rest := ts[2:]
 	for len(rest) > 0 {
 		name := rest[0].s
+		if reservedRegName(name) {
+			return fmt.Errorf("line %d: register %s: the name of a special register cannot be declared", rest[0].line, name)
+		}
 		if len(rest) >= 4 && rest[1].s == "<" && rest[3].s == ">" {
 			n, err := strconv.Atoi(rest[2].s)
 			if err != nil || n < 0 {
@@ -721,6 +724,28 @@ func (d *decoder) regDecl(ts []token) error {
 		}
 	}
 	return nil
+}
+
+// reservedRegName reports whether name is a special register's (%tid,
+// %clock, ... with or without a component), which ptxas refuses to declare.
+func reservedRegName(name string) bool {
+	base, _, _ := strings.Cut(name, ".")
+	if _, ok := specialNames[name]; ok {
+		return true
+	}
+	for sp := range specialNames {
+		if b, _, _ := strings.Cut(sp, "."); b == base {
+			return true
+		}
+	}
+	switch base {
+	case "%nwarpid", "%smid", "%nsmid", "%gridid", "%clock_hi", "%globaltimer_lo", "%globaltimer_hi",
+		"%total_smem_size", "%dynamic_smem_size", "%aggr_smem_size", "%current_graph_exec",
+		"%clusterid", "%nclusterid", "%cluster_ctaid", "%cluster_nctaid", "%cluster_ctarank",
+		"%cluster_nctarank", "%is_explicit_cluster":
+		return true
+	}
+	return false
 }
 
 // reg resolves a register name in the innermost scope that declares it.
