@@ -19,6 +19,10 @@
 // [Module.Unsupported] lists every refused statement of an entry and the
 // functions it calls, each with its line.
 //
+// Debug line directives (.file and .loc, as nvcc -lineinfo writes them)
+// are skipped, every other line keeping its number; declaring a register
+// with a special register's name is refused, as ptxas refuses it.
+//
 // A [Module] is the parsed text; its functions are decoded on first use,
 // their registers renumbered into a register file sized by the registers
 // live at once rather than by those declared (a kernel that inlines every

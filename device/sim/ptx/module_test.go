@@ -128,3 +128,26 @@ func TestSpecialRegisterNamesCannotBeDeclared(t *testing.T) {
 		t.Fatalf("names that only start like a special register: %v", err)
 	}
 }
+
+// TestLineInfoDirectivesAreSkipped: PTX as nvcc -lineinfo writes it, with
+// .file at module level and .loc lines (no semicolon) before
+// instructions, decodes and runs like the same text without them, every
+// line keeping its number.
+func TestLineInfoDirectivesAreSkipped(t *testing.T) {
+	text := ".version 9.0\n.target sm_80\n.address_size 64\n.file 1 \"k.cu\"\n.visible .entry k()\n{\n\t.reg .b32 %r<3>;\n\t.loc 1 7 3\n\tmov.u32 %r1, 1;\n\t.loc 1 8 3, function_name $L__info_string0, inlined_at 1 2 3\n\tsad.u32 %r2, %r1, %r1, %r1;\n\tret;\n}\n"
+	m, err := Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Func("k")
+	if err == nil || !strings.Contains(err.Error(), "line 11") || !strings.Contains(err.Error(), "sad.u32") {
+		t.Fatalf("decoding: %v, want the error of sad.u32 at line 11 (the .loc lines skipped, not swallowing it)", err)
+	}
+	m, err = Parse(strings.Replace(text, "sad.u32 %r2, %r1, %r1, %r1;", "add.u32 %r2, %r1, %r1;", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Func("k"); err != nil {
+		t.Fatalf("decoding with line info: %v", err)
+	}
+}

@@ -273,6 +273,12 @@ func (lx *lexer) next() (token, bool, error) {
 				}
 				lx.pos++
 			}
+			if w := lx.src[start:lx.pos]; w == ".loc" || w == ".file" {
+				// Debug line directives (nvcc -lineinfo) end at the line's
+				// end, without a semicolon, and mean nothing to a run.
+				lx.skipLine()
+				continue
+			}
 			return token{s: lx.src[start:lx.pos], line: lx.line}, true, nil
 		}
 	}
