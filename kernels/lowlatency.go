@@ -96,8 +96,10 @@ func startCall(b Block, ctl device.Ptr) (uint32, error) {
 }
 
 // finishCall counts this block as finished in the control word after ctl
-// (the CUDA kernel's __threadfence and atomicAdd: one acquire-release
-// read-modify-write at GPU scope); the last block of the grid resets the
+// (the CUDA kernel's __threadfence, atomicAdd and, in the last block,
+// another __threadfence: one acquire-release read-modify-write at GPU
+// scope; the acquire is what orders every block's read of the call number
+// before the last block's store); the last block of the grid resets the
 // count and then stores seq as the last call's number, for the next call
 // (stream order makes it visible there).
 func finishCall(b Block, ctl device.Ptr, seq uint32) error {

@@ -321,10 +321,15 @@ __device__ void low_latency_all_reduce(const AllReduceArgs& a) {
       low_latency<F16>(a, c, seq);
       break;
   }
+  // The fence before the count releases this block's work (its read of
+  // [0] included); the last block's fence after it acquires every other
+  // block's, so that their reads of [0] happen before its store there
+  // (without it the PTX memory model lets them race).
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
     if (atomicAdd(ctl + 1, 1u) == gridDim.x - 1u) {
+      __threadfence();
       ctl[1] = 0u;
       ctl[0] = seq;
     }
