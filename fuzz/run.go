@@ -126,7 +126,7 @@ func run(ctx context.Context, c Case, keep bool) (Outcome, error) {
 	if c.Strategy != StrategyReplay {
 		st = in.promptly(st, c.Seed)
 	}
-	rec := newRecorder(st)
+	rec := NewRecorder(st)
 	stop := &stopStrategy{inner: in.crashes(rec), done: ctx.Done()}
 	cfg := c.simConfig(stop, in, keep)
 	var world *sim.World

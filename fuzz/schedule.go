@@ -92,18 +92,23 @@ func defaultChoice(last int, runnable []*actor.Task) int {
 	return 0
 }
 
-// recorder wraps a strategy and keeps every choice that differs from the
-// default policy.
-type recorder struct {
+// Recorder wraps a strategy and keeps every choice that differs from the
+// default policy of [Replay] (the task that ran last while it is runnable,
+// else the runnable task with the lowest ID): the [Schedule] that replays
+// the run.
+type Recorder struct {
 	inner actor.Strategy
 	last  int
 	runs  runCounts
 	sched Schedule
 }
 
-func newRecorder(inner actor.Strategy) *recorder { return &recorder{inner: inner, last: -1} }
+// NewRecorder returns a recorder of the choices of inner.
+func NewRecorder(inner actor.Strategy) *Recorder { return &Recorder{inner: inner, last: -1} }
 
-func (r *recorder) Next(step int64, runnable []*actor.Task) int {
+// Next asks the inner strategy and records its choice when it is not the
+// default one.
+func (r *Recorder) Next(step int64, runnable []*actor.Task) int {
 	i := r.inner.Next(step, runnable)
 	t := runnable[i]
 	if i != defaultChoice(r.last, runnable) {
@@ -113,6 +118,9 @@ func (r *recorder) Next(step int64, runnable []*actor.Task) int {
 	r.runs.ran(t.ID())
 	return i
 }
+
+// Schedule returns the decisions recorded so far.
+func (r *Recorder) Schedule() Schedule { return slices.Clone(r.sched) }
 
 // replayWindow is how many pending decisions a diverged [Replay] considers.
 const replayWindow = 1 << 30

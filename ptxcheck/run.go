@@ -349,9 +349,9 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 		}
 		cfg.Strategy = actor.NewPCT(seed, depth, steps)
 	}
-	var rec *recorder
+	var rec *fuzz.Recorder
 	if record {
-		rec = &recorder{inner: cfg.Strategy, last: -1}
+		rec = fuzz.NewRecorder(cfg.Strategy)
 		cfg.Strategy = rec
 	}
 	res, simErr := simjob.Simulate(cfg, w.run)
@@ -411,7 +411,7 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 	run.Findings = len(found)
 	var sched fuzz.Schedule
 	if rec != nil {
-		sched = append(fuzz.Schedule{}, rec.sched...)
+		sched = rec.Schedule()
 	}
 	return run, found, sched, nil
 }

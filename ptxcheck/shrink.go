@@ -5,7 +5,6 @@ import (
 	"github.com/symmem/symmem/internal/minimize"
 	"maps"
 
-	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/fuzz"
 )
 
@@ -205,37 +204,4 @@ func (c *compiled) repeatExpr(path string) *expr {
 	}
 	walk(c.steps)
 	return found
-}
-
-// recorder wraps a strategy and keeps every choice that differs from the
-// default policy of [fuzz.Replay]: run the task that ran last while it is
-// runnable, else the runnable task with the lowest ID.
-type recorder struct {
-	inner actor.Strategy
-	last  int
-	runs  map[int]int
-	sched fuzz.Schedule
-}
-
-// Next asks the inner strategy and records its choice when it is not the
-// default one.
-func (r *recorder) Next(step int64, runnable []*actor.Task) int {
-	i := r.inner.Next(step, runnable)
-	def := 0
-	for k, t := range runnable {
-		if t.ID() == r.last {
-			def = k
-			break
-		}
-	}
-	if r.runs == nil {
-		r.runs = map[int]int{}
-	}
-	id := runnable[i].ID()
-	if i != def {
-		r.sched = append(r.sched, fuzz.Decision{Step: step, Task: id, Run: r.runs[id]})
-	}
-	r.last = id
-	r.runs[id]++
-	return i
 }
