@@ -43,6 +43,9 @@ type injector struct {
 	// ownStreams are the streams the injector itself uses, whose workers
 	// a crash of their device's rank must not stop.
 	ownStreams map[ownStream]bool
+	// ownByTask caches own per task ID (0: not known yet, 1: own, 2: not);
+	// it is cleared when ownStreams grows (labels never change).
+	ownByTask []int8
 }
 
 // ownStream is a stream of the injector: device and stream.
@@ -174,8 +177,29 @@ func (p *promptStrategy) Next(step int64, runnable []*actor.Task) int {
 	return p.inner.Next(step, runnable)
 }
 
-// own reports whether t is one of the injector's tasks.
-func (in *injector) own(t *actor.Task) bool { return in.ownLabel(t.Label()) }
+// own reports whether t is one of the injector's tasks. It is asked for
+// every runnable task at every step, so the answer is cached per task.
+func (in *injector) own(t *actor.Task) bool {
+	id := t.ID()
+	if id < len(in.ownByTask) && in.ownByTask[id] != 0 {
+		return in.ownByTask[id] == 1
+	}
+	own := in.ownLabel(t.Label())
+	for len(in.ownByTask) <= id {
+		in.ownByTask = append(in.ownByTask, 0)
+	}
+	in.ownByTask[id] = 2
+	if own {
+		in.ownByTask[id] = 1
+	}
+	return own
+}
+
+// addOwnStream makes stream st of device dev one of the injector's.
+func (in *injector) addOwnStream(dev int, st device.Stream) {
+	in.ownStreams[ownStream{dev, uint64(st)}] = true
+	clear(in.ownByTask)
+}
 
 // ownLabel reports whether the task labelled l is one of the injector's:
 // a fault task or the worker of one of its streams.
@@ -288,7 +312,7 @@ func (d *faultDevice) Launch(s device.Stream, l device.Launch) error {
 		in.sched.Record("fault", fmt.Sprintf("%v: not injected: %v", in.plan[i], err))
 		return d.Device.Launch(s, l)
 	}
-	in.ownStreams[ownStream{d.rank, uint64(st)}] = true
+	in.addOwnStream(d.rank, st)
 	if err := d.Device.Launch(s, l); err != nil {
 		_ = d.Device.DestroyStream(st)
 		return err
@@ -319,7 +343,7 @@ func (d *faultDevice) slot(i int, l device.Launch) (device.Ptr, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	d.in.ownStreams[ownStream{d.rank, uint64(st)}] = true
+	d.in.addOwnStream(d.rank, st)
 	defer func() { _ = d.Device.DestroyStream(st) }()
 	raw := make([]byte, 8*world)
 	if err := d.Device.Read(st, raw, padArray); err != nil {
