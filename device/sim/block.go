@@ -30,6 +30,7 @@ type blockCtx struct {
 	l     *launch
 	index int
 	lane  int
+	wv    weakView // what its strong loads may read (weak.go)
 }
 
 var _ kernels.Block = (*blockCtx)(nil)

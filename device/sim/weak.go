@@ -1,0 +1,376 @@
+package sim
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+
+	"github.com/symmem/symmem/signal"
+)
+
+// Weak reads. A strong load of a kernel thread returns, as a seeded
+// decision, one of the stores the PTX memory model lets it read, not
+// always the newest: the view-based operational semantics of package
+// memmodel (C11Tester's, with scopes), with views made cheap by
+// over-approximating them.
+//
+// Every location that strong stores wrote keeps a short history of them
+// in coherence order (the order they ran), oldest first, the first entry
+// possibly the value the location held before them (its base). Entries
+// carry a stamp: strong stores are numbered in the order they run. A
+// thread's view is a stamp, known, standing for "every strong store up to
+// here happens before me", plus per location the newest entry it read
+// (read-read coherence); its own stores are found in the history. An
+// entry is hidden from a thread when a later entry of the location is one
+// it knows, read or wrote. Where the exact model would know less than
+// "everything up to a stamp" (what a releasing thread saw, what a
+// barrier's threads saw), the view knows more: that only hides stores,
+// so a kernel run never shows an outcome the model forbids, and may miss
+// some it allows.
+//
+// Views grow as the model says: a thread starts knowing everything stored
+// before its kernel started (the launch is a system-scope release, as the
+// race detector has it) and learns the same at every bar.sync; a release
+// store (or a strong store after a fence) carries the stamp of its
+// release; a strong read of it with a scope that covers both threads
+// observes it (pend), and an acquire read, or a later fence of a wide
+// enough scope, makes the thread know it; fence.sc also knows what every
+// earlier morally strong fence.sc knew. Read-modify-writes read the newest
+// store and continue its release sequence.
+//
+// A plain store ends a location's history (the stores before it are no
+// longer readable); a location whose bytes changed behind its history
+// (a host write, a store of another size) starts again from its current
+// bytes. Plain loads read the newest value: a plain load that could read
+// another is racing, which the race detector reports.
+
+// maxHistory bounds a location's history (older entries are dropped, which
+// only hides stores).
+const maxHistory = 6
+
+// weakMem is the world's state of weak reads.
+type weakMem struct {
+	stamp uint64     // strong stores so far
+	rng   *rand.Rand // the seeded decisions, drawn from the scheduler's seed
+	sc    []scFence  // what fence.sc released, merged per place and scope
+}
+
+// scFence is the stamp fence.sc of threads of one place released at scope.
+type scFence struct {
+	who   place
+	scope signal.Scope
+	stamp uint64
+}
+
+// place names a kernel thread: its device, launch, block and lane (-1 for
+// a Go twin's block).
+type place struct {
+	dev    int
+	launch uint64
+	block  int
+	lane   int
+}
+
+// needed is the narrowest scope that includes two threads.
+func needed(a, b place) signal.Scope {
+	sameDev := a.dev == b.dev
+	return signal.Needed(sameDev, sameDev && a.launch == b.launch && a.block == b.block)
+}
+
+// history is the strong stores of one location, oldest first.
+type history struct {
+	off  uint64 // the location's offset in its allocation
+	size int
+	ents []wstore
+}
+
+// wstore is one store of a history.
+type wstore struct {
+	stamp uint64 // 0 for the base
+	val   uint64
+	base  bool
+	who   place
+	// rel[s] is the stamp released to readers that need scope s (0:
+	// nothing).
+	rel [signal.System + 1]uint64
+}
+
+// newest is the last entry.
+func (h *history) newest() *wstore { return &h.ents[len(h.ents)-1] }
+
+// locRef names a location: an allocation and the offset of its 8-byte
+// word. Weak state is keyed by words: every strong access of 8 bytes or
+// less lies in one.
+type locRef struct {
+	phys *physical
+	word uint64
+}
+
+// weakView is a kernel thread's view (see above); the zero value is a
+// thread that has not started yet.
+type weakView struct {
+	started bool
+	who     place
+	known   uint64
+	floor   map[locRef]uint64
+	// pend[s]: what strong reads observed from releases that need scope
+	// s, for a later fence; pendLoc: the same per location, for a later
+	// acquire read of it.
+	pend    [signal.System + 1]uint64
+	pendLoc map[locRef]*[signal.System + 1]uint64
+	// relFence[s]: what the latest fence of scope s or wider released;
+	// relLoc: what the latest release store to a location released.
+	relFence [signal.System + 1]uint64
+	relLoc   map[locRef]*[signal.System + 1]uint64
+}
+
+// start makes v a thread that knows every strong store so far, with the
+// start itself a system-scope release fence (the kernel boundary).
+func (v *weakView) start(wm *weakMem, who place) {
+	*v = weakView{started: true, who: who, known: wm.stamp}
+	for s := range v.relFence {
+		v.relFence[s] = wm.stamp
+	}
+}
+
+// sync is bar.sync: the thread knows what every thread of its block knew,
+// which the view over-approximates as everything stored so far.
+func (v *weakView) sync(wm *weakMem) { v.known = max(v.known, wm.stamp) }
+
+// fence is a fence of scope sc (fence.sc or membar when isSC).
+func (v *weakView) fence(wm *weakMem, sc signal.Scope, isSC bool) {
+	for s := signal.Block; s <= sc; s++ {
+		v.known = max(v.known, v.pend[s])
+	}
+	if isSC {
+		merged := false
+		for i := range wm.sc {
+			f := &wm.sc[i]
+			if need := needed(f.who, v.who); f.scope >= need && sc >= need {
+				v.known = max(v.known, f.stamp)
+			}
+			if f.who == v.who && f.scope == sc {
+				f.stamp, merged = max(f.stamp, wm.stamp), true
+			}
+		}
+		if !merged {
+			wm.sc = append(wm.sc, scFence{who: v.who, scope: sc, stamp: wm.stamp})
+		}
+	}
+	for s := signal.Block; s <= sc; s++ {
+		v.relFence[s] = wm.stamp
+	}
+}
+
+// rngOf returns the world's generator of weak decisions.
+func (w *World) weakRand() *rand.Rand {
+	if w.weak.rng == nil {
+		seed := w.sched.Seed()
+		w.weak.rng = rand.New(rand.NewPCG(seed^0x77ea4c0ffee, seed+0x5eed))
+	}
+	return w.weak.rng
+}
+
+// histOf returns the history of the size-byte location at sg, nil when
+// it has none that is current: one whose newest entry is what the bytes
+// hold, of the same location (a stale one is dropped).
+func histOf(sg segment, size int) *history {
+	p := sg.phys
+	if p.weak == nil || len(sg.b) != size {
+		return nil
+	}
+	word := sg.off &^ 7
+	h := p.weak[word]
+	if h == nil {
+		return nil
+	}
+	if h.off != sg.off || h.size != size || h.newest().val != loadN(sg.b) {
+		delete(p.weak, word)
+		return nil
+	}
+	return h
+}
+
+// visible returns the index of the oldest entry of h that v may read.
+func (v *weakView) visible(h *history, ref locRef) int {
+	lo := max(v.known, v.floor[ref])
+	first := 0
+	for i := len(h.ents) - 1; i > 0; i-- {
+		e := &h.ents[i]
+		if e.stamp <= lo || (!e.base && e.who == v.who) {
+			first = i
+			break
+		}
+	}
+	return first
+}
+
+// weakLoad performs a strong load of size bytes (at most 8) at sg by the
+// thread of v with order o and scope sc, and returns the value it reads.
+func (w *World) weakLoad(v *weakView, sg segment, size int, o signal.Order, sc signal.Scope) uint64 {
+	h := histOf(sg, size)
+	if h == nil {
+		return loadN(sg.b[:size])
+	}
+	ref := locRef{sg.phys, sg.off &^ 7}
+	first := v.visible(h, ref)
+	pick := len(h.ents) - 1
+	if n := pick - first; n > 0 {
+		// Half the time the newest, so that a spin sees a new store soon.
+		if r := w.weakRand().IntN(2 * n); r < n {
+			pick = first + r
+		}
+	}
+	e := &h.ents[pick]
+	v.observe(ref, e, o, sc)
+	if v.floor == nil {
+		v.floor = map[locRef]uint64{}
+	}
+	if e.stamp > v.floor[ref] {
+		v.floor[ref] = e.stamp
+	}
+	return e.val
+}
+
+// observe applies what a strong read of e with order o and scope sc
+// learns: the release e carries, if the two are morally strong, and, for
+// an acquire, what the thread's strong reads of the location observed.
+func (v *weakView) observe(ref locRef, e *wstore, o signal.Order, sc signal.Scope) {
+	if !e.base {
+		need := needed(e.who, v.who)
+		if sc >= need && e.rel[need] != 0 {
+			v.pend[need] = max(v.pend[need], e.rel[need])
+			if v.pendLoc == nil {
+				v.pendLoc = map[locRef]*[signal.System + 1]uint64{}
+			}
+			pl := v.pendLoc[ref]
+			if pl == nil {
+				pl = &[signal.System + 1]uint64{}
+				v.pendLoc[ref] = pl
+			}
+			pl[need] = max(pl[need], e.rel[need])
+		}
+	}
+	if o.Acquires() {
+		if pl := v.pendLoc[ref]; pl != nil {
+			for s := signal.Block; s <= sc; s++ {
+				v.known = max(v.known, pl[s])
+			}
+		}
+	}
+}
+
+// weakStore records a strong store of val (size bytes, at most 8) at sg by
+// the thread of v with order o and scope sc; the caller writes the bytes
+// afterwards. carried is the release sequence a read-modify-write
+// continues.
+func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signal.Order, sc signal.Scope, carried *[signal.System + 1]uint64) {
+	p := sg.phys
+	h := histOf(sg, size)
+	word := sg.off &^ 7
+	if h == nil {
+		h = &history{off: sg.off, size: size, ents: make([]wstore, 1, 4)}
+		h.ents[0] = wstore{val: loadN(sg.b[:size]), base: true}
+		if p.weak == nil {
+			p.weak = map[uint64]*history{}
+		}
+		p.weak[word] = h
+	}
+	w.weak.stamp++
+	e := wstore{stamp: w.weak.stamp, val: val, who: v.who}
+	ref := locRef{p, word}
+	var rl *[signal.System + 1]uint64
+	if o.Releases() {
+		if v.relLoc == nil {
+			v.relLoc = map[locRef]*[signal.System + 1]uint64{}
+		}
+		if rl = v.relLoc[ref]; rl == nil {
+			rl = &[signal.System + 1]uint64{}
+			v.relLoc[ref] = rl
+		}
+		for s := signal.Block; s <= sc; s++ {
+			rl[s] = e.stamp
+		}
+	} else {
+		rl = v.relLoc[ref]
+	}
+	for s := signal.Block; s <= sc; s++ {
+		r := v.relFence[s]
+		if rl != nil {
+			r = max(r, rl[s])
+		}
+		if carried != nil {
+			r = max(r, carried[s])
+		}
+		e.rel[s] = r
+	}
+	if len(h.ents) == maxHistory {
+		copy(h.ents, h.ents[1:])
+		h.ents = h.ents[:maxHistory-1]
+	}
+	h.ents = append(h.ents, e)
+}
+
+// weakRMW is a read-modify-write's read: the newest store, observed as a
+// read of order o. It returns what that store's release sequence carries
+// on to the write (nil without a history).
+func (w *World) weakRMW(v *weakView, sg segment, size int, o signal.Order, sc signal.Scope) *[signal.System + 1]uint64 {
+	h := histOf(sg, size)
+	if h == nil {
+		return nil
+	}
+	e := h.newest()
+	v.observe(locRef{sg.phys, sg.off &^ 7}, e, o, sc)
+	rel := e.rel
+	return &rel
+}
+
+// plainStore ends the histories of the words a plain store of sg
+// overwrites.
+func plainStore(sg segment) {
+	p := sg.phys
+	if p.weak == nil || len(sg.b) == 0 {
+		return
+	}
+	for word := sg.off &^ 7; word < sg.off+uint64(len(sg.b)); word += 8 {
+		delete(p.weak, word)
+	}
+}
+
+// plainLoad: a plain load reads the newest store, so the thread may not
+// read an older one of those words later (read-read coherence).
+func (v *weakView) plainLoad(sg segment) {
+	p := sg.phys
+	if p.weak == nil || len(sg.b) == 0 {
+		return
+	}
+	for word := sg.off &^ 7; word < sg.off+uint64(len(sg.b)); word += 8 {
+		h := p.weak[word]
+		if h == nil || h.off+uint64(h.size) <= sg.off || h.off >= sg.off+uint64(len(sg.b)) {
+			continue
+		}
+		if v.floor == nil {
+			v.floor = map[locRef]uint64{}
+		}
+		ref := locRef{p, word}
+		v.floor[ref] = max(v.floor[ref], h.newest().stamp)
+	}
+}
+
+// loadN reads a little-endian value of len(b) bytes (at most 8).
+func loadN(b []byte) uint64 {
+	var w [8]byte
+	copy(w[:], b)
+	return binary.LittleEndian.Uint64(w[:])
+}
+
+// storeN writes the low len(b) bytes of v to b.
+func storeN(b []byte, v uint64) {
+	var w [8]byte
+	binary.LittleEndian.PutUint64(w[:], v)
+	copy(b, w[:])
+}
+
+// sub is the n bytes of sg from its byte off.
+func (sg segment) sub(off, n int) segment {
+	return segment{addr: sg.addr.Add(uint64(off)), phys: sg.phys, off: sg.off + uint64(off), b: sg.b[off : off+n]}
+}
