@@ -60,12 +60,32 @@
 // (relaxed at system scope), atomics and reductions, fence.sc,
 // fence.acq_rel and membar at cta, gpu and sys scope, bar.sync and
 // bar.red. Not covered: proxies (texture, surface, constant memory and
-// fence.proxy), which the PTX interpreter refuses; and the values a load
-// returns are still those of the latest store in the schedule: weak
-// outcomes (a load returning an older store, load buffering) are produced
-// by memmodel's operational model for litmus programs but not yet by
-// kernel runs, where a missing synchronisation shows as a race report
-// instead.
+// fence.proxy), which the PTX interpreter refuses.
+//
+// Weak reads. The value a strong load returns is the memory model's too:
+// each strong load of a kernel thread (PTX mode: ld.relaxed, ld.acquire,
+// ld.volatile, each element of a vector; Go twins: the loads of
+// WaitU32 and WaitU64s) chooses, as a seeded decision (from the
+// scheduler's seed, so the same seed gives the same values), among the
+// stores of its location the model lets it read: a short history of
+// strong stores per location, in coherence order, less those hidden by
+// what the thread read or wrote there and by what it knows through
+// release/acquire, fences (fence.sc ordered with the earlier morally
+// strong ones), bar.sync and the kernel's start, each at its scope
+// (weak.go says how, and where the views over-approximate what a thread
+// knows, which only hides stores). So store buffering, message passing
+// with relaxed data and flag (the flag read, the data old) and a read
+// that goes back in coherence order appear in kernel runs, and what the
+// model forbids does not (package litmus runs the shared corpus as
+// kernels to check both). Half of the choices take the newest store, so
+// a spin sees a new store soon. Read-modify-writes, plain loads and host
+// reads return the newest value (a plain load that could see another is
+// a race the detector reports). Not covered: load buffering (a store
+// made visible before an earlier load of its thread): instructions run
+// in program order; and the race detector still takes a strong read to
+// observe the location's latest strong write, so in an execution where a
+// read returned an older store it may miss a race (never report a false
+// one).
 //
 // Observation. [World.Observe] receives every memory access (with device,
 // kernel, block, lane, virtual and physical address, size, direction, order

@@ -374,3 +374,12 @@ func storeN(b []byte, v uint64) {
 func (sg segment) sub(off, n int) segment {
 	return segment{addr: sg.addr.Add(uint64(off)), phys: sg.phys, off: sg.off + uint64(off), b: sg.b[off : off+n]}
 }
+
+// view returns the weak view of the Go twin's block or lane, started at
+// its first strong access (a later start only knows more).
+func (c *blockCtx) view() *weakView {
+	if !c.wv.started {
+		c.wv.start(&c.l.dev.w.weak, place{dev: c.l.dev.index, launch: c.l.id, block: c.index, lane: c.lane})
+	}
+	return &c.wv
+}
