@@ -436,14 +436,20 @@ func TestWeakShapesAsKernels(t *testing.T) {
  st.relaxed.gpu x, 1 | ld.acquire.cta r0, y ;
  st.release.cta y, 1 | ld.relaxed.gpu r1, x ;
 `, "P1:r0 == 1 /\\ P1:r1 == 0", true},
-		{"CoRR back-read", `
- st.relaxed.sys x, 1 | ld.relaxed.sys r0, x ;
+		{"a read back in coherence order", `
+ st.relaxed.sys x, 1 | ld.relaxed.sys r0, y ;
  st.relaxed.sys x, 2 | ld.relaxed.sys r1, x ;
-`, "P1:r0 == 1 /\\ P1:r1 == 1", true},
+ st.relaxed.sys y, 1 | ld.relaxed.sys r2, x ;
+`, "P1:r0 == 1 /\\ P1:r1 == 1 /\\ P1:r2 == 2", true},
 		{"CoRR violation", `
- st.relaxed.sys x, 1 | ld.relaxed.sys r0, x ;
+ st.relaxed.sys x, 1 | ld.relaxed.sys r0, y ;
  st.relaxed.sys x, 2 | ld.relaxed.sys r1, x ;
-`, "P1:r0 == 2 /\\ P1:r1 == 1", false},
+ st.relaxed.sys y, 1 | ld.relaxed.sys r2, x ;
+`, "P1:r1 == 2 /\\ P1:r2 == 1", false},
+		{"a read before the thread's own store in coherence order", `
+ st.relaxed.sys x, 1 | st.relaxed.sys x, 3 ;
+                     | ld.relaxed.sys r0, x ;
+`, "P1:r0 == 1 /\\ x == 3", false},
 	} {
 		test, err := Parse(head + c.body + "exists (" + c.cond + ")")
 		if err != nil {

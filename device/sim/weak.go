@@ -97,12 +97,16 @@ type wstore struct {
 // newest is the last entry.
 func (h *history) newest() *wstore { return &h.ents[len(h.ents)-1] }
 
-// locRef names a location: an allocation and the offset of its 8-byte
-// word. Weak state is keyed by words: every strong access of 8 bytes or
-// less lies in one.
+// word is the histories of the locations in one 8-byte word (a word
+// holds several when strong accesses are narrower: a vector's elements).
+type word struct {
+	locs []*history
+}
+
+// locRef names a location: an allocation and an offset.
 type locRef struct {
 	phys *physical
-	word uint64
+	off  uint64
 }
 
 // weakView is a kernel thread's view (see above); the zero value is a
@@ -172,22 +176,33 @@ func (w *World) weakRand() *rand.Rand {
 
 // histOf returns the history of the size-byte location at sg, nil when
 // it has none that is current: one whose newest entry is what the bytes
-// hold, of the same location (a stale one is dropped).
+// hold (a stale one is dropped, and so are those of other locations that
+// overlap it: mixed sizes).
 func histOf(sg segment, size int) *history {
 	p := sg.phys
 	if p.weak == nil || len(sg.b) != size {
 		return nil
 	}
-	word := sg.off &^ 7
-	h := p.weak[word]
-	if h == nil {
+	wd := p.weak[sg.off&^7]
+	if wd == nil {
 		return nil
 	}
-	if h.off != sg.off || h.size != size || h.newest().val != loadN(sg.b) {
-		delete(p.weak, word)
-		return nil
+	var found *history
+	keep := wd.locs[:0]
+	for _, h := range wd.locs {
+		switch {
+		case h.off == sg.off && h.size == size:
+			if h.newest().val == loadN(sg.b) {
+				found = h
+				keep = append(keep, h)
+			}
+		case h.off+uint64(h.size) <= sg.off || sg.off+uint64(size) <= h.off:
+			keep = append(keep, h)
+		}
 	}
-	return h
+	clear(wd.locs[len(keep):])
+	wd.locs = keep
+	return found
 }
 
 // visible returns the index of the oldest entry of h that v may read.
@@ -211,7 +226,7 @@ func (w *World) weakLoad(v *weakView, sg segment, size int, o signal.Order, sc s
 	if h == nil {
 		return loadN(sg.b[:size])
 	}
-	ref := locRef{sg.phys, sg.off &^ 7}
+	ref := locRef{sg.phys, sg.off}
 	first := v.visible(h, ref)
 	pick := len(h.ents) - 1
 	if n := pick - first; n > 0 {
@@ -266,18 +281,22 @@ func (v *weakView) observe(ref locRef, e *wstore, o signal.Order, sc signal.Scop
 func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signal.Order, sc signal.Scope, carried *[signal.System + 1]uint64) {
 	p := sg.phys
 	h := histOf(sg, size)
-	word := sg.off &^ 7
 	if h == nil {
 		h = &history{off: sg.off, size: size, ents: make([]wstore, 1, 4)}
 		h.ents[0] = wstore{val: loadN(sg.b[:size]), base: true}
 		if p.weak == nil {
-			p.weak = map[uint64]*history{}
+			p.weak = map[uint64]*word{}
 		}
-		p.weak[word] = h
+		wd := p.weak[sg.off&^7]
+		if wd == nil {
+			wd = &word{}
+			p.weak[sg.off&^7] = wd
+		}
+		wd.locs = append(wd.locs, h)
 	}
 	w.weak.stamp++
 	e := wstore{stamp: w.weak.stamp, val: val, who: v.who}
-	ref := locRef{p, word}
+	ref := locRef{p, sg.off}
 	var rl *[signal.System + 1]uint64
 	if o.Releases() {
 		if v.relLoc == nil {
@@ -319,40 +338,61 @@ func (w *World) weakRMW(v *weakView, sg segment, size int, o signal.Order, sc si
 		return nil
 	}
 	e := h.newest()
-	v.observe(locRef{sg.phys, sg.off &^ 7}, e, o, sc)
+	v.observe(locRef{sg.phys, sg.off}, e, o, sc)
 	rel := e.rel
 	return &rel
 }
 
-// plainStore ends the histories of the words a plain store of sg
+// plainStore ends the histories of the locations a plain store of sg
 // overwrites.
 func plainStore(sg segment) {
 	p := sg.phys
 	if p.weak == nil || len(sg.b) == 0 {
 		return
 	}
-	for word := sg.off &^ 7; word < sg.off+uint64(len(sg.b)); word += 8 {
-		delete(p.weak, word)
+	end := sg.off + uint64(len(sg.b))
+	for w := sg.off &^ 7; w < end; w += 8 {
+		wd := p.weak[w]
+		if wd == nil {
+			continue
+		}
+		keep := wd.locs[:0]
+		for _, h := range wd.locs {
+			if h.off+uint64(h.size) <= sg.off || end <= h.off {
+				keep = append(keep, h)
+			}
+		}
+		clear(wd.locs[len(keep):])
+		wd.locs = keep
+		if len(keep) == 0 {
+			delete(p.weak, w)
+		}
 	}
 }
 
 // plainLoad: a plain load reads the newest store, so the thread may not
-// read an older one of those words later (read-read coherence).
+// read an older one of those locations later (read-read coherence).
 func (v *weakView) plainLoad(sg segment) {
 	p := sg.phys
 	if p.weak == nil || len(sg.b) == 0 {
 		return
 	}
-	for word := sg.off &^ 7; word < sg.off+uint64(len(sg.b)); word += 8 {
-		h := p.weak[word]
-		if h == nil || h.off+uint64(h.size) <= sg.off || h.off >= sg.off+uint64(len(sg.b)) {
+	end := sg.off + uint64(len(sg.b))
+	for w := sg.off &^ 7; w < end; w += 8 {
+		wd := p.weak[w]
+		if wd == nil {
 			continue
 		}
-		if v.floor == nil {
-			v.floor = map[locRef]uint64{}
+		for _, h := range wd.locs {
+			if h.off+uint64(h.size) <= sg.off || end <= h.off {
+				continue
+			}
+			if v.floor == nil {
+				v.floor = map[locRef]uint64{}
+			}
+			ref := locRef{p, h.off}
+			v.floor[ref] = max(v.floor[ref], h.newest().stamp)
 		}
-		ref := locRef{p, word}
-		v.floor[ref] = max(v.floor[ref], h.newest().stamp)
 	}
 }
 
