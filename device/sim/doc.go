@@ -65,7 +65,7 @@
 // Weak reads. The value a strong load returns is the memory model's too:
 // each strong load of a kernel thread (PTX mode: ld.relaxed, ld.acquire,
 // ld.volatile, each element of a vector; Go twins: the loads of
-// WaitU32 and WaitU64s) chooses, as a seeded decision (from the
+// WaitU32, the signal waits) chooses, as a seeded decision (from the
 // scheduler's seed, so the same seed gives the same values), among the
 // stores of its location the model lets it read: a short history of
 // strong stores per location, in coherence order, less those hidden by
@@ -80,7 +80,12 @@
 // kernels to check both). Half of the choices take the newest store, so
 // a spin sees a new store soon. Read-modify-writes, plain loads and host
 // reads return the newest value (a plain load that could see another is
-// a race the detector reports). Not covered: load buffering (a store
+// a race the detector reports). Not covered: the Go twins' packets
+// (StoreU64s, WaitU64s) read the newest words: in the low-latency
+// protocol every word carries its call's flag, so an older word only
+// prolongs the wait, and per-word histories made the Go-twin fuzzer three
+// to five times slower (the PTX mode covers the same kernel's packets);
+// load buffering (a store
 // made visible before an earlier load of its thread): instructions run
 // in program order; and the race detector still takes a strong read to
 // observe the location's latest strong write, so in an execution where a

@@ -41,12 +41,8 @@ func (c *blockCtx) StoreU64s(p device.Ptr, vals []uint64) error {
 	for _, v := range vals {
 		buf = binary.LittleEndian.AppendUint64(buf, v)
 	}
-	w := c.l.dev.w
 	at := 0
 	for _, sg := range segs {
-		for e := 0; e+8 <= len(sg.b); e += 8 {
-			w.weakStore(c.view(), sg.sub(e, 8), 8, binary.LittleEndian.Uint64(buf[at+e:]), signal.Relaxed, signal.System, nil)
-		}
 		at += copy(sg.b, buf[at:])
 		c.emitWords(sg, true)
 	}
@@ -56,10 +52,6 @@ func (c *blockCtx) StoreU64s(p device.Ptr, vals []uint64) error {
 }
 
 // WaitU64s blocks until ready holds for the words at p, then reads them.
-// Each word is a relaxed system-scope load: the wait sleeps until the
-// newest words are ready, then reads, word by word, values the memory
-// model lets it read (weak.go), and goes round again while those are not
-// ready.
 func (c *blockCtx) WaitU64s(p device.Ptr, dst []uint64, what string, ready func([]uint64) bool, timeout time.Duration) error {
 	if len(dst) == 0 {
 		return nil
@@ -94,49 +86,27 @@ func (c *blockCtx) WaitU64s(p device.Ptr, dst []uint64, what string, ready func(
 		read()
 		return ready(dst)
 	}
-	w := c.l.dev.w
-	var deadline time.Duration
-	if timeout > 0 {
-		deadline = w.sched.Now() + timeout
-	}
-	for {
-		if !cond() {
-			left := time.Duration(0)
-			if timeout > 0 {
-				if left = deadline - w.sched.Now(); left <= 0 {
-					left = time.Nanosecond
-				}
-			}
-			const blockOn = "block on %#x: %s"
-			c.record(blockPrefix+blockOn, lanePrefix+blockOn, uint64(p), what)
-			task := w.beginWait(c, p, segs[0], what)
-			err := w.sched.Wait(what, cond, left)
-			var te *actor.TimeoutError
-			if errors.As(err, &te) {
-				w.endWait(task, true)
-				return kernels.ErrWaitTimeout
-			}
-			w.endWait(task, false)
-			if err != nil {
-				return err
-			}
+	if !cond() {
+		w := c.l.dev.w
+		const blockOn = "block on %#x: %s"
+		c.record(blockPrefix+blockOn, lanePrefix+blockOn, uint64(p), what)
+		task := w.beginWait(c, p, segs[0], what)
+		err := w.sched.Wait(what, cond, timeout)
+		var te *actor.TimeoutError
+		if errors.As(err, &te) {
+			w.endWait(task, true)
+			return kernels.ErrWaitTimeout
 		}
-		if freed() {
-			_, err := c.words(p, len(dst), false)
+		w.endWait(task, false)
+		if err != nil {
 			return err
 		}
-		i := 0
-		for _, sg := range segs {
-			for e := 0; e+8 <= len(sg.b); e += 8 {
-				dst[i] = w.weakLoad(c.view(), sg.sub(e, 8), 8, signal.Relaxed, signal.System)
-				i++
-			}
-		}
-		if ready(dst) {
-			break
-		}
-		c.Yield("wait")
 	}
+	if freed() {
+		_, err := c.words(p, len(dst), false)
+		return err
+	}
+	read()
 	for _, sg := range segs {
 		c.emitWords(sg, false)
 	}
