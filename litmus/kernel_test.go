@@ -265,7 +265,7 @@ func threadPTX(b, decls *strings.Builder, i int, th *memmodel.Thread, loc map[st
 // (one value per observable), or an error (a hang, a fault).
 func (k *kernelTest) run(seed uint64) ([]int64, error) {
 	s := actor.NewScheduler(actor.Config{Seed: seed, MaxSteps: 200000})
-	w, err := sim.NewWorld(s, sim.Config{World: k.world, Kernels: sim.Kernels{PTX: true}})
+	w, err := sim.NewWorld(s, sim.Config{World: k.world, Kernels: sim.Kernels{PTX: true, PlainYield: 1}})
 	if err != nil {
 		return nil, err
 	}

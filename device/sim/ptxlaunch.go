@@ -521,12 +521,14 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 	return old, nil
 }
 
-// Fence is a fence or membar. The race detector gives it the model's
+// Fence is a fence or membar, after a scheduling point. The race
+// detector and the thread's weak view (weak.go) give it the model's
 // meaning: it releases the thread's accesses before it to the strong
 // writes after it, acquires what the strong reads before it observed, and
 // (fence.sc) is ordered with the other sc fences it is morally strong with.
 func (l *ptxLane) Fence(sem ptx.Sem, sc ptx.Scope) {
 	l.polling, l.casPolling = false, false
+	l.l.dev.w.sched.Yield("ptx fence")
 	l.wv.fence(&l.l.dev.w.weak, scope(sc), sem == ptx.SC)
 	l.emit(Access{Kind: Fence, Parent: -1, Order: signal.AcqRel, Scope: scope(sc), SC: sem == ptx.SC})
 }
