@@ -30,9 +30,9 @@ type physical struct {
 	handles int
 	maps    int
 	fds     int
-	// weak holds the histories of the locations strong stores wrote, by
-	// the offset of their 8-byte word (see weak.go); nil until the first.
-	weak map[uint64]*word
+	// weak holds the histories of the locations strong stores wrote (see
+	// weak.go); nil until the first.
+	weak *weakMemOf
 }
 
 // pageSize is the unit in which fresh memory receives its garbage: small,

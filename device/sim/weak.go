@@ -81,6 +81,37 @@ type history struct {
 	off  uint64 // the location's offset in its allocation
 	size int
 	ents []wstore
+	// readers holds, per thread that read the location, the stamp of the
+	// newest entry it read (read-read coherence); few threads read one
+	// location, so a list.
+	readers []reader
+}
+
+// reader is one thread's floor in a history.
+type reader struct {
+	who   place
+	stamp uint64
+}
+
+// floor returns the stamp of the newest entry who read, 0 if none.
+func (h *history) floor(who place) uint64 {
+	for _, r := range h.readers {
+		if r.who == who {
+			return r.stamp
+		}
+	}
+	return 0
+}
+
+// read raises who's floor to stamp.
+func (h *history) read(who place, stamp uint64) {
+	for i := range h.readers {
+		if r := &h.readers[i]; r.who == who {
+			r.stamp = max(r.stamp, stamp)
+			return
+		}
+	}
+	h.readers = append(h.readers, reader{who, stamp})
 }
 
 // wstore is one store of a history.
@@ -103,24 +134,59 @@ type word struct {
 	locs []*history
 }
 
+// weakMemOf is an allocation's histories: pages of words, by page index,
+// with the last page used at hand (accesses run through consecutive
+// words).
+type weakMemOf struct {
+	pages    map[uint64]*weakPage
+	lastIdx  uint64
+	lastPage *weakPage
+}
+
+// weakPage is the words of one page.
+type weakPage [pageSize / 8]*word
+
+// wordAt returns the word at off, nil when it has none and !create.
+func (m *weakMemOf) wordAt(off uint64, create bool) *word {
+	idx := off / pageSize
+	pg := m.lastPage
+	if pg == nil || m.lastIdx != idx {
+		pg = m.pages[idx]
+		if pg == nil {
+			if !create {
+				return nil
+			}
+			pg = &weakPage{}
+			m.pages[idx] = pg
+		}
+		m.lastIdx, m.lastPage = idx, pg
+	}
+	wd := pg[off%pageSize/8]
+	if wd == nil && create {
+		wd = &word{}
+		pg[off%pageSize/8] = wd
+	}
+	return wd
+}
+
 // locRef names a location: an allocation and an offset.
 type locRef struct {
 	phys *physical
 	off  uint64
 }
 
-// weakView is a kernel thread's view (see above); the zero value is a
-// thread that has not started yet.
+// weakView is a kernel thread's view (see above; its floors per location
+// live in the histories); the zero value is a thread that has not
+// started yet.
 type weakView struct {
 	started bool
 	who     place
 	known   uint64
-	floor   map[locRef]uint64
 	// pend[s]: what strong reads observed from releases that need scope
-	// s, for a later fence; pendLoc: the same per location, for a later
-	// acquire read of it.
-	pend    [signal.System + 1]uint64
-	pendLoc map[locRef]*[signal.System + 1]uint64
+	// s, for a later fence or acquire read (the model's acquire read
+	// takes what reads of its own location observed; taking all of it
+	// knows more, which only hides stores).
+	pend [signal.System + 1]uint64
 	// relFence[s]: what the latest fence of scope s or wider released;
 	// relLoc: what the latest release store to a location released.
 	relFence [signal.System + 1]uint64
@@ -183,7 +249,7 @@ func histOf(sg segment, size int) *history {
 	if p.weak == nil || len(sg.b) != size {
 		return nil
 	}
-	wd := p.weak[sg.off&^7]
+	wd := p.weak.wordAt(sg.off, false)
 	if wd == nil {
 		return nil
 	}
@@ -206,8 +272,8 @@ func histOf(sg segment, size int) *history {
 }
 
 // visible returns the index of the oldest entry of h that v may read.
-func (v *weakView) visible(h *history, ref locRef) int {
-	lo := max(v.known, v.floor[ref])
+func (v *weakView) visible(h *history) int {
+	lo := max(v.known, h.floor(v.who))
 	first := 0
 	for i := len(h.ents) - 1; i > 0; i-- {
 		e := &h.ents[i]
@@ -226,8 +292,7 @@ func (w *World) weakLoad(v *weakView, sg segment, size int, o signal.Order, sc s
 	if h == nil {
 		return loadN(sg.b[:size])
 	}
-	ref := locRef{sg.phys, sg.off}
-	first := v.visible(h, ref)
+	first := v.visible(h)
 	pick := len(h.ents) - 1
 	if n := pick - first; n > 0 {
 		// Half the time the newest, so that a spin sees a new store soon.
@@ -236,40 +301,23 @@ func (w *World) weakLoad(v *weakView, sg segment, size int, o signal.Order, sc s
 		}
 	}
 	e := &h.ents[pick]
-	v.observe(ref, e, o, sc)
-	if v.floor == nil {
-		v.floor = map[locRef]uint64{}
-	}
-	if e.stamp > v.floor[ref] {
-		v.floor[ref] = e.stamp
-	}
+	v.observe(e, o, sc)
+	h.read(v.who, e.stamp)
 	return e.val
 }
 
 // observe applies what a strong read of e with order o and scope sc
 // learns: the release e carries, if the two are morally strong, and, for
-// an acquire, what the thread's strong reads of the location observed.
-func (v *weakView) observe(ref locRef, e *wstore, o signal.Order, sc signal.Scope) {
+// an acquire, what the thread's strong reads observed.
+func (v *weakView) observe(e *wstore, o signal.Order, sc signal.Scope) {
 	if !e.base {
-		need := needed(e.who, v.who)
-		if sc >= need && e.rel[need] != 0 {
+		if need := needed(e.who, v.who); sc >= need && e.rel[need] != 0 {
 			v.pend[need] = max(v.pend[need], e.rel[need])
-			if v.pendLoc == nil {
-				v.pendLoc = map[locRef]*[signal.System + 1]uint64{}
-			}
-			pl := v.pendLoc[ref]
-			if pl == nil {
-				pl = &[signal.System + 1]uint64{}
-				v.pendLoc[ref] = pl
-			}
-			pl[need] = max(pl[need], e.rel[need])
 		}
 	}
 	if o.Acquires() {
-		if pl := v.pendLoc[ref]; pl != nil {
-			for s := signal.Block; s <= sc; s++ {
-				v.known = max(v.known, pl[s])
-			}
+		for s := signal.Block; s <= sc; s++ {
+			v.known = max(v.known, v.pend[s])
 		}
 	}
 }
@@ -285,13 +333,9 @@ func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signa
 		h = &history{off: sg.off, size: size, ents: make([]wstore, 1, 4)}
 		h.ents[0] = wstore{val: loadN(sg.b[:size]), base: true}
 		if p.weak == nil {
-			p.weak = map[uint64]*word{}
+			p.weak = &weakMemOf{pages: map[uint64]*weakPage{}}
 		}
-		wd := p.weak[sg.off&^7]
-		if wd == nil {
-			wd = &word{}
-			p.weak[sg.off&^7] = wd
-		}
+		wd := p.weak.wordAt(sg.off, true)
 		wd.locs = append(wd.locs, h)
 	}
 	w.weak.stamp++
@@ -338,7 +382,7 @@ func (w *World) weakRMW(v *weakView, sg segment, size int, o signal.Order, sc si
 		return nil
 	}
 	e := h.newest()
-	v.observe(locRef{sg.phys, sg.off}, e, o, sc)
+	v.observe(e, o, sc)
 	rel := e.rel
 	return &rel
 }
@@ -352,7 +396,7 @@ func plainStore(sg segment) {
 	}
 	end := sg.off + uint64(len(sg.b))
 	for w := sg.off &^ 7; w < end; w += 8 {
-		wd := p.weak[w]
+		wd := p.weak.wordAt(w, false)
 		if wd == nil {
 			continue
 		}
@@ -364,9 +408,6 @@ func plainStore(sg segment) {
 		}
 		clear(wd.locs[len(keep):])
 		wd.locs = keep
-		if len(keep) == 0 {
-			delete(p.weak, w)
-		}
 	}
 }
 
@@ -379,7 +420,7 @@ func (v *weakView) plainLoad(sg segment) {
 	}
 	end := sg.off + uint64(len(sg.b))
 	for w := sg.off &^ 7; w < end; w += 8 {
-		wd := p.weak[w]
+		wd := p.weak.wordAt(w, false)
 		if wd == nil {
 			continue
 		}
@@ -387,11 +428,7 @@ func (v *weakView) plainLoad(sg segment) {
 			if h.off+uint64(h.size) <= sg.off || end <= h.off {
 				continue
 			}
-			if v.floor == nil {
-				v.floor = map[locRef]uint64{}
-			}
-			ref := locRef{p, h.off}
-			v.floor[ref] = max(v.floor[ref], h.newest().stamp)
+			h.read(v.who, h.newest().stamp)
 		}
 	}
 }

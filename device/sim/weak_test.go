@@ -181,14 +181,14 @@ func TestWeakHistory(t *testing.T) {
 		t.Errorf("50 reads never reached the newest store (last %d)", last)
 	}
 	storeN(sg.b, 99) // a write the history did not see
-	if v := w.weakLoad(&reader, sg, 8, 0, 2); v != 99 || len(ph.weak[8].locs) != 0 {
-		t.Errorf("after a host write: read %d, history %v; want 99 and none", v, ph.weak[8])
+	if v := w.weakLoad(&reader, sg, 8, 0, 2); v != 99 || len(ph.weak.wordAt(8, false).locs) != 0 {
+		t.Errorf("after a host write: read %d, history %v; want 99 and none", v, ph.weak.wordAt(8, false).locs)
 	}
 	w.weakStore(&writer, sg, 8, 5, 0, 2, nil)
 	storeN(sg.b, 5)
 	plainStore(sg)
 	storeN(sg.b, 6)
-	if ph.weak[8] != nil {
+	if len(ph.weak.wordAt(8, false).locs) != 0 {
 		t.Error("a plain store left the history")
 	}
 }
