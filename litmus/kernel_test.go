@@ -472,19 +472,12 @@ func TestWeakShapesAsKernels(t *testing.T) {
 	}
 }
 
-// TestCorpusAsKernels runs every test of the shared corpus (when beside
-// the repository) as a kernel: every final state observed must be one the
-// exact model allows; it counts the allowed outcomes kernel runs reach.
-func TestCorpusAsKernels(t *testing.T) {
-	csv := filepath.Join(sharedCorpus, "expected.csv")
-	if _, err := os.Stat(csv); err != nil {
-		t.Skipf("no shared litmus corpus at %s (a fresh clone has none)", sharedCorpus)
-	}
-	seeds := uint64(12)
-	if longtest.Enabled() {
-		seeds = 300
-	}
-	f, err := os.Open(csv)
+// corpusAsKernels runs every test of a verdict file as a kernel over
+// seeds: every final state observed must be one the exact model allows;
+// it logs how many of the allowed outcomes kernel runs reach.
+func corpusAsKernels(t *testing.T, csvPath string, seeds uint64) {
+	t.Helper()
+	f, err := os.Open(csvPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,7 +489,7 @@ func TestCorpusAsKernels(t *testing.T) {
 	ran, allowed, reached := 0, 0, 0
 	var skipped []string
 	for _, v := range verdicts {
-		test, err := ParseFile(filepath.Join(sharedCorpus, v.Path))
+		test, err := ParseFile(filepath.Join(filepath.Dir(csvPath), v.Path))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -512,8 +505,31 @@ func TestCorpusAsKernels(t *testing.T) {
 			t.Errorf("%s: a kernel run reached %s, which the PTX model forbids", v.Path, test.FormatOutcome(o))
 		}
 	}
+	if ran == 0 {
+		t.Fatalf("%s: no test translated", csvPath)
+	}
 	t.Logf("%d of %d tests ran as kernels, %d seeds each: %d of %d allowed outcomes reached, none forbidden", ran, len(verdicts), seeds, reached, allowed)
 	for _, s := range skipped {
 		t.Logf("not translated: %s", s)
 	}
+}
+
+// TestProjectLitmusAsKernels runs the project's own litmus tests (fence
+// shortcuts A to D, the weak shapes, shared memory) as kernels.
+func TestProjectLitmusAsKernels(t *testing.T) {
+	corpusAsKernels(t, filepath.Join("testdata", "expected.csv"), 40)
+}
+
+// TestCorpusAsKernels runs every test of the shared corpus (when beside
+// the repository) as a kernel, 12 seeds each (300 in the long sweep).
+func TestCorpusAsKernels(t *testing.T) {
+	csv := filepath.Join(sharedCorpus, "expected.csv")
+	if _, err := os.Stat(csv); err != nil {
+		t.Skipf("no shared litmus corpus at %s (a fresh clone has none)", sharedCorpus)
+	}
+	seeds := uint64(12)
+	if longtest.Enabled() {
+		seeds = 300
+	}
+	corpusAsKernels(t, csv, seeds)
 }

@@ -283,5 +283,6 @@ func (c *blockCtx) Lanes(n int, fn func(kernels.Block) error) error {
 	if err := w.sched.Wait(what, func() bool { return done == n }, 0); err != nil {
 		return err
 	}
+	c.wv.sync(&w.weak) // the block knows what its lanes did
 	return firstError(errs, "lanes")
 }

@@ -83,11 +83,11 @@
 // a race the detector reports). Not covered: the Go twins' packets
 // (StoreU64s, WaitU64s) read the newest words: in the low-latency
 // protocol every word carries its call's flag, so an older word only
-// prolongs the wait, and per-word histories made the Go-twin fuzzer three
-// to five times slower (the PTX mode covers the same kernel's packets);
-// load buffering (a store
-// made visible before an earlier load of its thread): instructions run
-// in program order; and the race detector still takes a strong read to
+// prolongs the wait, and per-word histories made the Go-twin fuzzer 1.6
+// times and a 64 KiB low-latency all-reduce 6 times slower (the PTX mode
+// covers the same kernel's packets). Load buffering (a store made
+// visible before an earlier load of its thread): instructions run in
+// program order. And the race detector still takes a strong read to
 // observe the location's latest strong write, so in an execution where a
 // read returned an older store it may miss a race (never report a false
 // one).
