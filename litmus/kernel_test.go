@@ -365,7 +365,8 @@ func (k *kernelTest) host(w *sim.World) ([]int64, error) {
 type kernelReach struct {
 	allowed, reached int
 	forbidden        [][]int64
-	outcomes         [][]int64
+	outcomes         [][]int64 // observed
+	exact            [][]int64 // allowed by the model
 }
 
 // runKernel runs test as a kernel over seeds and compares what it
@@ -392,7 +393,7 @@ func runKernel(t *testing.T, test *Test, seeds uint64) (*kernelReach, error) {
 		}
 	}
 	forbidden, missed := Compare(res.Outcomes, got)
-	return &kernelReach{allowed: len(res.Outcomes), reached: len(res.Outcomes) - len(missed), forbidden: forbidden, outcomes: got}, nil
+	return &kernelReach{allowed: len(res.Outcomes), reached: len(res.Outcomes) - len(missed), forbidden: forbidden, outcomes: got, exact: res.Outcomes}, nil
 }
 
 // kernelSeeds is how many seeds each test runs as a kernel by default.
@@ -436,6 +437,23 @@ func TestWeakShapesAsKernels(t *testing.T) {
  st.relaxed.gpu x, 1 | ld.acquire.cta r0, y ;
  st.release.cta y, 1 | ld.relaxed.gpu r1, x ;
 `, "P1:r0 == 1 /\\ P1:r1 == 0", true},
+		{"LB relaxed", `
+ ld.relaxed.sys r0, x | ld.relaxed.sys r0, y ;
+ st.relaxed.sys y, 1 | st.relaxed.sys x, 1 ;
+`, "P0:r0 == 1 /\\ P1:r0 == 1", true},
+		{"LB plain", `
+ ld.weak r0, x | ld.weak r0, y ;
+ st.weak y, 1  | st.weak x, 1  ;
+`, "P0:r0 == 1 /\\ P1:r0 == 1", true},
+		{"LB with a data dependency", `
+ ld.relaxed.sys r0, x | ld.relaxed.sys r0, y ;
+ st.relaxed.sys y, r0 | st.relaxed.sys x, r0 ;
+`, "P0:r0 == 1 /\\ P1:r0 == 1", false},
+		{"LB with fences", `
+ ld.relaxed.sys r0, x | ld.relaxed.sys r0, y ;
+ fence.acq_rel.sys   | fence.acq_rel.sys   ;
+ st.relaxed.sys y, 1 | st.relaxed.sys x, 1 ;
+`, "P0:r0 == 1 /\\ P1:r0 == 1", false},
 		{"a read back in coherence order", `
  st.relaxed.sys x, 1 | ld.relaxed.sys r0, y ;
  st.relaxed.sys x, 2 | ld.relaxed.sys r1, x ;
@@ -462,9 +480,15 @@ func TestWeakShapesAsKernels(t *testing.T) {
 		for _, o := range r.forbidden {
 			t.Errorf("%s: a kernel run reached %s, which the PTX model forbids", c.name, test.FormatOutcome(o))
 		}
-		hit := false
+		hit, model := false, false
 		for _, o := range r.outcomes {
 			hit = hit || test.Satisfies(o)
+		}
+		for _, o := range r.exact {
+			model = model || test.Satisfies(o)
+		}
+		if model != c.allowed {
+			t.Fatalf("%s: the PTX model allows %s: %v; the test says %v", c.name, c.cond, model, c.allowed)
 		}
 		if hit != c.allowed {
 			t.Errorf("%s: outcome %s observed in %d seeds: %v, want %v (observed %v)", c.name, c.cond, kernelSeeds, hit, c.allowed, r.outcomes)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 
+	"github.com/symmem/symmem/device/sim/ptx"
 	"github.com/symmem/symmem/signal"
 )
 
@@ -459,4 +460,24 @@ func (c *blockCtx) view() *weakView {
 		c.wv.start(&c.l.dev.w.weak, place{dev: c.l.dev.index, launch: c.l.id, block: c.index, lane: c.lane})
 	}
 	return &c.wv
+}
+
+var _ ptx.Reorderer = (*ptxLane)(nil)
+
+// Hoist is [ptx.Reorderer]: half the time, as a seeded decision, a store
+// the model does not order after an earlier load or relaxed atom is
+// performed first (load buffering). A load or compare-and-swap that
+// repeats the thread's last poll (a spin) keeps its store after it, and
+// the launch's error record is never involved.
+func (l *ptxLane) Hoist(loadAddr uint64, loadSize int, storeAddr uint64, storeSize int) bool {
+	if (l.polling || l.casPolling) && l.pollAddr == loadAddr {
+		return false
+	}
+	if _, in, _ := l.inRecord(loadAddr, loadSize); in {
+		return false
+	}
+	if _, in, _ := l.inRecord(storeAddr, storeSize); in {
+		return false
+	}
+	return l.l.dev.w.weakRand().IntN(2) == 0
 }
