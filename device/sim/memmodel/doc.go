@@ -46,5 +46,6 @@
 // buffering, nor reads back in coherence order). Kernel runs on the
 // simulator use its view-based rules, with cheaper views, for the values
 // their strong loads return (package sim, "Weak reads"); they do read
-// back in coherence order, and do not buffer loads either.
+// back in coherence order, and buffer loads where no dependency, fence or
+// acquire/release orders a store after an earlier load.
 package memmodel

@@ -3,7 +3,9 @@ package ptx
 // Load buffering. The memory model lets a thread's store be seen before an
 // earlier load (or relaxed read-modify-write) of its own when nothing
 // orders the two: different addresses, no dependency (the store's
-// address, data and guard do not come from the load), no fence, barrier,
+// address, data and guard do not come from the load; here, not from the
+// instructions between either: the interpreter does not compute ahead),
+// no fence, barrier,
 // branch or other memory access between them, the load not acquire and
 // the store not release. (The model allows some of the last two too; the
 // interpreter keeps those in order, which only loses outcomes.) The
