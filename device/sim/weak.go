@@ -83,36 +83,53 @@ type history struct {
 	size int
 	ents []wstore
 	// readers holds, per thread that read the location, the stamp of the
-	// newest entry it read (read-read coherence); few threads read one
-	// location, so a list.
+	// newest entry it read (read-read coherence), at most maxReaders.
 	readers []reader
 }
 
+// maxReaders bounds a history's readers: a location read by a thread of
+// every launch of a long run would otherwise keep them all.
+const maxReaders = 8
+
 // reader is one thread's floor in a history.
 type reader struct {
-	who   place
+	v     *weakView
 	stamp uint64
 }
 
-// floor returns the stamp of the newest entry who read, 0 if none.
-func (h *history) floor(who place) uint64 {
+// floor returns the stamp of the newest entry v read, 0 if none.
+func (h *history) floor(v *weakView) uint64 {
 	for _, r := range h.readers {
-		if r.who == who {
+		if r.v == v {
 			return r.stamp
 		}
 	}
 	return 0
 }
 
-// read raises who's floor to stamp.
-func (h *history) read(who place, stamp uint64) {
+// read raises v's floor to stamp. A full list makes room by evicting the
+// reader of the oldest floor, whose thread then knows every store up to
+// it: that hides at least what the floor hid.
+func (h *history) read(v *weakView, stamp uint64) {
 	for i := range h.readers {
-		if r := &h.readers[i]; r.who == who {
+		if r := &h.readers[i]; r.v == v {
 			r.stamp = max(r.stamp, stamp)
 			return
 		}
 	}
-	h.readers = append(h.readers, reader{who, stamp})
+	if len(h.readers) == maxReaders {
+		old := 0
+		for i, r := range h.readers {
+			if r.stamp < h.readers[old].stamp {
+				old = i
+			}
+		}
+		r := h.readers[old]
+		r.v.known = max(r.v.known, r.stamp)
+		h.readers[old] = reader{v, stamp}
+		return
+	}
+	h.readers = append(h.readers, reader{v, stamp})
 }
 
 // wstore is one store of a history.
@@ -274,7 +291,7 @@ func histOf(sg segment, size int) *history {
 
 // visible returns the index of the oldest entry of h that v may read.
 func (v *weakView) visible(h *history) int {
-	lo := max(v.known, h.floor(v.who))
+	lo := max(v.known, h.floor(v))
 	first := 0
 	for i := len(h.ents) - 1; i > 0; i-- {
 		e := &h.ents[i]
@@ -303,7 +320,7 @@ func (w *World) weakLoad(v *weakView, sg segment, size int, o signal.Order, sc s
 	}
 	e := &h.ents[pick]
 	v.observe(e, o, sc)
-	h.read(v.who, e.stamp)
+	h.read(v, e.stamp)
 	return e.val
 }
 
@@ -429,7 +446,7 @@ func (v *weakView) plainLoad(sg segment) {
 			if h.off+uint64(h.size) <= sg.off || end <= h.off {
 				continue
 			}
-			h.read(v.who, h.newest().stamp)
+			h.read(v, h.newest().stamp)
 		}
 	}
 }

@@ -180,6 +180,25 @@ func TestWeakHistory(t *testing.T) {
 	if last != 10 {
 		t.Errorf("50 reads never reached the newest store (last %d)", last)
 	}
+	// More readers than a history keeps: the one evicted knows what it
+	// read, so it still never reads older.
+	views := make([]weakView, maxReaders+1)
+	for i := range views {
+		views[i].start(&w.weak, place{lane: 2 + i})
+		views[i].known = 0
+		for j := 0; j < 20 && w.weakLoad(&views[i], sg, 8, 0, 2) != 10; j++ {
+		}
+	}
+	if n := len(h.readers); n != maxReaders {
+		t.Errorf("%d readers kept, want %d", n, maxReaders)
+	}
+	for i := range views {
+		for j := 0; j < 20; j++ {
+			if v := w.weakLoad(&views[i], sg, 8, 0, 2); v != 10 {
+				t.Fatalf("reader %d read %d after it read 10", i, v)
+			}
+		}
+	}
 	storeN(sg.b, 99) // a write the history did not see
 	if v := w.weakLoad(&reader, sg, 8, 0, 2); v != 99 || len(ph.weak.wordAt(8, false).locs) != 0 {
 		t.Errorf("after a host write: read %d, history %v; want 99 and none", v, ph.weak.wordAt(8, false).locs)
