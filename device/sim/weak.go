@@ -53,7 +53,15 @@ type weakMem struct {
 	stamp uint64     // strong stores so far
 	rng   *rand.Rand // the seeded decisions, drawn from the scheduler's seed
 	sc    []scFence  // what fence.sc released, merged per place and scope
+	// scEvicted is the newest stamp of the sc records evicted to keep at
+	// most maxSC: every later fence.sc knows it, as if all were morally
+	// strong with it (which only hides stores).
+	scEvicted uint64
 }
+
+// maxSC bounds the fence.sc records (every thread of every launch that
+// runs one has its own).
+const maxSC = 64
 
 // scFence is the stamp fence.sc of threads of one place released at scope.
 type scFence struct {
@@ -230,6 +238,7 @@ func (v *weakView) fence(wm *weakMem, sc signal.Scope, isSC bool) {
 		v.known = max(v.known, v.pend[s])
 	}
 	if isSC {
+		v.known = max(v.known, wm.scEvicted)
 		merged := false
 		for i := range wm.sc {
 			f := &wm.sc[i]
@@ -241,7 +250,19 @@ func (v *weakView) fence(wm *weakMem, sc signal.Scope, isSC bool) {
 			}
 		}
 		if !merged {
-			wm.sc = append(wm.sc, scFence{who: v.who, scope: sc, stamp: wm.stamp})
+			f := scFence{who: v.who, scope: sc, stamp: wm.stamp}
+			if len(wm.sc) < maxSC {
+				wm.sc = append(wm.sc, f)
+			} else {
+				old := 0
+				for i := range wm.sc {
+					if wm.sc[i].stamp < wm.sc[old].stamp {
+						old = i
+					}
+				}
+				wm.scEvicted = max(wm.scEvicted, wm.sc[old].stamp)
+				wm.sc[old] = f
+			}
 		}
 	}
 	for s := signal.Block; s <= sc; s++ {

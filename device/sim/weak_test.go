@@ -211,3 +211,44 @@ func TestWeakHistory(t *testing.T) {
 		t.Error("a plain store left the history")
 	}
 }
+
+// TestWeakSCFencesBounded: fence.sc records are bounded; a later fence.sc
+// knows what the evicted ones knew, and what each morally strong one
+// released, but not what a cta-scoped fence of another block did.
+func TestWeakSCFencesBounded(t *testing.T) {
+	var wm weakMem
+	first := weakView{}
+	first.start(&wm, place{dev: 0, launch: 1, block: 0})
+	wm.stamp = 5
+	first.fence(&wm, 0, true) // cta scope, block 0: stamp 5
+	other := weakView{}
+	other.start(&wm, place{dev: 0, launch: 1, block: 1, lane: 0})
+	other.known = 0
+	other.fence(&wm, 0, true)
+	if other.known != 0 {
+		t.Errorf("a cta-scoped fence.sc of another block gave %d", other.known)
+	}
+	sameBlock := weakView{}
+	sameBlock.start(&wm, place{dev: 0, launch: 1, block: 0, lane: 1})
+	sameBlock.known = 0
+	sameBlock.fence(&wm, 0, true)
+	if sameBlock.known != 5 {
+		t.Errorf("a cta-scoped fence.sc of the same block gave %d, want 5", sameBlock.known)
+	}
+	for i := 0; i < maxSC+1; i++ {
+		wm.stamp = uint64(10 + i)
+		v := weakView{}
+		v.start(&wm, place{dev: 1, launch: uint64(2 + i)})
+		v.fence(&wm, 2, true)
+	}
+	if len(wm.sc) != maxSC || wm.scEvicted < 5 {
+		t.Fatalf("%d records, evicted up to %d", len(wm.sc), wm.scEvicted)
+	}
+	late := weakView{}
+	late.start(&wm, place{dev: 3, launch: 99})
+	late.known = 0
+	late.fence(&wm, 2, true)
+	if late.known != wm.stamp {
+		t.Errorf("a system-scoped fence.sc knows %d, want %d (every earlier one)", late.known, wm.stamp)
+	}
+}
