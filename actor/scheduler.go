@@ -82,6 +82,7 @@ func (t *Task) Waiting() bool { return t.state == taskBlocked }
 // locks from tasks and from Wait conditions. Task goroutines are reused
 // for later tasks of the same run.
 type Scheduler struct {
+	seed     uint64
 	strategy Strategy
 	maxSteps int64
 	tasks    []*Task // live tasks in ID order
@@ -108,12 +109,17 @@ func NewScheduler(cfg Config) *Scheduler {
 		st = NewRandomWalk(cfg.Seed)
 	}
 	return &Scheduler{
+		seed:     cfg.Seed,
 		strategy: st,
 		maxSteps: cfg.MaxSteps,
 		trace:    NewTrace(cfg.KeepEvents),
 		parked:   make(chan struct{}),
 	}
 }
+
+// Seed is Config.Seed: simulations draw their own seeded decisions (the
+// value a weak load returns) from it.
+func (s *Scheduler) Seed() uint64 { return s.seed }
 
 // Trace is the scheduler's event log.
 func (s *Scheduler) Trace() *Trace { return s.trace }

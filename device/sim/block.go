@@ -30,6 +30,7 @@ type blockCtx struct {
 	l     *launch
 	index int
 	lane  int
+	wv    weakView // what its strong loads may read (weak.go)
 }
 
 var _ kernels.Block = (*blockCtx)(nil)
@@ -141,6 +142,9 @@ func (c *blockCtx) Load(p device.Ptr, dst []byte) error {
 	at := 0
 	for _, sg := range segs {
 		at += copy(dst[at:], sg.b)
+		if sg.phys.weak != nil {
+			c.view().plainLoad(sg)
+		}
 		c.emitSeg(Load, sg, false, signal.Relaxed, signal.Block)
 	}
 	return nil
@@ -154,6 +158,7 @@ func (c *blockCtx) Store(p device.Ptr, src []byte) error {
 	}
 	at := 0
 	for _, sg := range segs {
+		plainStore(sg)
 		at += copy(sg.b, src[at:])
 		c.emitSeg(Store, sg, true, signal.Relaxed, signal.Block)
 	}
@@ -195,7 +200,10 @@ func (c *blockCtx) CAS32(p device.Ptr, old, new uint32, order signal.Order, scop
 	}
 	prev := loadU32(sg.b)
 	swapped := prev == old
+	w := c.l.dev.w
+	carried := w.weakRMW(c.view(), sg, 4, order, scope)
 	if swapped {
+		w.weakStore(c.view(), sg, 4, uint64(new), order, scope, carried)
 		binary.LittleEndian.PutUint32(sg.b, new)
 	}
 	const cas = "cas %#x phys %d+%d %d->%d prev %d %s %s"
@@ -205,6 +213,9 @@ func (c *blockCtx) CAS32(p device.Ptr, old, new uint32, order signal.Order, scop
 }
 
 // WaitU32 blocks until ready holds for the uint32 at p or timeout passes.
+// The wait is a loop of relaxed system-scope loads: it sleeps until the
+// newest value is ready, then reads one of the values the memory model
+// lets it read (weak.go), and goes round again while that one is not.
 func (c *blockCtx) WaitU32(p device.Ptr, what string, ready func(uint32) bool, timeout time.Duration) error {
 	sg, err := c.word(p, false)
 	if err != nil {
@@ -213,21 +224,38 @@ func (c *blockCtx) WaitU32(p device.Ptr, what string, ready func(uint32) bool, t
 	ph, off := sg.phys, sg.off
 	// A freed allocation wakes the waiter, whose next access then faults.
 	cond := func() bool { return ph.freed() || ready(loadU32(ph.data[off:])) }
-	if cond() {
-		return nil
-	}
 	w := c.l.dev.w
-	const blockOn = "block on %#x: %s"
-	c.record(blockPrefix+blockOn, lanePrefix+blockOn, uint64(p), what)
-	task := w.beginWait(c, p, sg, what)
-	err = w.sched.Wait(what, cond, timeout)
-	var te *actor.TimeoutError
-	if errors.As(err, &te) {
-		w.endWait(task, true)
-		return kernels.ErrWaitTimeout
+	var deadline time.Duration
+	if timeout > 0 {
+		deadline = w.sched.Now() + timeout
 	}
-	w.endWait(task, false)
-	return err
+	for {
+		if !cond() {
+			left := time.Duration(0)
+			if timeout > 0 {
+				if left = deadline - w.sched.Now(); left <= 0 {
+					left = time.Nanosecond
+				}
+			}
+			const blockOn = "block on %#x: %s"
+			c.record(blockPrefix+blockOn, lanePrefix+blockOn, uint64(p), what)
+			task := w.beginWait(c, p, sg, what)
+			err = w.sched.Wait(what, cond, left)
+			var te *actor.TimeoutError
+			if errors.As(err, &te) {
+				w.endWait(task, true)
+				return kernels.ErrWaitTimeout
+			}
+			w.endWait(task, false)
+			if err != nil {
+				return err
+			}
+		}
+		if ph.freed() || ready(uint32(w.weakLoad(c.view(), sg, 4, signal.Relaxed, signal.System))) {
+			return nil
+		}
+		c.Yield("wait")
+	}
 }
 
 // Lanes runs fn for lanes 0..n-1 as separate tasks and joins them.
@@ -255,5 +283,6 @@ func (c *blockCtx) Lanes(n int, fn func(kernels.Block) error) error {
 	if err := w.sched.Wait(what, func() bool { return done == n }, 0); err != nil {
 		return err
 	}
+	c.wv.sync(&w.weak) // the block knows what its lanes did
 	return firstError(errs, "lanes")
 }

@@ -30,6 +30,9 @@ type physical struct {
 	handles int
 	maps    int
 	fds     int
+	// weak holds the histories of the locations strong stores wrote (see
+	// weak.go); nil until the first.
+	weak *weakMemOf
 }
 
 // pageSize is the unit in which fresh memory receives its garbage: small,
@@ -90,7 +93,7 @@ func (p *physical) free() {
 	if p.size() == device.Granularity {
 		granules.Put(p.data)
 	}
-	p.data, p.filled = nil, nil
+	p.data, p.filled, p.weak = nil, nil, nil
 }
 
 // garbage fills b with a pattern derived from seed, standing in for the

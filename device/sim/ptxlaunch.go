@@ -155,6 +155,11 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params, rec []byte
 		done := 0
 		for _, ln := range live {
 			ln.reset()
+			if phase == 0 {
+				ln.wv.start(&w.weak, place{dev: c.l.dev.index, launch: c.l.id, block: c.index, lane: ln.lane})
+			} else {
+				ln.wv.sync(&w.weak) // bar.sync
+			}
 			w.sched.GoLabeled(ln.label(), func() {
 				ln.emit(Access{Kind: LaneStart, Parent: parent})
 				ln.stop, ln.err = ln.th.Run()
@@ -292,7 +297,10 @@ func scope(s ptx.Scope) signal.Scope {
 // repeats the thread's previous strong load of the same address, after a
 // loop went round and with no other access in between, is a spin: if the
 // bytes are still the same, the thread sleeps until they change (or until
-// the launch's timeout would have passed).
+// the launch's timeout would have passed). Each element of a strong load
+// (a vector's elements are accesses of their own) returns one of the
+// stores the memory model lets the thread read (weak.go); a plain load
+// returns the newest bytes.
 func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error {
 	if r, ok, err := l.inRecord(addr, len(dst)); ok || err != nil {
 		copy(dst, r)
@@ -312,20 +320,51 @@ func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error
 	if err != nil {
 		return err
 	}
+	w := l.l.dev.w
+	unit := l.unit(len(dst))
 	at := 0
 	for _, sg := range segs {
-		at += copy(dst[at:], sg.b)
+		n := copy(dst[at:], sg.b)
 		if strong {
-			l.emitAtomic(Atomic, sg, false, order(sem), scope(sc), 0, 0)
+			for e := 0; e+unit <= n; e += unit {
+				storeN(dst[at+e:at+e+unit], w.weakLoad(&l.wv, sg.sub(e, unit), unit, order(sem), scope(sc)))
+			}
+			l.emitStrong(sg, false, order(sem), scope(sc), unit)
 		} else {
+			l.wv.plainLoad(sg)
 			l.emitSeg(Load, sg, false, signal.Relaxed, signal.Block)
 		}
+		at += n
 	}
 	l.polling, l.casPolling = strong, false
 	if strong {
 		l.pollAddr, l.pollLen, l.pollLoops = addr, copy(l.poll[:], dst), l.th.Loops()
 	}
 	return nil
+}
+
+// unit is the size of each strong access an access of n bytes by the
+// current instruction stands for: its element size (at most 8 bytes).
+func (l *ptxLane) unit(n int) int {
+	u := l.th.AccessUnit()
+	if u <= 0 || u > 8 || n%u != 0 {
+		return min(n, 8)
+	}
+	return u
+}
+
+// emitStrong reports a strong access of the thread; an access of several
+// units (a vector) is a run of unit-byte strong accesses.
+func (l *ptxLane) emitStrong(sg segment, write bool, order signal.Order, scope signal.Scope, unit int) {
+	if l.l.dev.w.observe == nil {
+		return
+	}
+	a := Access{Kind: Atomic, Parent: -1, Addr: sg.addr, Size: uint64(len(sg.b)), Phys: sg.phys.id,
+		PhysOffset: sg.off, Owner: sg.phys.owner, Write: write, Order: order, Scope: scope, Line: l.th.Line()}
+	if len(sg.b) > unit {
+		a.Unit = uint64(unit)
+	}
+	l.emit(a)
 }
 
 // spin sleeps until the n bytes at p differ from the last poll, or for
@@ -392,26 +431,40 @@ func launchTimeout(args any) time.Duration {
 	return 0
 }
 
-// Store writes global memory, after a scheduling point.
+// Store writes global memory, after a scheduling point. Each element of
+// a strong store joins its location's history (weak.go); a plain store
+// ends the histories of what it overwrites.
 func (l *ptxLane) Store(addr uint64, src []byte, sem ptx.Sem, sc ptx.Scope) error {
 	l.polling, l.casPolling = false, false
 	if r, ok, err := l.inRecord(addr, len(src)); ok || err != nil {
 		copy(r, src)
 		return err
 	}
-	l.point(sem != ptx.Weak, "ptx store")
+	strong := sem != ptx.Weak
+	l.point(strong, "ptx store")
 	segs, err := l.l.dev.resolve(device.Ptr(addr), uint64(len(src)), true)
 	if err != nil {
 		return err
 	}
+	w := l.l.dev.w
+	unit := l.unit(len(src))
 	at := 0
 	for _, sg := range segs {
-		at += copy(sg.b, src[at:])
-		if sem != ptx.Weak {
-			l.emitAtomic(Atomic, sg, true, order(sem), scope(sc), 0, 0)
-		} else {
+		if !strong {
+			plainStore(sg)
+			at += copy(sg.b, src[at:])
 			l.emitSeg(Store, sg, true, signal.Relaxed, signal.Block)
+			continue
 		}
+		n := min(len(sg.b), len(src)-at)
+		for e := 0; e+unit <= n; e += unit {
+			el := sg.sub(e, unit)
+			v := loadN(src[at+e : at+e+unit])
+			w.weakStore(&l.wv, el, unit, v, order(sem), scope(sc), nil)
+			storeN(el.b, v)
+		}
+		at += copy(sg.b, src[at:])
+		l.emitStrong(sg, true, order(sem), scope(sc), unit)
 	}
 	return nil
 }
@@ -453,25 +506,30 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 	old := loadWord(sg.b)
 	val := ptx.AtomicResult(op, size, old, a, b)
 	write := op != ptx.AtomCAS || old == a
+	o := order(sem)
+	carried := w.weakRMW(&l.wv, sg, size, o, scope(sc))
 	if write {
+		w.weakStore(&l.wv, sg, size, val, o, scope(sc), carried)
 		storeWord(sg.b, val)
 	} else {
 		l.casPolling = true
 		l.pollAddr, l.pollLen, l.pollLoops = addr, copy(l.poll[:], sg.b), l.th.Loops()
 	}
-	o := order(sem)
 	const at = "atom %s %#x phys %d+%d %d %d prev %d %s %s"
 	l.record(blockPrefix+at, lanePrefix+at, op.String(), addr, sg.phys.id, sg.off, a, b, old, o.String(), scope(sc).String())
 	l.emitRMW(sg, write, o, scope(sc), uint32(a), uint32(b))
 	return old, nil
 }
 
-// Fence is a fence or membar. The race detector gives it the model's
+// Fence is a fence or membar, after a scheduling point. The race
+// detector and the thread's weak view (weak.go) give it the model's
 // meaning: it releases the thread's accesses before it to the strong
 // writes after it, acquires what the strong reads before it observed, and
 // (fence.sc) is ordered with the other sc fences it is morally strong with.
 func (l *ptxLane) Fence(sem ptx.Sem, sc ptx.Scope) {
 	l.polling, l.casPolling = false, false
+	l.l.dev.w.sched.Yield("ptx fence")
+	l.wv.fence(&l.l.dev.w.weak, scope(sc), sem == ptx.SC)
 	l.emit(Access{Kind: Fence, Parent: -1, Order: signal.AcqRel, Scope: scope(sc), SC: sem == ptx.SC})
 }
 

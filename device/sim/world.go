@@ -68,6 +68,7 @@ type World struct {
 	physSeq   uint64
 	launches  uint64
 	observe   func(Access)
+	weak      weakMem             // weak reads of kernel threads (weak.go)
 	waits     map[int]*SignalWait // blocked signal waits by task
 	timedOut  []SignalWait        // the waits at the first signal timeout
 	timeoutAt time.Duration       // when it happened

@@ -40,4 +40,12 @@
 // Loops are unrolled up to [Options.LoopBound] backward jumps per thread; a
 // run that needs more is dropped and counted in [Result.CutRuns].
 // Proxies (texture, surface, constant and alias fences) are not modelled.
+//
+// [Simulate] is an operational model of the same axioms: seeded runs that
+// reach a subset of the allowed outcomes and nothing forbidden (not load
+// buffering, nor reads back in coherence order). Kernel runs on the
+// simulator use its view-based rules, with cheaper views, for the values
+// their strong loads return (package sim, "Weak reads"); they do read
+// back in coherence order, and buffer loads where no dependency, fence or
+// acquire/release orders a store after an earlier load.
 package memmodel

@@ -150,6 +150,9 @@ type frame struct {
 	param  int      // offset of params in stacks.params
 	local  int      // offset of the frame's local memory in stacks.local
 	call   *inst    // the caller's call instruction (nil for the entry)
+	// hoisted is 1 + the index of a store performed before an earlier
+	// load (hoist.go), which Run then skips; 0 for none.
+	hoisted int
 }
 
 // NewThread starts a thread at the entry point entry with the block's
@@ -279,6 +282,15 @@ func (t *Thread) Run() (Stop, error) {
 		switch in.op {
 		case opLd, opSt, opAtom:
 			left = budget
+			if in.op == opSt && f.hoisted == f.pc {
+				f.hoisted = 0 // done before an earlier load
+				continue
+			}
+			if in.op != opSt {
+				if st, err := t.hoist(f, in); err != nil {
+					return 0, t.fail(f, st, err)
+				}
+			}
 			if err := t.memory(f, in); err != nil {
 				return 0, t.fail(f, in, err)
 			}

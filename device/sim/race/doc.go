@@ -51,6 +51,14 @@
 // Memory is keyed by physical allocation and offset, so the same bytes
 // reached through different devices' mappings are the same location.
 //
+// A strong load of a kernel thread may return an older store than the
+// latest (the simulator's weak reads, see package sim); the detector still
+// takes every strong read to observe the word's latest strong write and
+// its release sequence. In such an execution it may therefore order more
+// than the model does and miss a race there (the schedules where the read
+// returns the latest store show it); it never reports one the model does
+// not have.
+//
 // # The kernel boundary
 //
 // The SPEC asks for a start barrier of "put relaxed, wait acquire, so peers'

@@ -1,0 +1,126 @@
+package ptx
+
+// Load buffering. The memory model lets a thread's store be seen before an
+// earlier load (or relaxed read-modify-write) of its own when nothing
+// orders the two: different addresses, no dependency (the store's
+// address, data and guard do not come from the load; here, not from the
+// instructions between either: the interpreter does not compute ahead),
+// no fence, barrier,
+// branch or other memory access between them, the load not acquire and
+// the store not release. (The model allows some of the last two too; the
+// interpreter keeps those in order, which only loses outcomes.) The
+// interpreter produces such outcomes by performing the store first, when
+// the environment agrees ([Reorderer]): a load may then read a value that
+// depends on the thread's own later store, through another thread.
+
+// Reorderer is implemented by an [Env] that lets the interpreter perform a
+// store before an earlier load that the model does not order with it.
+type Reorderer interface {
+	// Hoist reports whether the store of storeSize bytes at storeAddr is
+	// performed before the load of loadSize bytes at loadAddr (a
+	// scheduling decision of the environment).
+	Hoist(loadAddr uint64, loadSize int, storeAddr uint64, storeSize int) bool
+}
+
+// hoistWindow bounds how far after a load the interpreter looks for a
+// store to perform first.
+const hoistWindow = 8
+
+// hoist performs, before the load or atom ld (the instruction at f.pc-1), the
+// first store after it when the model allows it and the environment
+// agrees; Run then skips that store. It returns the store and the error
+// it failed with, if it did.
+func (t *Thread) hoist(f *frame, ld *inst) (*inst, error) {
+	r, ok := t.env.(Reorderer)
+	if !ok || (ld.space != spGlobal && ld.space != spGeneric) {
+		return nil, nil
+	}
+	if ld.op == opLd && ld.sem == Acquire || ld.op == opAtom && ld.sem != Relaxed {
+		return nil, nil
+	}
+	code := f.fn.code
+	// defs: the registers the load and the instructions between write.
+	var defs [16]int
+	n := 0
+	full := false
+	def := func(r *int) {
+		if n == len(defs) {
+			full = true
+			return
+		}
+		defs[n] = *r
+		n++
+	}
+	ld.regRefs(func(*int) {}, def)
+	at := -1
+	for j := f.pc; j < len(code) && j < f.pc+hoistWindow; j++ {
+		in := &code[j]
+		if in.op == opSt {
+			at = j
+			break
+		}
+		if !aluOnly(in.op) {
+			return nil, nil
+		}
+		in.regRefs(func(*int) {}, def)
+	}
+	if at < 0 || full {
+		return nil, nil
+	}
+	st := &code[at]
+	if st.sem == Release || (st.space != spGlobal && st.space != spGeneric) {
+		return nil, nil
+	}
+	dependent := false
+	st.regRefs(func(r *int) {
+		for _, d := range defs[:n] {
+			if d == *r {
+				dependent = true
+			}
+		}
+	}, func(*int) {})
+	if dependent {
+		return nil, nil
+	}
+	if st.guard >= 0 && (f.regs[st.guard] != 0) == st.neg {
+		return nil, nil // the store does not run
+	}
+	la, sa := t.addr(f, &ld.ops[1]), t.addr(f, &st.ops[0])
+	ln, sn := ld.t.size()*ld.vec, st.t.size()*st.vec
+	if !global(la) || !global(sa) || la < sa+uint64(sn) && sa < la+uint64(ln) {
+		return nil, nil
+	}
+	if !r.Hoist(la, ln, sa, sn) {
+		return nil, nil
+	}
+	pc := f.pc
+	f.pc = at + 1 // the store is the instruction executing
+	err := t.memory(f, st)
+	f.pc = pc
+	if err != nil {
+		return st, err
+	}
+	f.hoisted = at + 1
+	return nil, nil
+}
+
+// aluOnly reports whether op only computes registers: no memory, fence,
+// barrier, branch, call or warp operation.
+func aluOnly(op opcode) bool {
+	switch op {
+	case opLd, opSt, opAtom, opMembar, opBar, opBra, opRet, opCall, opTrap, opShfl, opVote, opActivemask:
+		return false
+	}
+	return true
+}
+
+// global reports whether a generic address is in global memory (none of
+// the parameter, shared and local windows).
+func global(a uint64) bool {
+	for _, w := range [...]uint64{ParamWindow, SharedWindow, LocalWindow} {
+		if a >= w && a < w+windowSize {
+			return false
+		}
+	}
+	return true
+}

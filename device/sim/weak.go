@@ -1,0 +1,521 @@
+package sim
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+
+	"github.com/symmem/symmem/device/sim/ptx"
+	"github.com/symmem/symmem/signal"
+)
+
+// Weak reads. A strong load of a kernel thread returns, as a seeded
+// decision, one of the stores the PTX memory model lets it read, not
+// always the newest: the view-based operational semantics of package
+// memmodel (C11Tester's, with scopes), with views made cheap by
+// over-approximating them.
+//
+// Every location that strong stores wrote keeps a short history of them
+// in coherence order (the order they ran), oldest first, the first entry
+// possibly the value the location held before them (its base). Entries
+// carry a stamp: strong stores are numbered in the order they run. A
+// thread's view is a stamp, known, standing for "every strong store up to
+// here happens before me", plus per location the newest entry it read
+// (read-read coherence); its own stores are found in the history. An
+// entry is hidden from a thread when a later entry of the location is one
+// it knows, read or wrote. Where the exact model would know less than
+// "everything up to a stamp" (what a releasing thread saw, what a
+// barrier's threads saw), the view knows more: that only hides stores,
+// so a kernel run never shows an outcome the model forbids, and may miss
+// some it allows.
+//
+// Views grow as the model says: a thread starts knowing everything stored
+// before its kernel started (the launch is a system-scope release, as the
+// race detector has it) and learns the same at every bar.sync; a release
+// store (or a strong store after a fence) carries the stamp of its
+// release; a strong read of it with a scope that covers both threads
+// observes it (pend), and an acquire read, or a later fence of a wide
+// enough scope, makes the thread know it; fence.sc also knows what every
+// earlier morally strong fence.sc knew. Read-modify-writes read the newest
+// store and continue its release sequence.
+//
+// A plain store ends a location's history (the stores before it are no
+// longer readable); a location whose bytes changed behind its history
+// (a host write, a store of another size) starts again from its current
+// bytes. Plain loads read the newest value: a plain load that could read
+// another is racing, which the race detector reports.
+
+// maxHistory bounds a location's history (older entries are dropped, which
+// only hides stores).
+const maxHistory = 6
+
+// weakMem is the world's state of weak reads.
+type weakMem struct {
+	stamp uint64     // strong stores so far
+	rng   *rand.Rand // the seeded decisions, drawn from the scheduler's seed
+	sc    []scFence  // what fence.sc released, merged per place and scope
+	// scEvicted is the newest stamp of the sc records evicted to keep at
+	// most maxSC: every later fence.sc knows it, as if all were morally
+	// strong with it (which only hides stores).
+	scEvicted uint64
+}
+
+// maxSC bounds the fence.sc records (every thread of every launch that
+// runs one has its own).
+const maxSC = 64
+
+// scFence is the stamp fence.sc of threads of one place released at scope.
+type scFence struct {
+	who   place
+	scope signal.Scope
+	stamp uint64
+}
+
+// place names a kernel thread: its device, launch, block and lane (-1 for
+// a Go twin's block).
+type place struct {
+	dev    int
+	launch uint64
+	block  int
+	lane   int
+}
+
+// needed is the narrowest scope that includes two threads.
+func needed(a, b place) signal.Scope {
+	sameDev := a.dev == b.dev
+	return signal.Needed(sameDev, sameDev && a.launch == b.launch && a.block == b.block)
+}
+
+// history is the strong stores of one location, oldest first.
+type history struct {
+	off  uint64 // the location's offset in its allocation
+	size int
+	ents []wstore
+	// readers holds, per thread that read the location, the stamp of the
+	// newest entry it read (read-read coherence), at most maxReaders.
+	readers []reader
+}
+
+// maxReaders bounds a history's readers: a location read by a thread of
+// every launch of a long run would otherwise keep them all.
+const maxReaders = 8
+
+// reader is one thread's floor in a history.
+type reader struct {
+	v     *weakView
+	stamp uint64
+}
+
+// floor returns the stamp of the newest entry v read, 0 if none.
+func (h *history) floor(v *weakView) uint64 {
+	for _, r := range h.readers {
+		if r.v == v {
+			return r.stamp
+		}
+	}
+	return 0
+}
+
+// read raises v's floor to stamp. A full list makes room by evicting the
+// reader of the oldest floor, whose thread then knows every store up to
+// it: that hides at least what the floor hid.
+func (h *history) read(v *weakView, stamp uint64) {
+	for i := range h.readers {
+		if r := &h.readers[i]; r.v == v {
+			r.stamp = max(r.stamp, stamp)
+			return
+		}
+	}
+	if len(h.readers) == maxReaders {
+		old := 0
+		for i, r := range h.readers {
+			if r.stamp < h.readers[old].stamp {
+				old = i
+			}
+		}
+		r := h.readers[old]
+		r.v.known = max(r.v.known, r.stamp)
+		h.readers[old] = reader{v, stamp}
+		return
+	}
+	h.readers = append(h.readers, reader{v, stamp})
+}
+
+// wstore is one store of a history.
+type wstore struct {
+	stamp uint64 // 0 for the base
+	val   uint64
+	base  bool
+	who   place
+	// rel[s] is the stamp released to readers that need scope s (0:
+	// nothing).
+	rel [signal.System + 1]uint64
+}
+
+// newest is the last entry.
+func (h *history) newest() *wstore { return &h.ents[len(h.ents)-1] }
+
+// word is the histories of the locations in one 8-byte word (a word
+// holds several when strong accesses are narrower: a vector's elements).
+type word struct {
+	locs []*history
+}
+
+// weakMemOf is an allocation's histories: pages of words, by page index,
+// with the last page used at hand (accesses run through consecutive
+// words).
+type weakMemOf struct {
+	pages    map[uint64]*weakPage
+	lastIdx  uint64
+	lastPage *weakPage
+}
+
+// weakPage is the words of one page.
+type weakPage [pageSize / 8]*word
+
+// wordAt returns the word at off, nil when it has none and !create.
+func (m *weakMemOf) wordAt(off uint64, create bool) *word {
+	idx := off / pageSize
+	pg := m.lastPage
+	if pg == nil || m.lastIdx != idx {
+		pg = m.pages[idx]
+		if pg == nil {
+			if !create {
+				return nil
+			}
+			pg = &weakPage{}
+			m.pages[idx] = pg
+		}
+		m.lastIdx, m.lastPage = idx, pg
+	}
+	wd := pg[off%pageSize/8]
+	if wd == nil && create {
+		wd = &word{}
+		pg[off%pageSize/8] = wd
+	}
+	return wd
+}
+
+// locRef names a location: an allocation and an offset.
+type locRef struct {
+	phys *physical
+	off  uint64
+}
+
+// weakView is a kernel thread's view (see above; its floors per location
+// live in the histories); the zero value is a thread that has not
+// started yet.
+type weakView struct {
+	started bool
+	who     place
+	known   uint64
+	// pend[s]: what strong reads observed from releases that need scope
+	// s, for a later fence or acquire read (the model's acquire read
+	// takes what reads of its own location observed; taking all of it
+	// knows more, which only hides stores).
+	pend [signal.System + 1]uint64
+	// relFence[s]: what the latest fence of scope s or wider released;
+	// relLoc: what the latest release store to a location released.
+	relFence [signal.System + 1]uint64
+	relLoc   map[locRef]*[signal.System + 1]uint64
+}
+
+// start makes v a thread that knows every strong store so far, with the
+// start itself a system-scope release fence (the kernel boundary).
+func (v *weakView) start(wm *weakMem, who place) {
+	*v = weakView{started: true, who: who, known: wm.stamp}
+	for s := range v.relFence {
+		v.relFence[s] = wm.stamp
+	}
+}
+
+// sync is bar.sync: the thread knows what every thread of its block knew,
+// which the view over-approximates as everything stored so far.
+func (v *weakView) sync(wm *weakMem) { v.known = max(v.known, wm.stamp) }
+
+// fence is a fence of scope sc (fence.sc or membar when isSC).
+func (v *weakView) fence(wm *weakMem, sc signal.Scope, isSC bool) {
+	for s := signal.Block; s <= sc; s++ {
+		v.known = max(v.known, v.pend[s])
+	}
+	if isSC {
+		v.known = max(v.known, wm.scEvicted)
+		merged := false
+		for i := range wm.sc {
+			f := &wm.sc[i]
+			if need := needed(f.who, v.who); f.scope >= need && sc >= need {
+				v.known = max(v.known, f.stamp)
+			}
+			if f.who == v.who && f.scope == sc {
+				f.stamp, merged = max(f.stamp, wm.stamp), true
+			}
+		}
+		if !merged {
+			f := scFence{who: v.who, scope: sc, stamp: wm.stamp}
+			if len(wm.sc) < maxSC {
+				wm.sc = append(wm.sc, f)
+			} else {
+				old := 0
+				for i := range wm.sc {
+					if wm.sc[i].stamp < wm.sc[old].stamp {
+						old = i
+					}
+				}
+				wm.scEvicted = max(wm.scEvicted, wm.sc[old].stamp)
+				wm.sc[old] = f
+			}
+		}
+	}
+	for s := signal.Block; s <= sc; s++ {
+		v.relFence[s] = wm.stamp
+	}
+}
+
+// rngOf returns the world's generator of weak decisions.
+func (w *World) weakRand() *rand.Rand {
+	if w.weak.rng == nil {
+		seed := w.sched.Seed()
+		w.weak.rng = rand.New(rand.NewPCG(seed^0x77ea4c0ffee, seed+0x5eed))
+	}
+	return w.weak.rng
+}
+
+// histOf returns the history of the size-byte location at sg, nil when
+// it has none that is current: one whose newest entry is what the bytes
+// hold (a stale one is dropped, and so are those of other locations that
+// overlap it: mixed sizes).
+func histOf(sg segment, size int) *history {
+	p := sg.phys
+	if p.weak == nil || len(sg.b) != size {
+		return nil
+	}
+	wd := p.weak.wordAt(sg.off, false)
+	if wd == nil {
+		return nil
+	}
+	var found *history
+	keep := wd.locs[:0]
+	for _, h := range wd.locs {
+		switch {
+		case h.off == sg.off && h.size == size:
+			if h.newest().val == loadN(sg.b) {
+				found = h
+				keep = append(keep, h)
+			}
+		case h.off+uint64(h.size) <= sg.off || sg.off+uint64(size) <= h.off:
+			keep = append(keep, h)
+		}
+	}
+	clear(wd.locs[len(keep):])
+	wd.locs = keep
+	return found
+}
+
+// visible returns the index of the oldest entry of h that v may read.
+func (v *weakView) visible(h *history) int {
+	lo := max(v.known, h.floor(v))
+	first := 0
+	for i := len(h.ents) - 1; i > 0; i-- {
+		e := &h.ents[i]
+		if e.stamp <= lo || (!e.base && e.who == v.who) {
+			first = i
+			break
+		}
+	}
+	return first
+}
+
+// weakLoad performs a strong load of size bytes (at most 8) at sg by the
+// thread of v with order o and scope sc, and returns the value it reads.
+func (w *World) weakLoad(v *weakView, sg segment, size int, o signal.Order, sc signal.Scope) uint64 {
+	h := histOf(sg, size)
+	if h == nil {
+		return loadN(sg.b[:size])
+	}
+	first := v.visible(h)
+	pick := len(h.ents) - 1
+	if n := pick - first; n > 0 {
+		// Half the time the newest, so that a spin sees a new store soon.
+		if r := w.weakRand().IntN(2 * n); r < n {
+			pick = first + r
+		}
+	}
+	e := &h.ents[pick]
+	v.observe(e, o, sc)
+	h.read(v, e.stamp)
+	return e.val
+}
+
+// observe applies what a strong read of e with order o and scope sc
+// learns: the release e carries, if the two are morally strong, and, for
+// an acquire, what the thread's strong reads observed.
+func (v *weakView) observe(e *wstore, o signal.Order, sc signal.Scope) {
+	if !e.base {
+		if need := needed(e.who, v.who); sc >= need && e.rel[need] != 0 {
+			v.pend[need] = max(v.pend[need], e.rel[need])
+		}
+	}
+	if o.Acquires() {
+		for s := signal.Block; s <= sc; s++ {
+			v.known = max(v.known, v.pend[s])
+		}
+	}
+}
+
+// weakStore records a strong store of val (size bytes, at most 8) at sg by
+// the thread of v with order o and scope sc; the caller writes the bytes
+// afterwards. carried is the release sequence a read-modify-write
+// continues.
+func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signal.Order, sc signal.Scope, carried *[signal.System + 1]uint64) {
+	p := sg.phys
+	h := histOf(sg, size)
+	if h == nil {
+		h = &history{off: sg.off, size: size, ents: make([]wstore, 1, 4)}
+		h.ents[0] = wstore{val: loadN(sg.b[:size]), base: true}
+		if p.weak == nil {
+			p.weak = &weakMemOf{pages: map[uint64]*weakPage{}}
+		}
+		wd := p.weak.wordAt(sg.off, true)
+		wd.locs = append(wd.locs, h)
+	}
+	w.weak.stamp++
+	e := wstore{stamp: w.weak.stamp, val: val, who: v.who}
+	ref := locRef{p, sg.off}
+	var rl *[signal.System + 1]uint64
+	if o.Releases() {
+		if v.relLoc == nil {
+			v.relLoc = map[locRef]*[signal.System + 1]uint64{}
+		}
+		if rl = v.relLoc[ref]; rl == nil {
+			rl = &[signal.System + 1]uint64{}
+			v.relLoc[ref] = rl
+		}
+		for s := signal.Block; s <= sc; s++ {
+			rl[s] = e.stamp
+		}
+	} else {
+		rl = v.relLoc[ref]
+	}
+	for s := signal.Block; s <= sc; s++ {
+		r := v.relFence[s]
+		if rl != nil {
+			r = max(r, rl[s])
+		}
+		if carried != nil {
+			r = max(r, carried[s])
+		}
+		e.rel[s] = r
+	}
+	if len(h.ents) == maxHistory {
+		copy(h.ents, h.ents[1:])
+		h.ents = h.ents[:maxHistory-1]
+	}
+	h.ents = append(h.ents, e)
+}
+
+// weakRMW is a read-modify-write's read: the newest store, observed as a
+// read of order o. It returns what that store's release sequence carries
+// on to the write (nil without a history).
+func (w *World) weakRMW(v *weakView, sg segment, size int, o signal.Order, sc signal.Scope) *[signal.System + 1]uint64 {
+	h := histOf(sg, size)
+	if h == nil {
+		return nil
+	}
+	e := h.newest()
+	v.observe(e, o, sc)
+	rel := e.rel
+	return &rel
+}
+
+// plainStore ends the histories of the locations a plain store of sg
+// overwrites.
+func plainStore(sg segment) {
+	p := sg.phys
+	if p.weak == nil || len(sg.b) == 0 {
+		return
+	}
+	end := sg.off + uint64(len(sg.b))
+	for w := sg.off &^ 7; w < end; w += 8 {
+		wd := p.weak.wordAt(w, false)
+		if wd == nil {
+			continue
+		}
+		keep := wd.locs[:0]
+		for _, h := range wd.locs {
+			if h.off+uint64(h.size) <= sg.off || end <= h.off {
+				keep = append(keep, h)
+			}
+		}
+		clear(wd.locs[len(keep):])
+		wd.locs = keep
+	}
+}
+
+// plainLoad: a plain load reads the newest store, so the thread may not
+// read an older one of those locations later (read-read coherence).
+func (v *weakView) plainLoad(sg segment) {
+	p := sg.phys
+	if p.weak == nil || len(sg.b) == 0 {
+		return
+	}
+	end := sg.off + uint64(len(sg.b))
+	for w := sg.off &^ 7; w < end; w += 8 {
+		wd := p.weak.wordAt(w, false)
+		if wd == nil {
+			continue
+		}
+		for _, h := range wd.locs {
+			if h.off+uint64(h.size) <= sg.off || end <= h.off {
+				continue
+			}
+			h.read(v, h.newest().stamp)
+		}
+	}
+}
+
+// loadN reads a little-endian value of len(b) bytes (at most 8).
+func loadN(b []byte) uint64 {
+	var w [8]byte
+	copy(w[:], b)
+	return binary.LittleEndian.Uint64(w[:])
+}
+
+// storeN writes the low len(b) bytes of v to b.
+func storeN(b []byte, v uint64) {
+	var w [8]byte
+	binary.LittleEndian.PutUint64(w[:], v)
+	copy(b, w[:])
+}
+
+// sub is the n bytes of sg from its byte off.
+func (sg segment) sub(off, n int) segment {
+	return segment{addr: sg.addr.Add(uint64(off)), phys: sg.phys, off: sg.off + uint64(off), b: sg.b[off : off+n]}
+}
+
+// view returns the weak view of the Go twin's block or lane, started at
+// its first strong access (a later start only knows more).
+func (c *blockCtx) view() *weakView {
+	if !c.wv.started {
+		c.wv.start(&c.l.dev.w.weak, place{dev: c.l.dev.index, launch: c.l.id, block: c.index, lane: c.lane})
+	}
+	return &c.wv
+}
+
+var _ ptx.Reorderer = (*ptxLane)(nil)
+
+// Hoist is [ptx.Reorderer]: half the time, as a seeded decision, a store
+// the model does not order after an earlier load or relaxed atom is
+// performed first (load buffering). A load or compare-and-swap that
+// repeats the thread's last poll (a spin) keeps its store after it, and
+// the launch's error record is never involved.
+func (l *ptxLane) Hoist(loadAddr uint64, loadSize int, storeAddr uint64, storeSize int) bool {
+	if (l.polling || l.casPolling) && l.pollAddr == loadAddr {
+		return false
+	}
+	if _, in, _ := l.inRecord(loadAddr, loadSize); in {
+		return false
+	}
+	if _, in, _ := l.inRecord(storeAddr, storeSize); in {
+		return false
+	}
+	return l.l.dev.w.weakRand().IntN(2) == 0
+}

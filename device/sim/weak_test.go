@@ -1,0 +1,254 @@
+package sim
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/device/sim/ptx"
+)
+
+// vectorPTX: block 0 stores {1,1} then {2,2} to x as relaxed system-scope
+// vectors; block 1 reads x as one vector and stores what it read at
+// out[0..1]. Block 2 spins on flag until block 0, last, sets it.
+const vectorPTX = `
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry vec(.param .u64 vec_param_0)
+{
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<4>;
+	.reg .pred %p<3>;
+	ld.param.u64 %rd1, [vec_param_0];
+	mov.u32 %r1, %ctaid.x;
+	setp.eq.u32 %p1, %r1, 1;
+	@%p1 bra READ;
+	setp.eq.u32 %p1, %r1, 2;
+	@%p1 bra SPIN;
+	mov.u32 %r2, 1;
+	st.relaxed.sys.global.v2.u32 [%rd1], {%r2, %r2};
+	mov.u32 %r2, 2;
+	st.relaxed.sys.global.v2.u32 [%rd1], {%r2, %r2};
+	st.relaxed.sys.global.u32 [%rd1+16], %r2;
+	ret;
+READ:
+	ld.relaxed.sys.global.v2.u32 {%r3, %r4}, [%rd1];
+	st.global.u32 [%rd1+8], %r3;
+	st.global.u32 [%rd1+12], %r4;
+	ret;
+SPIN:
+	ld.relaxed.sys.global.u32 %r5, [%rd1+16];
+	setp.ne.u32 %p2, %r5, 2;
+	@%p2 bra SPIN;
+	ret;
+}
+`
+
+// runVector runs vectorPTX with seed and returns the two elements block 1
+// read, the trace hash, and the strong vector accesses reported.
+func runVector(t *testing.T, seed uint64) ([2]uint32, string, []Access) {
+	t.Helper()
+	m, err := ptx.Parse(vectorPTX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := actor.NewScheduler(actor.Config{Seed: seed})
+	w, err := NewWorld(s, Config{World: 1, Kernels: Kernels{PTX: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vecs []Access
+	w.Observe(func(a Access) {
+		if a.Kind == Atomic && a.Size == 8 {
+			vecs = append(vecs, a)
+		}
+	})
+	var got [2]uint32
+	var runErr error
+	s.Go("test", func() {
+		runErr = func() error {
+			d := w.Device(0)
+			h, err := d.CreatePhysical(device.Granularity)
+			if err != nil {
+				return err
+			}
+			p, err := mapBlock(d, h, device.Granularity)
+			if err != nil {
+				return err
+			}
+			st, err := d.NewStream()
+			if err != nil {
+				return err
+			}
+			if err := d.Memset(st, p, 0, 32); err != nil {
+				return err
+			}
+			params := binary.LittleEndian.AppendUint64(nil, uint64(p))
+			if err := d.(PTXLauncher).LaunchPTX(st, PTXLaunch{Module: m, Entry: "vec", Params: params, Grid: 3, Block: 1}); err != nil {
+				return err
+			}
+			if err := d.Synchronize(st); err != nil {
+				return err
+			}
+			var b [8]byte
+			if err := d.Read(st, b[:], p+8); err != nil {
+				return err
+			}
+			got = [2]uint32{binary.LittleEndian.Uint32(b[:]), binary.LittleEndian.Uint32(b[4:])}
+			return nil
+		}()
+	})
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if runErr != nil {
+		t.Fatal(runErr)
+	}
+	return got, s.Trace().Hash(), vecs
+}
+
+// TestWeakVectorElements: the elements of a strong vector load are
+// accesses of their own, each reading a store the model allows, so a
+// vector read may mix two stores' elements; each vector is reported to
+// the race detector as a run of 4-byte strong accesses; the spinning
+// block sees the flag eventually; the same seed gives the same values.
+func TestWeakVectorElements(t *testing.T) {
+	mixed := false
+	for seed := uint64(0); seed < 200 && !mixed; seed++ {
+		got, _, vecs := runVector(t, seed)
+		if got[0] > 2 || got[1] > 2 {
+			t.Fatalf("seed %d: read %v, not a stored value", seed, got)
+		}
+		mixed = got[0] != got[1]
+		if len(vecs) != 3 {
+			t.Fatalf("seed %d: %d strong 8-byte accesses reported, want 3 (two stores, one load)", seed, len(vecs))
+		}
+		for _, a := range vecs {
+			if a.Unit != 4 {
+				t.Fatalf("seed %d: vector access reported with unit %d, want 4", seed, a.Unit)
+			}
+		}
+	}
+	if !mixed {
+		t.Error("no seed of 200 read elements of two different stores in one vector load")
+	}
+	a, ha, _ := runVector(t, 7)
+	b, hb, _ := runVector(t, 7)
+	if a != b || ha != hb {
+		t.Errorf("seed 7 twice: %v (trace %s) and %v (trace %s)", a, ha, b, hb)
+	}
+}
+
+// TestWeakHistory: a location keeps at most maxHistory strong stores; a
+// thread never reads before its own store, nor before what it read; a
+// plain store ends the history; bytes changed behind the history (a host
+// write) start it again.
+func TestWeakHistory(t *testing.T) {
+	s := actor.NewScheduler(actor.Config{Seed: 3})
+	w, err := NewWorld(s, Config{World: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := &physical{id: 1, data: make([]byte, 64)}
+	sg := segment{phys: ph, off: 8, b: ph.data[8:16]}
+	var writer, reader weakView
+	writer.start(&w.weak, place{lane: 0})
+	reader.start(&w.weak, place{lane: 1})
+	for v := uint64(1); v <= 10; v++ {
+		w.weakStore(&writer, sg, 8, v, 0, 2, nil)
+		storeN(sg.b, v)
+	}
+	h := histOf(sg, 8)
+	if h == nil || len(h.ents) != maxHistory || h.newest().val != 10 {
+		t.Fatalf("history %+v, want the last %d stores", h, maxHistory)
+	}
+	for i := 0; i < 50; i++ {
+		if v := w.weakLoad(&writer, sg, 8, 0, 2); v != 10 {
+			t.Fatalf("the writer read %d, before its own last store", v)
+		}
+	}
+	last := uint64(0)
+	for i := 0; i < 50; i++ {
+		v := w.weakLoad(&reader, sg, 8, 0, 2)
+		if v < last || v < 10-maxHistory+1 {
+			t.Fatalf("read %d after %d: back in coherence order, or a dropped store", v, last)
+		}
+		last = v
+	}
+	if last != 10 {
+		t.Errorf("50 reads never reached the newest store (last %d)", last)
+	}
+	// More readers than a history keeps: the one evicted knows what it
+	// read, so it still never reads older.
+	views := make([]weakView, maxReaders+1)
+	for i := range views {
+		views[i].start(&w.weak, place{lane: 2 + i})
+		views[i].known = 0
+		for j := 0; j < 20 && w.weakLoad(&views[i], sg, 8, 0, 2) != 10; j++ {
+		}
+	}
+	if n := len(h.readers); n != maxReaders {
+		t.Errorf("%d readers kept, want %d", n, maxReaders)
+	}
+	for i := range views {
+		for j := 0; j < 20; j++ {
+			if v := w.weakLoad(&views[i], sg, 8, 0, 2); v != 10 {
+				t.Fatalf("reader %d read %d after it read 10", i, v)
+			}
+		}
+	}
+	storeN(sg.b, 99) // a write the history did not see
+	if v := w.weakLoad(&reader, sg, 8, 0, 2); v != 99 || len(ph.weak.wordAt(8, false).locs) != 0 {
+		t.Errorf("after a host write: read %d, history %v; want 99 and none", v, ph.weak.wordAt(8, false).locs)
+	}
+	w.weakStore(&writer, sg, 8, 5, 0, 2, nil)
+	storeN(sg.b, 5)
+	plainStore(sg)
+	storeN(sg.b, 6)
+	if len(ph.weak.wordAt(8, false).locs) != 0 {
+		t.Error("a plain store left the history")
+	}
+}
+
+// TestWeakSCFencesBounded: fence.sc records are bounded; a later fence.sc
+// knows what the evicted ones knew, and what each morally strong one
+// released, but not what a cta-scoped fence of another block did.
+func TestWeakSCFencesBounded(t *testing.T) {
+	var wm weakMem
+	first := weakView{}
+	first.start(&wm, place{dev: 0, launch: 1, block: 0})
+	wm.stamp = 5
+	first.fence(&wm, 0, true) // cta scope, block 0: stamp 5
+	other := weakView{}
+	other.start(&wm, place{dev: 0, launch: 1, block: 1, lane: 0})
+	other.known = 0
+	other.fence(&wm, 0, true)
+	if other.known != 0 {
+		t.Errorf("a cta-scoped fence.sc of another block gave %d", other.known)
+	}
+	sameBlock := weakView{}
+	sameBlock.start(&wm, place{dev: 0, launch: 1, block: 0, lane: 1})
+	sameBlock.known = 0
+	sameBlock.fence(&wm, 0, true)
+	if sameBlock.known != 5 {
+		t.Errorf("a cta-scoped fence.sc of the same block gave %d, want 5", sameBlock.known)
+	}
+	for i := 0; i < maxSC+1; i++ {
+		wm.stamp = uint64(10 + i)
+		v := weakView{}
+		v.start(&wm, place{dev: 1, launch: uint64(2 + i)})
+		v.fence(&wm, 2, true)
+	}
+	if len(wm.sc) != maxSC || wm.scEvicted < 5 {
+		t.Fatalf("%d records, evicted up to %d", len(wm.sc), wm.scEvicted)
+	}
+	late := weakView{}
+	late.start(&wm, place{dev: 3, launch: 99})
+	late.known = 0
+	late.fence(&wm, 2, true)
+	if late.known != wm.stamp {
+		t.Errorf("a system-scoped fence.sc knows %d, want %d (every earlier one)", late.known, wm.stamp)
+	}
+}
