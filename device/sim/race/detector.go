@@ -30,6 +30,13 @@ type Detector struct {
 	streams map[streamKey]*streamClock
 	keys    map[string]vclock // host synchronisation objects
 	mem     map[uint64]*shadow
+	// lastPhys and lastShadow cache the latest lookup in mem.
+	lastPhys   uint64
+	lastShadow *shadow
+	// fresh is the state that granules no access touched before take in
+	// access freshGen.
+	fresh    *state
+	freshGen uint64
 	comms   []*comm   // ring of recent signal communications
 	sc      []release // what sc fences released, per scope and place
 	next    uint64    // access counter
@@ -401,21 +408,18 @@ func (d *Detector) access(a sim.Access) {
 	if cur := d.sched.Current(); cur != nil {
 		x.task = cur.Label()
 	}
-	sh := d.mem[a.Phys]
-	if sh == nil {
-		sh = &shadow{}
-		d.mem[a.Phys] = sh
-	}
-	i, j := sh.carve(a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule)
+	sh := d.shadowOf(a.Phys)
+	lo, hi := a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule
+	sh.grow(hi)
+	first := sh.at(lo)
 	atomic := a.Kind == sim.Atomic
 	if atomic {
-		st := &sh.spans[i].st
 		if a.Order.Acquires() {
-			d.acquire(t, st, a)
+			d.acquire(t, first.releases(), a)
 		} else {
-			d.observeRelease(t, st, a)
+			d.observeRelease(t, first.releases(), a)
 		}
-		if w := st.lastWrite(); a.Write && w != nil && w.a.Kind == sim.Atomic && w.ep.slot != x.ep.slot {
+		if w := first.lastWrite(); a.Write && w != nil && w.a.Kind == sim.Atomic && w.ep.slot != x.ep.slot {
 			d.comms = append(d.comms, &comm{writer: w, reader: x})
 			if len(d.comms) > 2*commRing {
 				d.comms = append(d.comms[:0], d.comms[len(d.comms)-commRing:]...)
@@ -430,45 +434,122 @@ func (d *Detector) access(a sim.Access) {
 		// A strong read observes the word's last write when the two are
 		// morally strong, and with it the writes that write's
 		// read-modify-write chain observed.
-		for k := i; k < j; k++ {
-			w := sh.spans[k].st.lastWrite()
+		if w := first.lastWrite(); a.RMW && a.Write && w != nil && w.a.Kind == sim.Atomic && !conflict(w, x) {
+			x.from = w
+		}
+		sh.each(lo, hi, func(s *state) {
+			w := s.lastWrite()
 			if w == nil || w.a.Kind != sim.Atomic || conflict(w, x) {
-				continue
-			}
-			if a.RMW && a.Write && k == i {
-				x.from = w
+				return
 			}
 			for z, n := w, 0; z != nil && n < maxObserveChain; z, n = z.from, n+1 {
 				if !z.observedBy(t.slot) {
 					z.seen = append(z.seen, t.slot)
 				}
 			}
-		}
+		})
 	}
 	d.pairs = d.pairs[:0]
-	for k := i; k < j; k++ {
-		st := &sh.spans[k].st
-		keep := make([]*rec, 0, len(st.accs)+1)
-		for _, y := range st.accs {
-			ordered := y.ep.before(t.vc) || y.observedBy(t.slot)
-			if !ordered && (y.a.Write || a.Write) && conflict(y, x) {
-				d.report(y, x, t)
-			}
-			// A write supersedes every access ordered before it; a read
-			// supersedes the reads ordered before it.
-			if !ordered || (!a.Write && y.a.Write) {
-				keep = append(keep, y)
-			}
-		}
-		st.accs = append(keep, x)
-		if a.Write && !atomic {
-			st.rel = nil // a plain store ends the word's release sequence
-		}
-	}
+	store := a.Write && !atomic // a plain store ends the word's release sequence
+	from := lo
 	if atomic && a.Write {
-		d.release(t, &sh.spans[i].st, a)
+		// The write continues the release sequence of the span it starts
+		// in: that span's granules take one new state.
+		end := sh.spanEnd(lo, hi)
+		var n *state
+		sh.update(lo, end, func(s *state) *state {
+			if n == nil {
+				n = d.replace(s, x, t, false)
+				n.rel = d.release(t, n.rel, a)
+				return n
+			}
+			if s != n {
+				n.refs++
+				s.unref()
+			}
+			return n
+		})
+		from = end
 	}
-	sh.merge(i, j)
+	sh.update(from, hi, func(s *state) *state {
+		switch {
+		case s == nil && d.freshGen == x.id:
+			d.fresh.refs++
+			return d.fresh
+		case s == nil:
+			d.fresh, d.freshGen = d.replace(nil, x, t, store), x.id
+			return d.fresh
+		case s.gen == x.id:
+			// Another holder of s was already given its successor.
+			s.refs--
+			s.next.refs++
+			return s.next
+		}
+		n := d.replace(s, x, t, store)
+		s.gen, s.next = x.id, n
+		return n
+	})
+}
+
+// shadowOf is the shadow memory of physical allocation phys.
+func (d *Detector) shadowOf(phys uint64) *shadow {
+	if d.lastPhys == phys && d.lastShadow != nil {
+		return d.lastShadow
+	}
+	sh := d.mem[phys]
+	if sh == nil {
+		sh = &shadow{}
+		d.mem[phys] = sh
+	}
+	d.lastPhys, d.lastShadow = phys, sh
+	return sh
+}
+
+// replace checks access x against the accesses of state s (nil: none)
+// and returns the state that follows it for one holder of s: s itself,
+// changed in place, when that holder is its only one. A write supersedes
+// every access ordered before it; a read supersedes the reads ordered
+// before it. store drops the release sequence.
+func (d *Detector) replace(s *state, x *rec, t *thread, store bool) *state {
+	if s == nil {
+		n := newState()
+		n.accs = append(n.accs, x)
+		return n
+	}
+	if s.refs == 1 {
+		old := s.accs
+		s.accs = d.check(old[:0], old, x, t)
+		if len(s.accs) < len(old) {
+			clear(old[len(s.accs):])
+		}
+		if store {
+			s.rel = nil
+		}
+		return s
+	}
+	n := newState()
+	n.accs = d.check(n.accs, s.accs, x, t)
+	if !store {
+		n.rel = s.rel
+	}
+	s.refs--
+	return n
+}
+
+// check reports the races of x with the accesses accs of a granule and
+// appends to dst those x does not supersede, then x.
+func (d *Detector) check(dst, accs []*rec, x *rec, t *thread) []*rec {
+	write := x.a.Write
+	for _, y := range accs {
+		ordered := y.ep.before(t.vc) || y.observedBy(t.slot)
+		if !ordered && (y.a.Write || write) && conflict(y, x) {
+			d.report(y, x, t)
+		}
+		if !ordered || (!write && y.a.Write) {
+			dst = append(dst, y)
+		}
+	}
+	return append(dst, x)
 }
 
 // conflict reports whether two accesses to a common word race when
@@ -523,8 +604,8 @@ func needed(x, y sim.Access) signal.Scope {
 
 // acquire: an acquiring atomic read synchronises with what releasing
 // writes of the word released at a scope that covers both threads.
-func (d *Detector) acquire(t *thread, st *state, a sim.Access) {
-	for _, r := range st.rel {
+func (d *Detector) acquire(t *thread, rel []release, a sim.Access) {
+	for _, r := range rel {
 		sameDev := r.dev == a.Device
 		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
 		if signal.Synchronizes(signal.Release, r.scope, a.Order, a.Scope, signal.Needed(sameDev, sameBlock)) {
@@ -537,8 +618,8 @@ func (d *Detector) acquire(t *thread, st *state, a sim.Access) {
 // releasing writes of the word released; a later fence of a wide enough
 // scope acquires it (a strong read followed by a fence is an acquire
 // pattern). The read and the release must both reach the other thread.
-func (d *Detector) observeRelease(t *thread, st *state, a sim.Access) {
-	for _, r := range st.rel {
+func (d *Detector) observeRelease(t *thread, rel []release, a sim.Access) {
+	for _, r := range rel {
 		sameDev := r.dev == a.Device
 		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
 		need := signal.Needed(sameDev, sameBlock)
@@ -588,7 +669,7 @@ func addRelease(rel []release, a sim.Access, v vclock) []release {
 	merged := false
 	for _, r := range rel {
 		if r.scope == a.Scope && r.dev == a.Device && r.launch == launch && r.block == block {
-			r.vc = r.vc.clone() // released clocks are shared between spans: copy on write
+			r.vc = r.vc.clone() // released clocks are shared between states: copy on write
 			r.vc.join(v)
 			merged = true
 		}
@@ -600,22 +681,23 @@ func addRelease(rel []release, a sim.Access, v vclock) []release {
 	return out
 }
 
-// release: an atomic write with release order releases its thread's clock
+// release returns the word's release sequence rel continued by a, an
+// atomic write of t. A write with release order releases its thread's clock
 // at its scope; a relaxed one releases, at each scope up to its own, what
 // the thread's latest fence of that scope released (a fence followed by a
 // strong write is a release pattern; the kernel's start counts as a
 // system-scope fence). Either way the write continues the word's release
 // sequence.
-func (d *Detector) release(t *thread, st *state, a sim.Access) {
+func (d *Detector) release(t *thread, rel []release, a sim.Access) []release {
 	if a.Order.Releases() {
-		st.rel = addRelease(st.rel, a, t.vc)
-		return
+		return addRelease(rel, a, t.vc)
 	}
 	for s := signal.Block; s <= a.Scope; s++ {
 		if v := t.relFence[s]; v != nil {
 			b := a
 			b.Scope = s
-			st.rel = addRelease(st.rel, b, v)
+			rel = addRelease(rel, b, v)
 		}
 	}
+	return rel
 }

@@ -1,35 +1,76 @@
 package race
 
-import "sort"
+// pageShift sets the granules of a shadow page: 128 granules, 512 bytes,
+// the run a block of 32 threads moves with 16-byte vectors.
+const pageShift = 7
 
-// shadow is the shadow memory of one physical allocation: sorted,
-// non-overlapping spans of granules that share one state. Simulated
-// accesses are large and regular (whole tensors, a block's vectors), so a
-// few spans cover what a per-granule table would need millions of entries
-// for. Granules no access touched have no span.
+// pageGranules is the number of granules a shadow page covers.
+const pageGranules = 1 << pageShift
+
+// shadow is the shadow memory of one physical allocation: a page table
+// from granule index to pages of per-granule states. A page whose granules
+// all hold the same state keeps it once, so an access of a whole tensor
+// costs a step per page, not per granule; accesses narrower than a page
+// split it into one state pointer per granule.
 type shadow struct {
-	spans []span
+	pages []page
 }
 
-// span is the granules [lo, hi) and their common state.
-type span struct {
-	lo, hi uint64
-	st     state
+// page is the shadow of pageGranules granules: when cells is nil every
+// granule holds all (nil: no access touched them), else granule k holds
+// cells[k].
+type page struct {
+	all   *state
+	cells *[pageGranules]*state
 }
 
-// state is what the detector knows about a granule: the accesses that a
-// later access must be checked against (every write not ordered before a
-// later write, every read not ordered before a later access of the same
-// granule), in the order they happened, and what atomic writes released.
-// Slices are never modified in place once shared, so spans split from one
-// another may share them.
+// state is what the detector knows about the granules that hold it: the
+// accesses that a later access must be checked against (every write not
+// ordered before a later write, every read not ordered before a later
+// access of the granule), in the order they happened, and what atomic
+// writes released.
+//
+// States are shared between granules until one of them is accessed (copy
+// on write): refs counts the holders (cells and whole pages), and an
+// access changes a state in place only when it has a single holder. The
+// accs array is never shared between states; rel slices are, and are
+// never modified in place.
+//
+// A span, the unit the detector's release bookkeeping applies to, is a
+// maximal run of granules that hold one state, or states with equal
+// accesses and no releases (see [shadow.spanEnd]).
 type state struct {
 	accs []*rec
+	inl  [3]*rec // backs accs while it is short
 	rel  []release
+	refs int32
+	// gen and next: the access numbered gen replaced this state by next
+	// in the granules it held, so its other holders get next too.
+	gen  uint64
+	next *state
 }
 
-func (s state) equal(o state) bool {
-	if len(s.rel) != 0 || len(o.rel) != 0 || len(s.accs) != len(o.accs) {
+// newState returns an unshared state holding no access.
+func newState() *state {
+	s := &state{refs: 1}
+	s.accs = s.inl[:0]
+	return s
+}
+
+// unref drops a holder of s.
+func (s *state) unref() {
+	if s != nil {
+		s.refs--
+	}
+}
+
+// sameSpan reports whether adjacent granules holding s and o are one span:
+// the same state, or two states with no releases and the same accesses.
+func sameSpan(s, o *state) bool {
+	if s == o {
+		return true
+	}
+	if s == nil || o == nil || len(s.rel) != 0 || len(o.rel) != 0 || len(s.accs) != len(o.accs) {
 		return false
 	}
 	for i, a := range s.accs {
@@ -41,7 +82,10 @@ func (s state) equal(o state) bool {
 }
 
 // lastWrite is the latest write of the granule, nil when none.
-func (s state) lastWrite() *rec {
+func (s *state) lastWrite() *rec {
+	if s == nil {
+		return nil
+	}
 	for i := len(s.accs) - 1; i >= 0; i-- {
 		if s.accs[i].a.Write {
 			return s.accs[i]
@@ -50,72 +94,125 @@ func (s state) lastWrite() *rec {
 	return nil
 }
 
-// carve splits and fills the spans so that [lo, hi) is covered exactly by
-// spans[i:j], and returns i and j.
-func (sh *shadow) carve(lo, hi uint64) (int, int) {
-	first := sort.Search(len(sh.spans), func(k int) bool { return sh.spans[k].hi > lo })
-	var mid []span
-	at, k := lo, first
-	for at < hi {
-		if k < len(sh.spans) && sh.spans[k].lo <= at {
-			end := min(sh.spans[k].hi, hi)
-			mid = append(mid, span{lo: at, hi: end, st: sh.spans[k].st})
-			at = end
-			if end == sh.spans[k].hi {
-				k++
-			}
-			continue
-		}
-		end := hi
-		if k < len(sh.spans) {
-			end = min(end, sh.spans[k].lo)
-		}
-		mid = append(mid, span{lo: at, hi: end})
-		at = end
+// releases is s's release sequence; none for nil.
+func (s *state) releases() []release {
+	if s == nil {
+		return nil
 	}
-	// spans[first:k] are consumed whole; spans[k], if it starts before hi,
-	// was consumed up to hi. Keep the parts outside [lo, hi).
-	last := k
-	if k < len(sh.spans) && sh.spans[k].lo < hi {
-		last = k + 1
-	}
-	var repl []span
-	if first < last && sh.spans[first].lo < lo {
-		repl = append(repl, span{lo: sh.spans[first].lo, hi: lo, st: sh.spans[first].st})
-	}
-	i := first + len(repl)
-	repl = append(repl, mid...)
-	if first < last && sh.spans[last-1].hi > hi {
-		repl = append(repl, span{lo: hi, hi: sh.spans[last-1].hi, st: sh.spans[last-1].st})
-	}
-	// Splice repl in place of spans[first:last], moving the tail once.
-	n := len(sh.spans)
-	grow := len(repl) - (last - first)
-	if grow > 0 {
-		sh.spans = append(sh.spans, make([]span, grow)...)
-	}
-	copy(sh.spans[last+grow:], sh.spans[last:n])
-	copy(sh.spans[first:], repl)
-	if grow < 0 {
-		clear(sh.spans[n+grow : n])
-		sh.spans = sh.spans[:n+grow]
-	}
-	return i, i + len(mid)
+	return s.rel
 }
 
-// merge joins adjacent spans with equal states among spans[i-1:j+1].
-func (sh *shadow) merge(i, j int) {
-	i, j = max(i-1, 0), min(j+1, len(sh.spans))
-	out := i
-	for k := i + 1; k < j; k++ {
-		if sh.spans[out].hi == sh.spans[k].lo && sh.spans[out].st.equal(sh.spans[k].st) {
-			sh.spans[out].hi = sh.spans[k].hi
+// grow makes the page table cover granules [0, hi).
+func (sh *shadow) grow(hi uint64) {
+	if n := (hi + pageGranules - 1) >> pageShift; n > uint64(len(sh.pages)) {
+		sh.pages = append(sh.pages, make([]page, n-uint64(len(sh.pages)))...)
+	}
+}
+
+// at is the state granule g holds; g must be covered.
+func (sh *shadow) at(g uint64) *state {
+	p := &sh.pages[g>>pageShift]
+	if p.cells == nil {
+		return p.all
+	}
+	return p.cells[g&(pageGranules-1)]
+}
+
+// spanEnd returns the end of the span that granule lo starts, bounded by
+// hi: the first granule in (lo, hi) that is not one span with its left
+// neighbour, else hi.
+func (sh *shadow) spanEnd(lo, hi uint64) uint64 {
+	prev := sh.at(lo)
+	for g := lo + 1; g < hi; {
+		p := &sh.pages[g>>pageShift]
+		if p.cells == nil {
+			if !sameSpan(prev, p.all) {
+				return g
+			}
+			prev = p.all
+			g = (g>>pageShift + 1) << pageShift
 			continue
 		}
-		out++
-		sh.spans[out] = sh.spans[k]
+		s := p.cells[g&(pageGranules-1)]
+		if !sameSpan(prev, s) {
+			return g
+		}
+		prev = s
+		g++
 	}
-	if out+1 < j {
-		sh.spans = append(sh.spans[:out+1], sh.spans[j:]...)
+	return hi
+}
+
+// each calls fn with every distinct state held in granules [lo, hi), in
+// address order (a state held by neighbouring granules once; one held
+// apart, or nil, may come more than once).
+func (sh *shadow) each(lo, hi uint64, fn func(*state)) {
+	var prev *state
+	for g := lo; g < hi; {
+		p := &sh.pages[g>>pageShift]
+		end := min(hi, (g>>pageShift+1)<<pageShift)
+		if p.cells == nil {
+			if g == lo || p.all != prev {
+				fn(p.all)
+			}
+			prev = p.all
+			g = end
+			continue
+		}
+		for ; g < end; g++ {
+			s := p.cells[g&(pageGranules-1)]
+			if g == lo || s != prev {
+				fn(s)
+			}
+			prev = s
+		}
 	}
+}
+
+// update replaces the state of every granule in [lo, hi) by repl of it,
+// in address order. repl is called once per holder; it returns the
+// holder's new state, taking over the holder's reference.
+func (sh *shadow) update(lo, hi uint64, repl func(*state) *state) {
+	for g := lo; g < hi; {
+		p := &sh.pages[g>>pageShift]
+		base := g >> pageShift << pageShift
+		end := min(hi, base+pageGranules)
+		if p.cells == nil {
+			if g == base && end == base+pageGranules {
+				p.all = repl(p.all)
+				g = end
+				continue
+			}
+			p.split()
+		}
+		same := g == base && end == base+pageGranules
+		var first *state
+		for ; g < end; g++ {
+			k := g & (pageGranules - 1)
+			s := repl(p.cells[k])
+			p.cells[k] = s
+			if g == base {
+				first = s
+			}
+			same = same && s == first
+		}
+		if same {
+			// The whole page now holds one state: keep it once.
+			p.all, p.cells = first, nil
+			first.refs -= pageGranules - 1
+		}
+	}
+}
+
+// split gives every granule of a uniform page its own reference to the
+// page's state.
+func (p *page) split() {
+	p.cells = new([pageGranules]*state)
+	for k := range p.cells {
+		p.cells[k] = p.all
+	}
+	if p.all != nil {
+		p.all.refs += pageGranules - 1
+	}
+	p.all = nil
 }
