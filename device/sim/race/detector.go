@@ -457,35 +457,26 @@ func (d *Detector) access(a sim.Access) {
 		// in: that span's granules take one new state.
 		end := sh.spanEnd(lo, hi)
 		var n *state
-		sh.update(lo, end, func(s *state) *state {
+		sh.update(lo, end, func(s *state, whole bool) *state {
 			if n == nil {
-				n = d.replace(s, x, t, false)
+				n = d.replace(s, whole, x, t, false)
 				n.rel = d.release(t, n.rel, a)
-				return n
-			}
-			if s != n {
-				n.refs++
-				s.unref()
 			}
 			return n
 		})
 		from = end
 	}
-	sh.update(from, hi, func(s *state) *state {
+	sh.update(from, hi, func(s *state, whole bool) *state {
 		switch {
 		case s == nil && d.freshGen == x.id:
-			d.fresh.refs++
 			return d.fresh
 		case s == nil:
-			d.fresh, d.freshGen = d.replace(nil, x, t, store), x.id
+			d.fresh, d.freshGen = d.replace(nil, false, x, t, store), x.id
 			return d.fresh
 		case s.gen == x.id:
-			// Another holder of s was already given its successor.
-			s.refs--
-			s.next.refs++
-			return s.next
+			return s.next // another run of s was already replaced
 		}
-		n := d.replace(s, x, t, store)
+		n := d.replace(s, whole, x, t, store)
 		s.gen, s.next = x.id, n
 		return n
 	})
@@ -506,17 +497,17 @@ func (d *Detector) shadowOf(phys uint64) *shadow {
 }
 
 // replace checks access x against the accesses of state s (nil: none)
-// and returns the state that follows it for one holder of s: s itself,
-// changed in place, when that holder is its only one. A write supersedes
-// every access ordered before it; a read supersedes the reads ordered
-// before it. store drops the release sequence.
-func (d *Detector) replace(s *state, x *rec, t *thread, store bool) *state {
+// and returns the state that follows it: s itself, changed in place, when
+// whole (the granules being replaced hold every reference to s). A write
+// supersedes every access ordered before it; a read supersedes the reads
+// ordered before it. store drops the release sequence.
+func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) *state {
 	if s == nil {
 		n := newState()
 		n.accs = append(n.accs, x)
 		return n
 	}
-	if s.refs == 1 {
+	if whole {
 		old := s.accs
 		s.accs = d.check(old[:0], old, x, t)
 		if len(s.accs) < len(old) {
@@ -532,7 +523,6 @@ func (d *Detector) replace(s *state, x *rec, t *thread, store bool) *state {
 	if !store {
 		n.rel = s.rel
 	}
-	s.refs--
 	return n
 }
 

@@ -50,17 +50,20 @@ type state struct {
 	next *state
 }
 
-// newState returns an unshared state holding no access.
+// newState returns a state holding no access, held nowhere yet.
 func newState() *state {
-	s := &state{refs: 1}
+	s := &state{}
 	s.accs = s.inl[:0]
 	return s
 }
 
 // unref drops a holder of s.
-func (s *state) unref() {
+func (s *state) unref() { s.drop(1) }
+
+// drop drops k holders of s.
+func (s *state) drop(k int32) {
 	if s != nil {
-		s.refs--
+		s.refs -= k
 	}
 }
 
@@ -169,38 +172,80 @@ func (sh *shadow) each(lo, hi uint64, fn func(*state)) {
 	}
 }
 
-// update replaces the state of every granule in [lo, hi) by repl of it,
-// in address order. repl is called once per holder; it returns the
-// holder's new state, taking over the holder's reference.
-func (sh *shadow) update(lo, hi uint64, repl func(*state) *state) {
+// update replaces the states held in granules [lo, hi), in address
+// order: each run of neighbouring holders of one state s (nil: untouched
+// granules) takes the state repl(s, whole) returns, where whole says that
+// the run holds every reference to s, so that s may change in place. The
+// pages of the run are split or rejoined as needed; reference counts
+// follow.
+func (sh *shadow) update(lo, hi uint64, repl func(s *state, whole bool) *state) {
+	for g := lo; g < hi; {
+		s := sh.at(g)
+		end, k, partial := sh.run(g, hi, s)
+		n := repl(s, s != nil && !partial && s.refs == k)
+		sh.assign(g, end, s, n)
+		g = end
+	}
+}
+
+// run returns the end of the run of granules in [g, hi) that hold s,
+// starting at g; the holders (cells and whole pages) inside it; and
+// whether a page holding s lies partly outside it.
+func (sh *shadow) run(g, hi uint64, s *state) (end uint64, k int32, partial bool) {
+	for g < hi {
+		p := &sh.pages[g>>pageShift]
+		base := g >> pageShift << pageShift
+		pend := min(hi, base+pageGranules)
+		if p.cells == nil {
+			if p.all != s {
+				return g, k, partial
+			}
+			if g == base && pend == base+pageGranules {
+				k++
+			} else {
+				partial = true
+			}
+			g = pend
+			continue
+		}
+		for ; g < pend; g++ {
+			if p.cells[g&(pageGranules-1)] != s {
+				return g, k, partial
+			}
+			k++
+		}
+	}
+	return g, k, partial
+}
+
+// assign makes granules [lo, hi), which hold s, hold n.
+func (sh *shadow) assign(lo, hi uint64, s, n *state) {
 	for g := lo; g < hi; {
 		p := &sh.pages[g>>pageShift]
 		base := g >> pageShift << pageShift
 		end := min(hi, base+pageGranules)
-		if p.cells == nil {
-			if g == base && end == base+pageGranules {
-				p.all = repl(p.all)
-				g = end
-				continue
+		whole := g == base && end == base+pageGranules
+		switch {
+		case whole && p.cells == nil:
+			s.unref()
+			p.all = n
+			n.refs++
+		case whole:
+			// Every cell held s: keep n once.
+			s.drop(pageGranules)
+			p.all, p.cells = n, nil
+			n.refs++
+		default:
+			if p.cells == nil {
+				p.split()
 			}
-			p.split()
-		}
-		same := g == base && end == base+pageGranules
-		var first *state
-		for ; g < end; g++ {
-			k := g & (pageGranules - 1)
-			s := repl(p.cells[k])
-			p.cells[k] = s
-			if g == base {
-				first = s
+			for k := g; k < end; k++ {
+				p.cells[k&(pageGranules-1)] = n
 			}
-			same = same && s == first
+			s.drop(int32(end - g))
+			n.refs += int32(end - g)
 		}
-		if same {
-			// The whole page now holds one state: keep it once.
-			p.all, p.cells = first, nil
-			first.refs -= pageGranules - 1
-		}
+		g = end
 	}
 }
 

@@ -339,3 +339,64 @@ func describeState(s *state) string {
 	}
 	return fmt.Sprintf("accesses%s, %d releases", ids(s.accs), len(s.rel))
 }
+
+// TestShadowUpdate drives the page table alone with random updates
+// against a flat array of per-granule states: every granule holds what the
+// flat array says, runs are cut where the state changes, whole says true
+// exactly when the run holds every reference, and reference counts match
+// the holders, through splits of uniform pages and whole pages rejoined.
+func TestShadowUpdate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const size = 5*pageGranules + 17
+	var sh shadow
+	sh.grow(size)
+	flat := make([]*state, size)
+	shared := newState() // handed to many runs, so whole pages rejoin
+	rejoined := 0
+	for step := range 3000 {
+		lo := rng.Uint64N(size)
+		hi := lo + 1 + rng.Uint64N(size-lo)
+		if rng.IntN(2) == 0 {
+			hi = min(size, lo+1+rng.Uint64N(8))
+		}
+		pagesBefore := append([]page(nil), sh.pages...)
+		holders := map[*state]int32{}
+		for g := range uint64(size) {
+			if g < lo || g >= hi {
+				holders[flat[g]]++ // granules outside: at least as many holders as cells
+			}
+		}
+		sh.update(lo, hi, func(s *state, whole bool) *state {
+			if whole && s != nil && holders[s] > 0 {
+				t.Fatalf("step %d: whole for a state held outside [%d, %d)", step, lo, hi)
+			}
+			switch r := rng.IntN(4); {
+			case r == 0 && whole:
+				return s
+			case r == 1 || r == 2:
+				return shared
+			}
+			return newState()
+		})
+		for g := lo; g < hi; g++ {
+			flat[g] = sh.at(g)
+			if flat[g] == nil {
+				t.Fatalf("step %d: granule %d updated to nothing", step, g)
+			}
+		}
+		for g := range uint64(size) {
+			if sh.at(g) != flat[g] {
+				t.Fatalf("step %d: granule %d changed outside [%d, %d)", step, g, lo, hi)
+			}
+		}
+		checkRefs(t, &sh)
+		for k, p := range sh.pages {
+			if p.cells == nil && p.all == shared && pagesBefore[k].cells != nil {
+				rejoined++
+			}
+		}
+	}
+	if rejoined == 0 {
+		t.Fatal("no page was ever held whole by one state: the rejoin is untested")
+	}
+}
