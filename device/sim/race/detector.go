@@ -37,13 +37,13 @@ type Detector struct {
 	// access freshGen.
 	fresh    *state
 	freshGen uint64
-	comms   []*comm   // ring of recent signal communications
-	sc      []release // what sc fences released, per scope and place
-	next    uint64    // access counter
-	races   []Race
-	sites   map[siteKey]int // index in races
-	total   int
-	pairs   []uint64 // first accesses already reported for the current access
+	comms    []*comm   // ring of recent signal communications
+	sc       []release // what sc fences released, per scope and place
+	next     uint64    // access counter
+	races    []Race
+	sites    map[siteKey]int // index in races
+	total    int
+	pairs    []uint64 // first accesses already reported for the current access
 }
 
 type threadKind int
