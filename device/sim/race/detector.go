@@ -24,12 +24,15 @@ const maxRaces = 32
 type Detector struct {
 	sched   *actor.Scheduler
 	threads map[int]*thread // live threads by scheduler task
-	slots   []slotState     // vector clock components
-	slotOf  map[threadKey]int
-	ops     map[opKey]vclock // clock of each enqueued op not yet started
-	streams map[streamKey]*streamClock
-	keys    map[string]vclock // host synchronisation objects
-	mem     map[uint64]*shadow
+	// lastTask and lastThread cache the latest lookup in threads.
+	lastTask   int
+	lastThread *thread
+	slots      []slotState // vector clock components
+	slotOf     map[threadKey]int
+	ops        map[opKey]vclock // clock of each enqueued op not yet started
+	streams    map[streamKey]*streamClock
+	keys       map[string]vclock // host synchronisation objects
+	mem        map[uint64]*shadow
 	// lastPhys and lastShadow cache the latest lookup in mem.
 	lastPhys   uint64
 	lastShadow *shadow
@@ -83,8 +86,9 @@ type thread struct {
 	// pend[s] joins what the thread's strong reads observed from releases
 	// that need scope s: a later fence of scope s or wider acquires it (an
 	// acquire pattern).
-	pend [signal.System + 1]vclock
-	snap vclock // the clock the current batch of children forks from
+	pend  [signal.System + 1]vclock
+	snap  vclock       // the clock the current batch of children forks from
+	label *actor.Label // the task's label, once an access needed it
 }
 
 type opKey struct {
@@ -113,10 +117,15 @@ type seqClock struct {
 
 // rec is one memory access as the shadow memory keeps it.
 type rec struct {
-	id    uint64
-	ep    epoch
-	a     sim.Access
-	task  actor.Label
+	id      uint64
+	ep      epoch
+	a       sim.Access
+	task    *actor.Label // the label of its task, shared by its thread; nil outside tasks
+	*strong              // atomics only
+}
+
+// strong is what the detector keeps of an atomic access besides its rec.
+type strong struct {
 	vc    vclock // atomic writes: the writer's clock, to explain races
 	fence vclock // atomic writes: the fence clock the write published
 	// Strong writes: the slots of the threads whose strong reads observed
@@ -129,12 +138,21 @@ type rec struct {
 	from *rec
 }
 
+// atomicRec allocates a rec and its strong part at once.
+type atomicRec struct {
+	rec
+	st strong
+}
+
 // maxObserveChain bounds how far back a read-modify-write chain is
 // followed when a read observes its last write.
 const maxObserveChain = 64
 
 // observedBy reports whether the thread of slot observed r.
 func (r *rec) observedBy(slot int) bool {
+	if r.strong == nil {
+		return false
+	}
 	for _, s := range r.seen {
 		if s == slot {
 			return true
@@ -230,12 +248,32 @@ func (d *Detector) current() *thread {
 // self is the thread of task for one of its own events: a fork batch of
 // its children is over once it runs again.
 func (d *Detector) self(task int) *thread {
-	t := d.threads[task]
+	t := d.thread(task)
 	if t == nil {
 		t = d.newThread(task, hostThread, nil, threadKey{}, false)
 	}
 	t.snap = nil
 	return t
+}
+
+// thread is the live thread of task, nil when none.
+func (d *Detector) thread(task int) *thread {
+	if d.lastThread != nil && d.lastTask == task {
+		return d.lastThread
+	}
+	t := d.threads[task]
+	if t != nil {
+		d.lastTask, d.lastThread = task, t
+	}
+	return t
+}
+
+// endThread forgets the thread of task.
+func (d *Detector) endThread(task int) {
+	delete(d.threads, task)
+	if d.lastTask == task {
+		d.lastThread = nil
+	}
 }
 
 // step starts a new event of t.
@@ -257,8 +295,8 @@ func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadK
 				// A stream's worker ends silently once its queue is empty;
 				// a new one starts only after that, from a clock that
 				// knows the old one's last op.
-				if d.threads[st.owner.task] == st.owner {
-					delete(d.threads, st.owner.task)
+				if d.thread(st.owner.task) == st.owner {
+					d.endThread(st.owner.task)
 				}
 				slot = s
 			}
@@ -274,6 +312,7 @@ func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadK
 	t := &thread{task: task, slot: slot, kind: kind, vc: init}
 	d.slots[slot].owner = t
 	d.threads[task] = t
+	d.lastTask, d.lastThread = task, t
 	return t
 }
 
@@ -325,7 +364,7 @@ func (d *Detector) opStart(a sim.Access) {
 	enq := d.ops[k]
 	delete(d.ops, k)
 	sc := d.stream(a.Device, a.Stream)
-	t := d.threads[a.Task]
+	t := d.thread(a.Task)
 	if t == nil {
 		init := enq.clone()
 		init.join(sc.last)
@@ -360,7 +399,7 @@ func (d *Detector) complete(a sim.Access) {
 // block). All children of one batch start from the parent's clock at the
 // fork, however their starts interleave with other children's ends.
 func (d *Detector) fork(a sim.Access) {
-	p := d.threads[a.Parent]
+	p := d.thread(a.Parent)
 	if p == nil {
 		p = d.self(a.Parent)
 	}
@@ -383,7 +422,7 @@ func (d *Detector) fork(a sim.Access) {
 // join ends a block or lane: its parent, blocked until every child ends,
 // continues with what the child knew (kernel end, __syncthreads).
 func (d *Detector) join(a sim.Access) {
-	t := d.threads[a.Task]
+	t := d.thread(a.Task)
 	if t == nil {
 		return
 	}
@@ -392,7 +431,7 @@ func (d *Detector) join(a sim.Access) {
 		t.parent.vc.join(t.vc)
 	}
 	d.slots[t.slot] = slotState{last: t.vc.get(t.slot)}
-	delete(d.threads, a.Task)
+	d.endThread(a.Task)
 }
 
 // access checks one load, store or atomic against the shadow memory and
@@ -404,10 +443,15 @@ func (d *Detector) access(a sim.Access) {
 	t := d.self(a.Task)
 	t.step()
 	d.next++
-	x := &rec{id: d.next, ep: epoch{t.slot, t.vc.get(t.slot)}, a: a}
-	if cur := d.sched.Current(); cur != nil {
-		x.task = cur.Label()
+	var x *rec
+	if a.Kind == sim.Atomic {
+		ar := &atomicRec{}
+		ar.strong = &ar.st
+		x = &ar.rec
+	} else {
+		x = &rec{}
 	}
+	x.id, x.ep, x.a, x.task = d.next, epoch{t.slot, t.vc.get(t.slot)}, a, d.label(t)
 	sh := d.shadowOf(a.Phys)
 	lo, hi := a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule
 	sh.grow(hi)
@@ -460,7 +504,7 @@ func (d *Detector) access(a sim.Access) {
 		sh.update(lo, end, func(s *state, whole bool) *state {
 			if n == nil {
 				n = d.replace(s, whole, x, t, false)
-				n.rel = d.release(t, n.rel, a)
+				n.rel = d.release(t, n.rel, a, x.vc)
 			}
 			return n
 		})
@@ -480,6 +524,17 @@ func (d *Detector) access(a sim.Access) {
 		s.gen, s.next = x.id, n
 		return n
 	})
+}
+
+// label is the label of t's task, the running one; nil when no task runs.
+func (d *Detector) label(t *thread) *actor.Label {
+	if t.label == nil {
+		if cur := d.sched.Current(); cur != nil {
+			l := cur.Label()
+			t.label = &l
+		}
+	}
+	return t.label
 }
 
 // shadowOf is the shadow memory of physical allocation phys.
@@ -504,7 +559,7 @@ func (d *Detector) shadowOf(phys uint64) *shadow {
 func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) *state {
 	if s == nil {
 		n := newState()
-		n.accs = append(n.accs, x)
+		n.accs = append(n.accs, accOf(x))
 		return n
 	}
 	if whole {
@@ -519,6 +574,9 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) 
 		return s
 	}
 	n := newState()
+	if len(s.accs) >= len(n.inl) {
+		n.accs = make([]acc, 0, len(s.accs)+1)
+	}
 	n.accs = d.check(n.accs, s.accs, x, t)
 	if !store {
 		n.rel = s.rel
@@ -528,18 +586,18 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) 
 
 // check reports the races of x with the accesses accs of a granule and
 // appends to dst those x does not supersede, then x.
-func (d *Detector) check(dst, accs []*rec, x *rec, t *thread) []*rec {
+func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 	write := x.a.Write
 	for _, y := range accs {
-		ordered := y.ep.before(t.vc) || y.observedBy(t.slot)
-		if !ordered && (y.a.Write || write) && conflict(y, x) {
-			d.report(y, x, t)
+		ordered := y.before(t.vc) || y.r.observedBy(t.slot)
+		if !ordered && (y.write || write) && conflict(y.r, x) {
+			d.report(y.r, x, t)
 		}
-		if !ordered || (!write && y.a.Write) {
+		if !ordered || (!write && y.write) {
 			dst = append(dst, y)
 		}
 	}
-	return append(dst, x)
+	return append(dst, accOf(x))
 }
 
 // conflict reports whether two accesses to a common word race when
@@ -614,7 +672,6 @@ func (d *Detector) observeRelease(t *thread, rel []release, a sim.Access) {
 		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
 		need := signal.Needed(sameDev, sameBlock)
 		if r.scope >= need && a.Scope >= need {
-			t.pend[need] = t.pend[need].clone()
 			t.pend[need].join(r.vc)
 		}
 	}
@@ -640,16 +697,19 @@ func (d *Detector) fenceOp(a sim.Access) {
 				t.vc.join(r.vc)
 			}
 		}
-		d.sc = addRelease(d.sc, a, t.vc)
 	}
 	v := t.vc.clone()
+	if a.SC {
+		d.sc = addRelease(d.sc, a, v)
+	}
 	for s := signal.Block; s <= a.Scope; s++ {
 		t.relFence[s] = v
 	}
 }
 
 // addRelease returns rel with v released at a's scope and place (merged
-// into the entry of the same scope and place).
+// into the entry of the same scope and place). v is shared, not copied:
+// the caller never changes it.
 func addRelease(rel []release, a sim.Access, v vclock) []release {
 	launch, block := uint64(0), -1
 	if a.Scope == signal.Block {
@@ -666,21 +726,21 @@ func addRelease(rel []release, a sim.Access, v vclock) []release {
 		out = append(out, r)
 	}
 	if !merged {
-		out = append(out, release{scope: a.Scope, dev: a.Device, launch: launch, block: block, vc: v.clone()})
+		out = append(out, release{scope: a.Scope, dev: a.Device, launch: launch, block: block, vc: v})
 	}
 	return out
 }
 
 // release returns the word's release sequence rel continued by a, an
-// atomic write of t. A write with release order releases its thread's clock
-// at its scope; a relaxed one releases, at each scope up to its own, what
+// atomic write of t made at clock vc (a copy of t's, which stays shared).
+// A write with release order releases its thread's clock at its scope; a relaxed one releases, at each scope up to its own, what
 // the thread's latest fence of that scope released (a fence followed by a
 // strong write is a release pattern; the kernel's start counts as a
 // system-scope fence). Either way the write continues the word's release
 // sequence.
-func (d *Detector) release(t *thread, rel []release, a sim.Access) []release {
+func (d *Detector) release(t *thread, rel []release, a sim.Access, vc vclock) []release {
 	if a.Order.Releases() {
-		return addRelease(rel, a, t.vc)
+		return addRelease(rel, a, vc)
 	}
 	for s := signal.Block; s <= a.Scope; s++ {
 		if v := t.relFence[s]; v != nil {

@@ -40,8 +40,8 @@ type page struct {
 // maximal run of granules that hold one state, or states with equal
 // accesses and no releases (see [shadow.spanEnd]).
 type state struct {
-	accs []*rec
-	inl  [3]*rec // backs accs while it is short
+	accs []acc
+	inl  [3]acc // backs accs while it is short
 	rel  []release
 	refs int32
 	// gen and next: the access numbered gen replaced this state by next
@@ -49,6 +49,24 @@ type state struct {
 	gen  uint64
 	next *state
 }
+
+// acc is an access a state keeps: its record, with what checking it
+// against a later access needs most often, so that long lists are read
+// without visiting every record.
+type acc struct {
+	r     *rec
+	slot  int32  // r.ep.slot
+	clock uint32 // r.ep.clock
+	write bool   // r.a.Write
+}
+
+// accOf is the acc of r.
+func accOf(r *rec) acc {
+	return acc{r: r, slot: int32(r.ep.slot), clock: r.ep.clock, write: r.a.Write}
+}
+
+// before reports whether y happens before an event with clock v.
+func (y acc) before(v vclock) bool { return y.clock <= v.get(int(y.slot)) }
 
 // newState returns a state holding no access, held nowhere yet.
 func newState() *state {
@@ -77,7 +95,7 @@ func sameSpan(s, o *state) bool {
 		return false
 	}
 	for i, a := range s.accs {
-		if o.accs[i] != a {
+		if o.accs[i].r != a.r {
 			return false
 		}
 	}
@@ -90,8 +108,8 @@ func (s *state) lastWrite() *rec {
 		return nil
 	}
 	for i := len(s.accs) - 1; i >= 0; i-- {
-		if s.accs[i].a.Write {
-			return s.accs[i]
+		if s.accs[i].write {
+			return s.accs[i].r
 		}
 	}
 	return nil

@@ -80,7 +80,7 @@ func compareShadow(t *testing.T, a sim.Access, sh *shadow, ref *spanShadow, lo, 
 			continue
 		}
 		if got == nil || !sameIDs(got.accs, w.accs) || !reflect.DeepEqual(got.rel, w.rel) {
-			t.Fatalf("after %v at +%#x: granule %d of phys %d holds %s, reference %s", a.Kind, a.PhysOffset, g, a.Phys, describeState(got), describeState(&state{accs: w.accs, rel: w.rel}))
+			t.Fatalf("after %v at +%#x: granule %d of phys %d holds %s, reference %s", a.Kind, a.PhysOffset, g, a.Phys, describeState(got), describeRef(w))
 		}
 		if g > 0 && start == sameSpan(sh.at(g-1), got) {
 			t.Fatalf("after %v at +%#x: granule %d starts a span: %v, reference %v", a.Kind, a.PhysOffset, g, !start, start)
@@ -98,22 +98,22 @@ func (sh *spanShadow) at(g uint64) (*spanState, bool) {
 	return &sh.spans[k].st, sh.spans[k].lo == g
 }
 
-func sameIDs(a, b []*rec) bool {
+func sameIDs(a []acc, b []*rec) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if a[i].id != b[i].id {
+		if a[i] != accOf(a[i].r) || a[i].r.id != b[i].id {
 			return false
 		}
 	}
 	return true
 }
 
-func ids(accs []*rec) string {
+func ids(accs []acc) string {
 	s := ""
-	for _, r := range accs {
-		s += fmt.Sprintf(" %d", r.id)
+	for _, a := range accs {
+		s += fmt.Sprintf(" %d", a.r.id)
 	}
 	return s
 }
@@ -331,6 +331,14 @@ func (g *gen) threadEvent(th live) {
 	}
 	a.Addr = device.Ptr(a.Phys<<32 + a.PhysOffset)
 	g.emit(a)
+}
+
+func describeRef(s *spanState) string {
+	ids := ""
+	for _, r := range s.accs {
+		ids += fmt.Sprintf(" %d", r.id)
+	}
+	return fmt.Sprintf("accesses%s, %d releases", ids, len(s.rel))
 }
 
 func describeState(s *state) string {

@@ -125,9 +125,9 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 	t := d.self(a.Task)
 	t.step()
 	d.next++
-	x := &rec{id: d.next, ep: epoch{t.slot, t.vc.get(t.slot)}, a: a}
-	if cur := d.sched.Current(); cur != nil {
-		x.task = cur.Label()
+	x := &rec{id: d.next, ep: epoch{t.slot, t.vc.get(t.slot)}, a: a, task: d.label(t)}
+	if a.Kind == sim.Atomic {
+		x.strong = &strong{}
 	}
 	sh := mem[a.Phys]
 	if sh == nil {
@@ -189,7 +189,7 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 		}
 	}
 	if atomic && a.Write {
-		sh.spans[i].st.rel = d.release(t, sh.spans[i].st.rel, a)
+		sh.spans[i].st.rel = d.release(t, sh.spans[i].st.rel, a, x.vc)
 	}
 	sh.merge(i, j)
 }
