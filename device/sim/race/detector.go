@@ -131,8 +131,8 @@ type strong struct {
 	// Strong writes: the slots of the threads whose strong reads observed
 	// this write (read it, morally strong, directly or through a chain of
 	// read-modify-writes): it precedes, in causality order, what those
-	// threads do to the word afterwards.
-	seen []int
+	// threads do to the word afterwards. A bit set: bit s of word s/64.
+	seen []uint64
 	// from is the strong write a read-modify-write read, when morally
 	// strong: observing this write observes that one too.
 	from *rec
@@ -153,12 +153,17 @@ func (r *rec) observedBy(slot int) bool {
 	if r.strong == nil {
 		return false
 	}
-	for _, s := range r.seen {
-		if s == slot {
-			return true
-		}
+	w := slot / 64
+	return w < len(r.seen) && r.seen[w]&(1<<(slot%64)) != 0
+}
+
+// observe records that the thread of slot observed r, an atomic access.
+func (r *rec) observe(slot int) {
+	w := slot / 64
+	if w >= len(r.seen) {
+		r.seen = append(r.seen, make([]uint64, w+1-len(r.seen))...)
 	}
-	return false
+	r.seen[w] |= 1 << (slot % 64)
 }
 
 // release is what atomic writes to a word have released at one scope, for
@@ -487,9 +492,7 @@ func (d *Detector) access(a sim.Access) {
 				return
 			}
 			for z, n := w, 0; z != nil && n < maxObserveChain; z, n = z.from, n+1 {
-				if !z.observedBy(t.slot) {
-					z.seen = append(z.seen, t.slot)
-				}
+				z.observe(t.slot)
 			}
 		})
 	}
@@ -585,15 +588,21 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) 
 }
 
 // check reports the races of x with the accesses accs of a granule and
-// appends to dst those x does not supersede, then x.
+// appends to dst those x does not supersede, then x. dst may be accs[:0]:
+// the kept accesses then move down in place.
 func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 	write := x.a.Write
-	for _, y := range accs {
-		ordered := y.before(t.vc) || y.r.observedBy(t.slot)
+	inPlace := cap(dst) > 0 && len(accs) > 0 && &dst[:1][0] == &accs[0]
+	for i, y := range accs {
+		ordered := y.before(t.vc) || (y.strong && y.r.observedBy(t.slot))
 		if !ordered && (y.write || write) && conflict(y.r, x) {
 			d.report(y.r, x, t)
 		}
 		if !ordered || (!write && y.write) {
+			if inPlace && len(dst) == i {
+				dst = dst[:i+1] // already there
+				continue
+			}
 			dst = append(dst, y)
 		}
 	}

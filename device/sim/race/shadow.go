@@ -58,11 +58,13 @@ type acc struct {
 	slot  int32  // r.ep.slot
 	clock uint32 // r.ep.clock
 	write bool   // r.a.Write
+	// strong: r is atomic (its strong part may say it was observed)
+	strong bool
 }
 
 // accOf is the acc of r.
 func accOf(r *rec) acc {
-	return acc{r: r, slot: int32(r.ep.slot), clock: r.ep.clock, write: r.a.Write}
+	return acc{r: r, slot: int32(r.ep.slot), clock: r.ep.clock, write: r.a.Write, strong: r.strong != nil}
 }
 
 // before reports whether y happens before an event with clock v.

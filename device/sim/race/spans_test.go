@@ -164,9 +164,7 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 				x.from = w
 			}
 			for z, n := w, 0; z != nil && n < maxObserveChain; z, n = z.from, n+1 {
-				if !z.observedBy(t.slot) {
-					z.seen = append(z.seen, t.slot)
-				}
+				z.observe(t.slot)
 			}
 		}
 	}
