@@ -594,11 +594,11 @@ func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 	write := x.a.Write
 	inPlace := cap(dst) > 0 && len(accs) > 0 && &dst[:1][0] == &accs[0]
 	for i, y := range accs {
-		ordered := y.before(t.vc) || (y.strong && y.r.observedBy(t.slot))
-		if !ordered && (y.write || write) && conflict(y.r, x) {
+		ordered := y.before(t.vc, t.slot)
+		if !ordered && (y.write() || write) && conflict(y.r, x) {
 			d.report(y.r, x, t)
 		}
-		if !ordered || (!write && y.write) {
+		if !ordered || (!write && y.write()) {
 			if inPlace && len(dst) == i {
 				dst = dst[:i+1] // already there
 				continue

@@ -54,21 +54,33 @@ type state struct {
 // against a later access needs most often, so that long lists are read
 // without visiting every record.
 type acc struct {
-	r     *rec
-	slot  int32  // r.ep.slot
+	r *rec
+	// tag is r.ep.slot<<2, plus 2 when r writes, plus 1 when r is a
+	// strong write (which reads may observe, see rec.seen).
+	tag   uint32
 	clock uint32 // r.ep.clock
-	write bool   // r.a.Write
-	// strong: r is atomic (its strong part may say it was observed)
-	strong bool
 }
 
 // accOf is the acc of r.
 func accOf(r *rec) acc {
-	return acc{r: r, slot: int32(r.ep.slot), clock: r.ep.clock, write: r.a.Write, strong: r.strong != nil}
+	y := acc{r: r, tag: uint32(r.ep.slot) << 2, clock: r.ep.clock}
+	if r.a.Write {
+		y.tag |= 2
+		if r.strong != nil {
+			y.tag |= 1
+		}
+	}
+	return y
 }
 
-// before reports whether y happens before an event with clock v.
-func (y acc) before(v vclock) bool { return y.clock <= v.get(int(y.slot)) }
+// write reports whether y writes.
+func (y acc) write() bool { return y.tag&2 != 0 }
+
+// before reports whether y happens before an event with clock v, or the
+// thread of slot, whose clock v is, observed it.
+func (y acc) before(v vclock, slot int) bool {
+	return y.clock <= v.get(int(y.tag>>2)) || (y.tag&1 != 0 && y.r.observedBy(slot))
+}
 
 // newState returns a state holding no access, held nowhere yet.
 func newState() *state {
@@ -110,7 +122,7 @@ func (s *state) lastWrite() *rec {
 		return nil
 	}
 	for i := len(s.accs) - 1; i >= 0; i-- {
-		if s.accs[i].write {
+		if s.accs[i].write() {
 			return s.accs[i].r
 		}
 	}
