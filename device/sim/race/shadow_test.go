@@ -10,6 +10,7 @@ import (
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/internal/longtest"
 	"github.com/symmem/symmem/signal"
 )
 
@@ -18,8 +19,18 @@ import (
 // and checks after every access that both found the same races and hold,
 // granule by granule, the same accesses and releases in the same spans,
 // and that the paged shadow's reference counts match its holders.
-func TestShadowMatchesSpans(t *testing.T) {
-	for seed := range uint64(40) {
+func TestShadowMatchesSpans(t *testing.T) { matchSpans(t, 0, 16) }
+
+// TestShadowMatchesSpansLong is TestShadowMatchesSpans over many more
+// streams.
+func TestShadowMatchesSpansLong(t *testing.T) {
+	longtest.Require(t, "the paged shadow against the spans over 1,000 streams")
+	matchSpans(t, 16, 1000)
+}
+
+// matchSpans runs the streams of seeds [from, to).
+func matchSpans(t *testing.T, from, to uint64) {
+	for seed := from; seed < to; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			g := newGen(seed)
 			paged, ref := newBare(t), newBare(t)
