@@ -32,13 +32,17 @@ type page struct {
 //
 // States are shared between granules until one of them is accessed (copy
 // on write): refs counts the holders (cells and whole pages), and an
-// access changes a state in place only when it has a single holder. The
-// accs array is never shared between states; rel slices are, and are
-// never modified in place.
+// access changes a state in place only when the granules it covers hold
+// every reference to it. The accs array is never shared between states;
+// rel slices are, and are never modified in place.
 //
-// A span, the unit the detector's release bookkeeping applies to, is a
-// maximal run of granules that hold one state, or states with equal
-// accesses and no releases (see [shadow.spanEnd]).
+// A span is a maximal run of granules that hold one state, or states with
+// equal accesses and no releases (see [sameSpan]). An atomic write
+// continues the release sequence of the span it starts in, not of every
+// word it covers (a run of strong accesses reported as one), so spans are
+// part of what the detector decides: they are kept as they always were,
+// granules that one access filled staying one span until another access
+// splits them.
 type state struct {
 	accs []acc
 	inl  [3]acc // backs accs while it is short
