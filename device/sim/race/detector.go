@@ -724,6 +724,11 @@ func addRelease(rel []release, a sim.Access, v vclock) []release {
 	if a.Scope == signal.Block {
 		launch, block = a.Launch, a.Block
 	}
+	for _, r := range rel {
+		if r.scope == a.Scope && r.dev == a.Device && r.launch == launch && r.block == block && v.leq(r.vc) {
+			return rel // the entry already holds v
+		}
+	}
 	out := make([]release, 0, len(rel)+1)
 	merged := false
 	for _, r := range rel {

@@ -34,6 +34,17 @@ func (v *vclock) join(o vclock) {
 	}
 }
 
+// leq reports whether every component of v is at most o's: joining v
+// into o changes nothing.
+func (v vclock) leq(o vclock) bool {
+	for i, c := range v {
+		if c > o.get(i) {
+			return false
+		}
+	}
+	return true
+}
+
 func (v vclock) clone() vclock {
 	return append(vclock(nil), v...)
 }
