@@ -103,10 +103,14 @@ func (p *PCT) ChangePoints() []int64 {
 // Next runs the highest-priority runnable task, applying the change points
 // due at step and demoting a spinning task first.
 func (p *PCT) Next(step int64, runnable []*Task) int {
-	for _, t := range runnable {
-		p.see(t)
+	// See every task, in order, and find the highest priority in the same
+	// pass (as highest would, the first of equals).
+	best, top := 0, int64(0)
+	for i, t := range runnable {
+		if pr := p.see(t); i == 0 || pr > top {
+			best, top = i, pr
+		}
 	}
-	best := p.highest(runnable)
 	for p.next < len(p.changes) && p.changes[p.next].step <= step {
 		// The task about to run drops below every initial priority.
 		p.prio[runnable[best].id] = p.changes[p.next].prio
@@ -130,14 +134,16 @@ func (p *PCT) Next(step int64, runnable []*Task) int {
 	return best
 }
 
-// see gives a task seen for the first time a random initial priority.
-func (p *PCT) see(t *Task) {
-	for len(p.prio) <= t.id {
-		p.prio = append(p.prio, 0)
+// see gives a task seen for the first time a random initial priority, and
+// returns the task's priority.
+func (p *PCT) see(t *Task) int64 {
+	if t.id >= len(p.prio) {
+		p.prio = append(p.prio, make([]int64, t.id+1-len(p.prio))...)
 	}
 	if p.prio[t.id] == 0 {
 		p.prio[t.id] = initialBase + p.rng.Int64N(initialBase)
 	}
+	return p.prio[t.id]
 }
 
 // highest is the index of the runnable task with the highest priority (the

@@ -21,6 +21,7 @@ type feed struct {
 	launch  uint64 // the last launch number
 	seq     uint64 // the stream's last op
 	n       int    // accesses fed
+	bytes   uint64 // the tensor's size
 }
 
 const (
@@ -39,7 +40,7 @@ func newFeed(tb testing.TB) *feed {
 		tb.Fatal(err)
 	}
 	d := race.New(w)
-	return &feed{d: d, observe: w.Observer(), task: workerTask}
+	return &feed{d: d, observe: w.Observer(), task: workerTask, bytes: benchBytes}
 }
 
 func (f *feed) newTask() int { f.task++; return f.task }
@@ -51,7 +52,7 @@ func (f *feed) host(phys uint64, write bool) {
 		kind = sim.Store
 	}
 	f.observe(sim.Access{Kind: kind, Task: hostTask, Parent: -1, Device: benchDev, Block: -1, Lane: -1,
-		Addr: device.Ptr(phys << 32), Size: benchBytes, Phys: phys, Write: write, Order: signal.Relaxed, Scope: signal.System})
+		Addr: device.Ptr(phys << 32), Size: f.bytes, Phys: phys, Write: write, Order: signal.Relaxed, Scope: signal.System})
 	f.n++
 }
 
@@ -112,7 +113,7 @@ func (f *feed) oneShot(a sim.Access, part, parts int, vec uint64) {
 	a.Order, a.Scope = signal.AcqRel, signal.System
 	acc(sim.Atomic, benchPads+1, uint64(4*part), 4, true)
 	a.Order, a.Scope = signal.Relaxed, signal.Block
-	chunk := uint64(benchBytes / parts)
+	chunk := f.bytes / uint64(parts)
 	for off := uint64(part) * chunk; off < uint64(part+1)*chunk; off += vec {
 		for r := uint64(1); r <= benchWorld; r++ {
 			acc(sim.Load, r, off, vec, false)
@@ -123,8 +124,9 @@ func (f *feed) oneShot(a sim.Access, part, parts int, vec uint64) {
 
 // benchmarkDetector runs one launch's events per iteration and reports
 // the accesses checked per second.
-func benchmarkDetector(b *testing.B, grid, lanes int, vec uint64) {
+func benchmarkDetector(b *testing.B, grid, lanes int, vec, bytes uint64) {
 	f := newFeed(b)
+	f.bytes = bytes
 	body := func(a sim.Access, part, parts int) { f.oneShot(a, part, parts, vec) }
 	f.kernel(grid, lanes, body) // the first launch meets an empty shadow
 	b.ReportAllocs()
@@ -143,12 +145,16 @@ func benchmarkDetector(b *testing.B, grid, lanes int, vec uint64) {
 // BenchmarkLaneAccesses is the detector under the accesses of
 // interpreted PTX: 2 blocks of 32 lanes, each with 16-byte vectors of its
 // own part of the tensor.
-func BenchmarkLaneAccesses(b *testing.B) { benchmarkDetector(b, 2, 32, 16) }
+func BenchmarkLaneAccesses(b *testing.B) { benchmarkDetector(b, 2, 32, 16, benchBytes) }
 
 // BenchmarkBlockAccesses is the detector under the accesses of the Go
 // twins: 2 blocks, each loading and storing its half of the tensor in
 // 512-byte runs.
-func BenchmarkBlockAccesses(b *testing.B) { benchmarkDetector(b, 2, 0, 512) }
+func BenchmarkBlockAccesses(b *testing.B) { benchmarkDetector(b, 2, 0, 512, benchBytes) }
+
+// BenchmarkLargeBlockAccesses is BenchmarkBlockAccesses with a tensor of
+// 3 MiB, the largest the fuzzer draws: the host's accesses cover it whole.
+func BenchmarkLargeBlockAccesses(b *testing.B) { benchmarkDetector(b, 2, 0, 512, 3<<20) }
 
 // TestBenchFeedFindsARace checks that the benchmarks' feed reaches the
 // detector: the same launch with two lanes storing the same words races.

@@ -24,19 +24,30 @@ const maxRaces = 32
 type Detector struct {
 	sched   *actor.Scheduler
 	threads map[int]*thread // live threads by scheduler task
-	slots   []slotState     // vector clock components
-	slotOf  map[threadKey]int
-	ops     map[opKey]vclock // clock of each enqueued op not yet started
-	streams map[streamKey]*streamClock
-	keys    map[string]vclock // host synchronisation objects
-	mem     map[uint64]*shadow
-	comms   []*comm   // ring of recent signal communications
-	sc      []release // what sc fences released, per scope and place
-	next    uint64    // access counter
-	races   []Race
-	sites   map[siteKey]int // index in races
-	total   int
-	pairs   []uint64 // first accesses already reported for the current access
+	// lastTask and lastThread cache the latest lookup in threads.
+	lastTask   int
+	lastThread *thread
+	slots      []slotState // vector clock components
+	slotOf     map[threadKey]int
+	ops        map[opKey]vclock // clock of each enqueued op not yet started
+	streams    map[streamKey]*streamClock
+	keys       map[string]vclock // host synchronisation objects
+	mem        map[uint64]*shadow
+	// lastPhys and lastShadow cache the latest lookup in mem.
+	lastPhys   uint64
+	lastShadow *shadow
+	// fresh is the state that granules no access touched before take in
+	// access freshGen.
+	fresh    *state
+	freshGen uint64
+	joins    joinMemo  // recent joins of released clocks
+	comms    []*comm   // ring of recent signal communications
+	sc       []release // what sc fences released, per scope and place
+	next     uint64    // access counter
+	races    []Race
+	sites    map[siteKey]int // index in races
+	total    int
+	pairs    []uint64 // first accesses already reported for the current access
 }
 
 type threadKind int
@@ -76,10 +87,11 @@ type thread struct {
 	// pend[s] joins what the thread's strong reads observed from releases
 	// that need scope s: a later fence of scope s or wider acquires it (an
 	// acquire pattern).
-	pend [signal.System + 1]vclock
-	snap vclock // the clock the current batch of children forks from
-	// wsnap is the clock shared by the records of the thread's atomic
-	// writes since it last learned anything (nil: none taken yet).
+	pend  [signal.System + 1]vclock
+	snap  vclock       // the clock the current batch of children forks from
+	label *actor.Label // the task's label, once an access needed it
+	// wsnap is the clock shared by the records of the thread's relaxed
+	// atomic writes since it last learned anything (nil: none taken yet).
 	wsnap vclock
 }
 
@@ -109,25 +121,37 @@ type seqClock struct {
 
 // rec is one memory access as the shadow memory keeps it.
 type rec struct {
-	id    uint64
-	ep    epoch
-	a     sim.Access
-	task  actor.Label
-	vc    vclock // atomic writes: the writer's clock, to explain races (see knows)
+	id      uint64
+	ep      epoch
+	a       sim.Access
+	task    *actor.Label // the label of its task, shared by its thread; nil outside tasks
+	*strong              // atomics only
+}
+
+// strong is what the detector keeps of an atomic access besides its rec.
+type strong struct {
+	vc    vclock // atomic writes: the writer's clock, to explain races
 	fence vclock // atomic writes: the fence clock the write published
 	// Strong writes: the slots of the threads whose strong reads observed
 	// this write (read it, morally strong, directly or through a chain of
 	// read-modify-writes): it precedes, in causality order, what those
-	// threads do to the word afterwards.
-	seen []int
+	// threads do to the word afterwards. A bit set: bit s of word s/64.
+	seen []uint64
 	// from is the strong write a read-modify-write read, when morally
 	// strong: observing this write observes that one too.
 	from *rec
 }
 
+// atomicRec allocates a rec and its strong part at once.
+type atomicRec struct {
+	rec
+	st strong
+}
+
 // knows reports whether e happens before the atomic write r, by r's
-// clock: r.vc is shared by its thread's writes until the thread learns
-// something new, so for r's own component the epoch decides.
+// clock: the clock of a relaxed write is shared by its thread's writes
+// until the thread learns something new, so for r's own component the
+// epoch decides.
 func (r *rec) knows(e epoch) bool {
 	if e.slot == r.ep.slot {
 		return e.clock <= r.ep.clock
@@ -141,12 +165,20 @@ const maxObserveChain = 64
 
 // observedBy reports whether the thread of slot observed r.
 func (r *rec) observedBy(slot int) bool {
-	for _, s := range r.seen {
-		if s == slot {
-			return true
-		}
+	if r.strong == nil {
+		return false
 	}
-	return false
+	w := slot / 64
+	return w < len(r.seen) && r.seen[w]&(1<<(slot%64)) != 0
+}
+
+// observe records that the thread of slot observed r, an atomic access.
+func (r *rec) observe(slot int) {
+	w := slot / 64
+	if w >= len(r.seen) {
+		r.seen = append(r.seen, make([]uint64, w+1-len(r.seen))...)
+	}
+	r.seen[w] |= 1 << (slot % 64)
 }
 
 // release is what atomic writes to a word have released at one scope, for
@@ -236,7 +268,7 @@ func (d *Detector) current() *thread {
 // self is the thread of task for one of its own events: a fork batch of
 // its children is over once it runs again.
 func (d *Detector) self(task int) *thread {
-	t := d.threads[task]
+	t := d.thread(task)
 	if t == nil {
 		t = d.newThread(task, hostThread, nil, threadKey{}, false)
 	}
@@ -244,24 +276,28 @@ func (d *Detector) self(task int) *thread {
 	return t
 }
 
+// thread is the live thread of task, nil when none.
+func (d *Detector) thread(task int) *thread {
+	if d.lastThread != nil && d.lastTask == task {
+		return d.lastThread
+	}
+	t := d.threads[task]
+	if t != nil {
+		d.lastTask, d.lastThread = task, t
+	}
+	return t
+}
+
+// endThread forgets the thread of task.
+func (d *Detector) endThread(task int) {
+	delete(d.threads, task)
+	if d.lastTask == task {
+		d.lastThread = nil
+	}
+}
+
 // step starts a new event of t.
 func (t *thread) step() { t.vc.set(t.slot, t.vc.get(t.slot)+1) }
-
-// learn joins o into t's clock.
-func (t *thread) learn(o vclock) {
-	t.vc.join(o)
-	t.wsnap = nil
-}
-
-// writeClock is t's clock for an atomic write's record: a snapshot shared
-// by the thread's writes until it learns something new, so its own
-// component may be older than the write (see [rec.knows]).
-func (t *thread) writeClock() vclock {
-	if t.wsnap == nil {
-		t.wsnap = t.vc.clone()
-	}
-	return t.wsnap
-}
 
 // newThread starts task's thread with clock init. A keyed thread takes over
 // the component of the previous thread of the same key when init already
@@ -279,8 +315,8 @@ func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadK
 				// A stream's worker ends silently once its queue is empty;
 				// a new one starts only after that, from a clock that
 				// knows the old one's last op.
-				if d.threads[st.owner.task] == st.owner {
-					delete(d.threads, st.owner.task)
+				if d.thread(st.owner.task) == st.owner {
+					d.endThread(st.owner.task)
 				}
 				slot = s
 			}
@@ -296,7 +332,25 @@ func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadK
 	t := &thread{task: task, slot: slot, kind: kind, vc: init}
 	d.slots[slot].owner = t
 	d.threads[task] = t
+	d.lastTask, d.lastThread = task, t
 	return t
+}
+
+// learn joins o into t's clock.
+func (t *thread) learn(o vclock) {
+	t.vc.join(o)
+	t.wsnap = nil
+}
+
+// writeClock is t's clock for the record of a relaxed atomic write: a
+// snapshot shared by the thread's writes until it learns something new,
+// so its own component may be older than the write (see [rec.knows]).
+// A release write needs its exact clock: it publishes it.
+func (t *thread) writeClock() vclock {
+	if t.wsnap == nil {
+		t.wsnap = t.vc.clone()
+	}
+	return t.wsnap
 }
 
 func (d *Detector) observe(a sim.Access) {
@@ -347,7 +401,7 @@ func (d *Detector) opStart(a sim.Access) {
 	enq := d.ops[k]
 	delete(d.ops, k)
 	sc := d.stream(a.Device, a.Stream)
-	t := d.threads[a.Task]
+	t := d.thread(a.Task)
 	if t == nil {
 		init := enq.clone()
 		init.join(sc.last)
@@ -382,7 +436,7 @@ func (d *Detector) complete(a sim.Access) {
 // block). All children of one batch start from the parent's clock at the
 // fork, however their starts interleave with other children's ends.
 func (d *Detector) fork(a sim.Access) {
-	p := d.threads[a.Parent]
+	p := d.thread(a.Parent)
 	if p == nil {
 		p = d.self(a.Parent)
 	}
@@ -405,7 +459,7 @@ func (d *Detector) fork(a sim.Access) {
 // join ends a block or lane: its parent, blocked until every child ends,
 // continues with what the child knew (kernel end, __syncthreads).
 func (d *Detector) join(a sim.Access) {
-	t := d.threads[a.Task]
+	t := d.thread(a.Task)
 	if t == nil {
 		return
 	}
@@ -414,7 +468,7 @@ func (d *Detector) join(a sim.Access) {
 		t.parent.learn(t.vc)
 	}
 	d.slots[t.slot] = slotState{last: t.vc.get(t.slot)}
-	delete(d.threads, a.Task)
+	d.endThread(a.Task)
 }
 
 // access checks one load, store or atomic against the shadow memory and
@@ -426,32 +480,38 @@ func (d *Detector) access(a sim.Access) {
 	t := d.self(a.Task)
 	t.step()
 	d.next++
-	x := &rec{id: d.next, ep: epoch{t.slot, t.vc.get(t.slot)}, a: a}
-	if cur := d.sched.Current(); cur != nil {
-		x.task = cur.Label()
+	var x *rec
+	if a.Kind == sim.Atomic {
+		ar := &atomicRec{}
+		ar.strong = &ar.st
+		x = &ar.rec
+	} else {
+		x = &rec{}
 	}
-	sh := d.mem[a.Phys]
-	if sh == nil {
-		sh = &shadow{}
-		d.mem[a.Phys] = sh
-	}
-	i, j := sh.carve(a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule)
+	x.id, x.ep, x.a, x.task = d.next, epoch{t.slot, t.vc.get(t.slot)}, a, d.label(t)
+	sh := d.shadowOf(a.Phys)
+	lo, hi := a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule
+	sh.grow(hi)
+	first := sh.at(lo)
 	atomic := a.Kind == sim.Atomic
 	if atomic {
-		st := &sh.spans[i].st
 		if a.Order.Acquires() {
-			d.acquire(t, st, a)
+			d.acquire(t, first.releases(), a)
 		} else {
-			d.observeRelease(t, st, a)
+			d.observeRelease(t, first.releases(), a)
 		}
-		if w := st.lastWrite(); a.Write && w != nil && w.a.Kind == sim.Atomic && w.ep.slot != x.ep.slot {
+		if w := first.lastWrite(); a.Write && w != nil && w.a.Kind == sim.Atomic && w.ep.slot != x.ep.slot {
 			d.comms = append(d.comms, &comm{writer: w, reader: x})
 			if len(d.comms) > 2*commRing {
 				d.comms = append(d.comms[:0], d.comms[len(d.comms)-commRing:]...)
 			}
 		}
 		if a.Write {
-			x.vc = t.writeClock()
+			if a.Order.Releases() {
+				x.vc = t.vc.clone()
+			} else {
+				x.vc = t.writeClock()
+			}
 			x.fence = t.relFence[a.Scope]
 		}
 	}
@@ -459,45 +519,130 @@ func (d *Detector) access(a sim.Access) {
 		// A strong read observes the word's last write when the two are
 		// morally strong, and with it the writes that write's
 		// read-modify-write chain observed.
-		for k := i; k < j; k++ {
-			w := sh.spans[k].st.lastWrite()
+		if w := first.lastWrite(); a.RMW && a.Write && w != nil && w.a.Kind == sim.Atomic && !conflict(w, x) {
+			x.from = w
+		}
+		sh.each(lo, hi, func(s *state) {
+			w := s.lastWrite()
 			if w == nil || w.a.Kind != sim.Atomic || conflict(w, x) {
-				continue
-			}
-			if a.RMW && a.Write && k == i {
-				x.from = w
+				return
 			}
 			for z, n := w, 0; z != nil && n < maxObserveChain; z, n = z.from, n+1 {
-				if !z.observedBy(t.slot) {
-					z.seen = append(z.seen, t.slot)
-				}
+				z.observe(t.slot)
 			}
-		}
+		})
 	}
 	d.pairs = d.pairs[:0]
-	for k := i; k < j; k++ {
-		st := &sh.spans[k].st
-		keep := make([]*rec, 0, len(st.accs)+1)
-		for _, y := range st.accs {
-			ordered := y.ep.before(t.vc) || y.observedBy(t.slot)
-			if !ordered && (y.a.Write || a.Write) && conflict(y, x) {
-				d.report(y, x, t)
-			}
-			// A write supersedes every access ordered before it; a read
-			// supersedes the reads ordered before it.
-			if !ordered || (!a.Write && y.a.Write) {
-				keep = append(keep, y)
-			}
-		}
-		st.accs = append(keep, x)
-		if a.Write && !atomic {
-			st.rel = nil // a plain store ends the word's release sequence
-		}
-	}
+	store := a.Write && !atomic // a plain store ends the word's release sequence
+	from := lo
 	if atomic && a.Write {
-		d.release(t, &sh.spans[i].st, a)
+		// The write continues the release sequence of the span it starts
+		// in: that span's granules take one new state.
+		end := sh.spanEnd(lo, hi)
+		var n *state
+		sh.update(lo, end, func(s *state, whole bool) *state {
+			if n == nil {
+				n = d.replace(s, whole, x, t, false)
+				n.rel = d.release(t, n.rel, a, x.vc)
+			}
+			return n
+		})
+		from = end
 	}
-	sh.merge(i, j)
+	sh.update(from, hi, func(s *state, whole bool) *state {
+		switch {
+		case s == nil && d.freshGen == x.id:
+			return d.fresh
+		case s == nil:
+			d.fresh, d.freshGen = d.replace(nil, false, x, t, store), x.id
+			return d.fresh
+		case s.gen == x.id:
+			return s.next // another run of s was already replaced
+		}
+		n := d.replace(s, whole, x, t, store)
+		s.gen, s.next = x.id, n
+		return n
+	})
+}
+
+// label is the label of t's task, the running one; nil when no task runs.
+func (d *Detector) label(t *thread) *actor.Label {
+	if t.label == nil {
+		if cur := d.sched.Current(); cur != nil {
+			l := cur.Label()
+			t.label = &l
+		}
+	}
+	return t.label
+}
+
+// shadowOf is the shadow memory of physical allocation phys.
+func (d *Detector) shadowOf(phys uint64) *shadow {
+	if d.lastPhys == phys && d.lastShadow != nil {
+		return d.lastShadow
+	}
+	sh := d.mem[phys]
+	if sh == nil {
+		sh = &shadow{}
+		d.mem[phys] = sh
+	}
+	d.lastPhys, d.lastShadow = phys, sh
+	return sh
+}
+
+// replace checks access x against the accesses of state s (nil: none)
+// and returns the state that follows it: s itself, changed in place, when
+// whole (the granules being replaced hold every reference to s). A write
+// supersedes every access ordered before it; a read supersedes the reads
+// ordered before it. store drops the release sequence.
+func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) *state {
+	if s == nil {
+		n := newState()
+		n.accs = append(n.accs, accOf(x))
+		return n
+	}
+	if whole {
+		old := s.accs
+		s.accs = d.check(old[:0], old, x, t)
+		if len(s.accs) < len(old) {
+			clear(old[len(s.accs):])
+		}
+		if store {
+			s.rel = nil
+		}
+		return s
+	}
+	n := newState()
+	if len(s.accs) >= len(n.inl) {
+		n.accs = make([]acc, 0, len(s.accs)+1)
+	}
+	n.accs = d.check(n.accs, s.accs, x, t)
+	if !store {
+		n.rel = s.rel
+	}
+	return n
+}
+
+// check reports the races of x with the accesses accs of a granule and
+// appends to dst those x does not supersede, then x. dst may be accs[:0]:
+// the kept accesses then move down in place.
+func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
+	write := x.a.Write
+	inPlace := cap(dst) > 0 && len(accs) > 0 && &dst[:1][0] == &accs[0]
+	for i, y := range accs {
+		ordered := y.before(t.vc, t.slot)
+		if !ordered && (y.write() || write) && conflict(y.r, x) {
+			d.report(y.r, x, t)
+		}
+		if !ordered || (!write && y.write()) {
+			if inPlace && len(dst) == i {
+				dst = dst[:i+1] // already there
+				continue
+			}
+			dst = append(dst, y)
+		}
+	}
+	return append(dst, accOf(x))
 }
 
 // conflict reports whether two accesses to a common word race when
@@ -552,8 +697,8 @@ func needed(x, y sim.Access) signal.Scope {
 
 // acquire: an acquiring atomic read synchronises with what releasing
 // writes of the word released at a scope that covers both threads.
-func (d *Detector) acquire(t *thread, st *state, a sim.Access) {
-	for _, r := range st.rel {
+func (d *Detector) acquire(t *thread, rel []release, a sim.Access) {
+	for _, r := range rel {
 		sameDev := r.dev == a.Device
 		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
 		if signal.Synchronizes(signal.Release, r.scope, a.Order, a.Scope, signal.Needed(sameDev, sameBlock)) {
@@ -566,16 +711,13 @@ func (d *Detector) acquire(t *thread, st *state, a sim.Access) {
 // releasing writes of the word released; a later fence of a wide enough
 // scope acquires it (a strong read followed by a fence is an acquire
 // pattern). The read and the release must both reach the other thread.
-func (d *Detector) observeRelease(t *thread, st *state, a sim.Access) {
-	for _, r := range st.rel {
+func (d *Detector) observeRelease(t *thread, rel []release, a sim.Access) {
+	for _, r := range rel {
 		sameDev := r.dev == a.Device
 		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
 		need := signal.Needed(sameDev, sameBlock)
 		if r.scope >= need && a.Scope >= need {
-			if !r.vc.within(t.pend[need]) {
-				t.pend[need] = t.pend[need].clone() // pending clocks may be shared: copy on write
-				t.pend[need].join(r.vc)
-			}
+			t.pend[need].join(r.vc)
 		}
 	}
 }
@@ -600,57 +742,89 @@ func (d *Detector) fenceOp(a sim.Access) {
 				t.learn(r.vc)
 			}
 		}
-		d.sc = addRelease(d.sc, a, t.vc, false)
 	}
 	v := t.vc.clone()
+	if a.SC {
+		d.sc = d.addRelease(d.sc, a, v)
+	}
 	for s := signal.Block; s <= a.Scope; s++ {
 		t.relFence[s] = v
 	}
 }
 
 // addRelease returns rel with v released at a's scope and place (merged
-// into the entry of the same scope and place). Release lists are shared
-// between spans, so rel is never modified: a list that changes is a new
-// one, and one that learns nothing new is returned as is. A frozen v is
-// never modified by its owner, so it is kept without a copy.
-func addRelease(rel []release, a sim.Access, v vclock, frozen bool) []release {
+// into the entry of the same scope and place). v is shared, not copied:
+// the caller never changes it.
+func (d *Detector) addRelease(rel []release, a sim.Access, v vclock) []release {
 	launch, block := uint64(0), -1
 	if a.Scope == signal.Block {
 		launch, block = a.Launch, a.Block
 	}
-	for i, r := range rel {
-		if r.scope == a.Scope && r.dev == a.Device && r.launch == launch && r.block == block {
-			if v.within(r.vc) {
-				return rel
-			}
-			out := append([]release(nil), rel...)
-			out[i].vc = r.vc.clone()
-			out[i].vc.join(v)
-			return out
+	for _, r := range rel {
+		if r.scope == a.Scope && r.dev == a.Device && r.launch == launch && r.block == block && v.leq(r.vc) {
+			return rel // the entry already holds v
 		}
 	}
-	if !frozen {
-		v = v.clone()
+	out := make([]release, 0, len(rel)+1)
+	merged := false
+	for _, r := range rel {
+		if r.scope == a.Scope && r.dev == a.Device && r.launch == launch && r.block == block {
+			r.vc = d.joins.join(r.vc, v) // released clocks are shared between states: copy on write
+			merged = true
+		}
+		out = append(out, r)
 	}
-	return append(rel[:len(rel):len(rel)], release{scope: a.Scope, dev: a.Device, launch: launch, block: block, vc: v})
+	if !merged {
+		out = append(out, release{scope: a.Scope, dev: a.Device, launch: launch, block: block, vc: v})
+	}
+	return out
 }
 
-// release: an atomic write with release order releases its thread's clock
-// at its scope; a relaxed one releases, at each scope up to its own, what
+// release returns the word's release sequence rel continued by a, an
+// atomic write of t made at clock vc (a copy of t's, which stays shared).
+// A write with release order releases its thread's clock at its scope; a relaxed one releases, at each scope up to its own, what
 // the thread's latest fence of that scope released (a fence followed by a
 // strong write is a release pattern; the kernel's start counts as a
 // system-scope fence). Either way the write continues the word's release
 // sequence.
-func (d *Detector) release(t *thread, st *state, a sim.Access) {
+func (d *Detector) release(t *thread, rel []release, a sim.Access, vc vclock) []release {
 	if a.Order.Releases() {
-		st.rel = addRelease(st.rel, a, t.vc, false)
-		return
+		return d.addRelease(rel, a, vc)
 	}
 	for s := signal.Block; s <= a.Scope; s++ {
 		if v := t.relFence[s]; v != nil {
 			b := a
 			b.Scope = s
-			st.rel = addRelease(st.rel, b, v, true) // fence clocks are never modified
+			rel = d.addRelease(rel, b, v)
 		}
 	}
+	return rel
+}
+
+// joinMemo remembers the last few joins of two released clocks, which
+// are never modified, by the identity of their arrays: the writes of a
+// thread's packets continue, word after word, release sequences that hold
+// the same clock with the same fence clock, and one shared result then
+// serves every word instead of a copy per word.
+type joinMemo struct {
+	next int
+	e    [4]struct{ a, b, out vclock }
+}
+
+func same(x, y vclock) bool {
+	return len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
+}
+
+// join returns a new clock, or a remembered one, holding a joined with b.
+func (m *joinMemo) join(a, b vclock) vclock {
+	for _, e := range m.e {
+		if e.out != nil && same(e.a, a) && same(e.b, b) {
+			return e.out
+		}
+	}
+	out := a.clone()
+	out.join(b)
+	m.e[m.next].a, m.e[m.next].b, m.e[m.next].out = a, b, out
+	m.next = (m.next + 1) % len(m.e)
+	return out
 }

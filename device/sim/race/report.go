@@ -159,10 +159,18 @@ func (d *Detector) report(w, x *rec, t *thread) {
 	}
 	d.sites[k] = len(d.races)
 	d.races = append(d.races, Race{
-		First: w.a, Second: x.a, FirstTask: w.task, SecondTask: x.task,
+		First: w.a, Second: x.a, FirstTask: labelOf(w.task), SecondTask: labelOf(x.task),
 		Phys: x.a.Phys, Offset: lo, Size: hi - lo, Owner: x.a.Owner,
 		Missing: d.explain(w, x, t),
 	})
+}
+
+// labelOf is *l, or the zero label for nil.
+func labelOf(l *actor.Label) actor.Label {
+	if l == nil {
+		return actor.Label{}
+	}
+	return *l
 }
 
 // explain names the missing edge between w and x. It looks for the latest

@@ -1,39 +1,119 @@
 package race
 
-import "sort"
+// pageShift sets the granules of a shadow page: 128 granules, 512 bytes,
+// the run a block of 32 threads moves with 16-byte vectors.
+const pageShift = 7
 
-// shadow is the shadow memory of one physical allocation: sorted,
-// non-overlapping spans of granules that share one state. Simulated
-// accesses are large and regular (whole tensors, a block's vectors), so a
-// few spans cover what a per-granule table would need millions of entries
-// for. Granules no access touched have no span.
+// pageGranules is the number of granules a shadow page covers.
+const pageGranules = 1 << pageShift
+
+// shadow is the shadow memory of one physical allocation: a page table
+// from granule index to pages of per-granule states. A page whose granules
+// all hold the same state keeps it once, so an access of a whole tensor
+// costs a step per page, not per granule; accesses narrower than a page
+// split it into one state pointer per granule.
 type shadow struct {
-	spans []span
+	pages []page
 }
 
-// span is the granules [lo, hi) and their common state.
-type span struct {
-	lo, hi uint64
-	st     state
+// page is the shadow of pageGranules granules: when cells is nil every
+// granule holds all (nil: no access touched them), else granule k holds
+// cells[k].
+type page struct {
+	all   *state
+	cells *[pageGranules]*state
 }
 
-// state is what the detector knows about a granule: the accesses that a
-// later access must be checked against (every write not ordered before a
-// later write, every read not ordered before a later access of the same
-// granule), in the order they happened, and what atomic writes released.
-// Slices are never modified in place once shared, so spans split from one
-// another may share them.
+// state is what the detector knows about the granules that hold it: the
+// accesses that a later access must be checked against (every write not
+// ordered before a later write, every read not ordered before a later
+// access of the granule), in the order they happened, and what atomic
+// writes released.
+//
+// States are shared between granules until one of them is accessed (copy
+// on write): refs counts the holders (cells and whole pages), and an
+// access changes a state in place only when the granules it covers hold
+// every reference to it. The accs array is never shared between states;
+// rel slices are, and are never modified in place.
+//
+// A span is a maximal run of granules that hold one state, or states with
+// equal accesses and no releases (see [sameSpan]). An atomic write
+// continues the release sequence of the span it starts in, not of every
+// word it covers (a run of strong accesses reported as one), so spans are
+// part of what the detector decides: they are kept as they always were,
+// granules that one access filled staying one span until another access
+// splits them.
 type state struct {
-	accs []*rec
+	accs []acc
+	inl  [3]acc // backs accs while it is short
 	rel  []release
+	refs int32
+	// gen and next: the access numbered gen replaced this state by next
+	// in the granules it held, so its other holders get next too.
+	gen  uint64
+	next *state
 }
 
-func (s state) equal(o state) bool {
-	if len(s.rel) != 0 || len(o.rel) != 0 || len(s.accs) != len(o.accs) {
+// acc is an access a state keeps: its record, with what checking it
+// against a later access needs most often, so that long lists are read
+// without visiting every record.
+type acc struct {
+	r *rec
+	// tag is r.ep.slot<<2, plus 2 when r writes, plus 1 when r is a
+	// strong write (which reads may observe, see rec.seen).
+	tag   uint32
+	clock uint32 // r.ep.clock
+}
+
+// accOf is the acc of r.
+func accOf(r *rec) acc {
+	y := acc{r: r, tag: uint32(r.ep.slot) << 2, clock: r.ep.clock}
+	if r.a.Write {
+		y.tag |= 2
+		if r.strong != nil {
+			y.tag |= 1
+		}
+	}
+	return y
+}
+
+// write reports whether y writes.
+func (y acc) write() bool { return y.tag&2 != 0 }
+
+// before reports whether y happens before an event with clock v, or the
+// thread of slot, whose clock v is, observed it.
+func (y acc) before(v vclock, slot int) bool {
+	return y.clock <= v.get(int(y.tag>>2)) || (y.tag&1 != 0 && y.r.observedBy(slot))
+}
+
+// newState returns a state holding no access, held nowhere yet.
+func newState() *state {
+	s := &state{}
+	s.accs = s.inl[:0]
+	return s
+}
+
+// unref drops a holder of s.
+func (s *state) unref() { s.drop(1) }
+
+// drop drops k holders of s.
+func (s *state) drop(k int32) {
+	if s != nil {
+		s.refs -= k
+	}
+}
+
+// sameSpan reports whether adjacent granules holding s and o are one span:
+// the same state, or two states with no releases and the same accesses.
+func sameSpan(s, o *state) bool {
+	if s == o {
+		return true
+	}
+	if s == nil || o == nil || len(s.rel) != 0 || len(o.rel) != 0 || len(s.accs) != len(o.accs) {
 		return false
 	}
 	for i, a := range s.accs {
-		if o.accs[i] != a {
+		if o.accs[i].r != a.r {
 			return false
 		}
 	}
@@ -41,81 +121,179 @@ func (s state) equal(o state) bool {
 }
 
 // lastWrite is the latest write of the granule, nil when none.
-func (s state) lastWrite() *rec {
+func (s *state) lastWrite() *rec {
+	if s == nil {
+		return nil
+	}
 	for i := len(s.accs) - 1; i >= 0; i-- {
-		if s.accs[i].a.Write {
-			return s.accs[i]
+		if s.accs[i].write() {
+			return s.accs[i].r
 		}
 	}
 	return nil
 }
 
-// carve splits and fills the spans so that [lo, hi) is covered exactly by
-// spans[i:j], and returns i and j.
-func (sh *shadow) carve(lo, hi uint64) (int, int) {
-	first := sort.Search(len(sh.spans), func(k int) bool { return sh.spans[k].hi > lo })
-	var mid []span
-	at, k := lo, first
-	for at < hi {
-		if k < len(sh.spans) && sh.spans[k].lo <= at {
-			end := min(sh.spans[k].hi, hi)
-			mid = append(mid, span{lo: at, hi: end, st: sh.spans[k].st})
-			at = end
-			if end == sh.spans[k].hi {
-				k++
-			}
-			continue
-		}
-		end := hi
-		if k < len(sh.spans) {
-			end = min(end, sh.spans[k].lo)
-		}
-		mid = append(mid, span{lo: at, hi: end})
-		at = end
+// releases is s's release sequence; none for nil.
+func (s *state) releases() []release {
+	if s == nil {
+		return nil
 	}
-	// spans[first:k] are consumed whole; spans[k], if it starts before hi,
-	// was consumed up to hi. Keep the parts outside [lo, hi).
-	last := k
-	if k < len(sh.spans) && sh.spans[k].lo < hi {
-		last = k + 1
-	}
-	var repl []span
-	if first < last && sh.spans[first].lo < lo {
-		repl = append(repl, span{lo: sh.spans[first].lo, hi: lo, st: sh.spans[first].st})
-	}
-	i := first + len(repl)
-	repl = append(repl, mid...)
-	if first < last && sh.spans[last-1].hi > hi {
-		repl = append(repl, span{lo: hi, hi: sh.spans[last-1].hi, st: sh.spans[last-1].st})
-	}
-	// Splice repl in place of spans[first:last], moving the tail once.
-	n := len(sh.spans)
-	grow := len(repl) - (last - first)
-	if grow > 0 {
-		sh.spans = append(sh.spans, make([]span, grow)...)
-	}
-	copy(sh.spans[last+grow:], sh.spans[last:n])
-	copy(sh.spans[first:], repl)
-	if grow < 0 {
-		clear(sh.spans[n+grow : n])
-		sh.spans = sh.spans[:n+grow]
-	}
-	return i, i + len(mid)
+	return s.rel
 }
 
-// merge joins adjacent spans with equal states among spans[i-1:j+1].
-func (sh *shadow) merge(i, j int) {
-	i, j = max(i-1, 0), min(j+1, len(sh.spans))
-	out := i
-	for k := i + 1; k < j; k++ {
-		if sh.spans[out].hi == sh.spans[k].lo && sh.spans[out].st.equal(sh.spans[k].st) {
-			sh.spans[out].hi = sh.spans[k].hi
+// grow makes the page table cover granules [0, hi).
+func (sh *shadow) grow(hi uint64) {
+	if n := (hi + pageGranules - 1) >> pageShift; n > uint64(len(sh.pages)) {
+		sh.pages = append(sh.pages, make([]page, n-uint64(len(sh.pages)))...)
+	}
+}
+
+// at is the state granule g holds; g must be covered.
+func (sh *shadow) at(g uint64) *state {
+	p := &sh.pages[g>>pageShift]
+	if p.cells == nil {
+		return p.all
+	}
+	return p.cells[g&(pageGranules-1)]
+}
+
+// spanEnd returns the end of the span that granule lo starts, bounded by
+// hi: the first granule in (lo, hi) that is not one span with its left
+// neighbour, else hi.
+func (sh *shadow) spanEnd(lo, hi uint64) uint64 {
+	prev := sh.at(lo)
+	for g := lo + 1; g < hi; {
+		p := &sh.pages[g>>pageShift]
+		if p.cells == nil {
+			if !sameSpan(prev, p.all) {
+				return g
+			}
+			prev = p.all
+			g = (g>>pageShift + 1) << pageShift
 			continue
 		}
-		out++
-		sh.spans[out] = sh.spans[k]
+		s := p.cells[g&(pageGranules-1)]
+		if !sameSpan(prev, s) {
+			return g
+		}
+		prev = s
+		g++
 	}
-	if out+1 < j {
-		sh.spans = append(sh.spans[:out+1], sh.spans[j:]...)
+	return hi
+}
+
+// each calls fn with every distinct state held in granules [lo, hi), in
+// address order (a state held by neighbouring granules once; one held
+// apart, or nil, may come more than once).
+func (sh *shadow) each(lo, hi uint64, fn func(*state)) {
+	var prev *state
+	for g := lo; g < hi; {
+		p := &sh.pages[g>>pageShift]
+		end := min(hi, (g>>pageShift+1)<<pageShift)
+		if p.cells == nil {
+			if g == lo || p.all != prev {
+				fn(p.all)
+			}
+			prev = p.all
+			g = end
+			continue
+		}
+		for ; g < end; g++ {
+			s := p.cells[g&(pageGranules-1)]
+			if g == lo || s != prev {
+				fn(s)
+			}
+			prev = s
+		}
 	}
+}
+
+// update replaces the states held in granules [lo, hi), in address
+// order: each run of neighbouring holders of one state s (nil: untouched
+// granules) takes the state repl(s, whole) returns, where whole says that
+// the run holds every reference to s, so that s may change in place. The
+// pages of the run are split or rejoined as needed; reference counts
+// follow.
+func (sh *shadow) update(lo, hi uint64, repl func(s *state, whole bool) *state) {
+	for g := lo; g < hi; {
+		s := sh.at(g)
+		end, k, partial := sh.run(g, hi, s)
+		n := repl(s, s != nil && !partial && s.refs == k)
+		sh.assign(g, end, s, n)
+		g = end
+	}
+}
+
+// run returns the end of the run of granules in [g, hi) that hold s,
+// starting at g; the holders (cells and whole pages) inside it; and
+// whether a page holding s lies partly outside it.
+func (sh *shadow) run(g, hi uint64, s *state) (end uint64, k int32, partial bool) {
+	for g < hi {
+		p := &sh.pages[g>>pageShift]
+		base := g >> pageShift << pageShift
+		pend := min(hi, base+pageGranules)
+		if p.cells == nil {
+			if p.all != s {
+				return g, k, partial
+			}
+			if g == base && pend == base+pageGranules {
+				k++
+			} else {
+				partial = true
+			}
+			g = pend
+			continue
+		}
+		for ; g < pend; g++ {
+			if p.cells[g&(pageGranules-1)] != s {
+				return g, k, partial
+			}
+			k++
+		}
+	}
+	return g, k, partial
+}
+
+// assign makes granules [lo, hi), which hold s, hold n.
+func (sh *shadow) assign(lo, hi uint64, s, n *state) {
+	for g := lo; g < hi; {
+		p := &sh.pages[g>>pageShift]
+		base := g >> pageShift << pageShift
+		end := min(hi, base+pageGranules)
+		whole := g == base && end == base+pageGranules
+		switch {
+		case whole && p.cells == nil:
+			s.unref()
+			p.all = n
+			n.refs++
+		case whole:
+			// Every cell held s: keep n once.
+			s.drop(pageGranules)
+			p.all, p.cells = n, nil
+			n.refs++
+		default:
+			if p.cells == nil {
+				p.split()
+			}
+			for k := g; k < end; k++ {
+				p.cells[k&(pageGranules-1)] = n
+			}
+			s.drop(int32(end - g))
+			n.refs += int32(end - g)
+		}
+		g = end
+	}
+}
+
+// split gives every granule of a uniform page its own reference to the
+// page's state.
+func (p *page) split() {
+	p.cells = new([pageGranules]*state)
+	for k := range p.cells {
+		p.cells[k] = p.all
+	}
+	if p.all != nil {
+		p.all.refs += pageGranules - 1
+	}
+	p.all = nil
 }

@@ -1,57 +1,421 @@
 package race
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"reflect"
+	"sort"
 	"testing"
+
+	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/internal/longtest"
+	"github.com/symmem/symmem/signal"
 )
 
-// TestShadowCarve: after carving random ranges the spans stay sorted and
-// disjoint, cover exactly the granules ever carved, and every granule keeps
-// the state last written to it.
-func TestShadowCarve(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
+// TestShadowMatchesSpans feeds random event streams to two detectors, one
+// with the paged shadow and one with the reference spans of spans_test.go,
+// and checks after every access that both found the same races and hold,
+// granule by granule, the same accesses and releases in the same spans,
+// and that the paged shadow's reference counts match its holders.
+func TestShadowMatchesSpans(t *testing.T) { matchSpans(t, 0, 16) }
+
+// TestShadowMatchesSpansLong is TestShadowMatchesSpans over many more
+// streams.
+func TestShadowMatchesSpansLong(t *testing.T) {
+	longtest.Require(t, "the paged shadow against the spans over 1,000 streams")
+	matchSpans(t, 16, 1000)
+}
+
+// matchSpans runs the streams of seeds [from, to).
+func matchSpans(t *testing.T, from, to uint64) {
+	for seed := from; seed < to; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			g := newGen(seed)
+			paged, ref := newBare(t), newBare(t)
+			spans := map[uint64]*spanShadow{}
+			n := 0
+			for _, a := range g.stream() {
+				paged.observe(a)
+				if a.Kind == sim.Load || a.Kind == sim.Store || a.Kind == sim.Atomic {
+					ref.spanAccess(spans, a)
+					n++
+				} else {
+					ref.observe(a)
+				}
+				if paged.total != ref.total {
+					t.Fatalf("after access %d (%+v): %d races, reference %d", n, a, paged.total, ref.total)
+				}
+				if a.Size > 0 && (a.Kind == sim.Load || a.Kind == sim.Store || a.Kind == sim.Atomic) {
+					// The granules of the access and a page either side.
+					lo := max(a.PhysOffset/granule, pageGranules) - pageGranules
+					hi := (a.PhysOffset+a.Size+granule-1)/granule + pageGranules
+					compareShadow(t, a, paged.mem[a.Phys], spans[a.Phys], lo, hi)
+				}
+			}
+			if !reflect.DeepEqual(paged.races, ref.races) {
+				t.Fatalf("races differ:\n%v\nreference:\n%v", paged.Err(), ref.Err())
+			}
+			if ref.total == 0 {
+				t.Fatal("the stream made no race: it checks too little")
+			}
+			for phys, sh := range paged.mem {
+				compareShadow(t, sim.Access{Phys: phys}, sh, spans[phys], 0, uint64(len(sh.pages))<<pageShift)
+				checkRefs(t, sh)
+			}
+		})
+	}
+}
+
+func newBare(t *testing.T) *Detector {
+	w, err := sim.NewWorld(actor.NewScheduler(actor.Config{Seed: 1}), sim.Config{World: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(w)
+}
+
+// compareShadow checks that every granule in [lo, hi) holds the same
+// accesses (by id) and releases in both shadows, and that a span ends
+// after the same granules.
+func compareShadow(t *testing.T, a sim.Access, sh *shadow, ref *spanShadow, lo, hi uint64) {
+	t.Helper()
+	for g := lo; g < min(hi, uint64(len(sh.pages))<<pageShift); g++ {
+		w, start := ref.at(g)
+		got := sh.at(g)
+		if w == nil {
+			if got != nil {
+				t.Fatalf("after %v: granule %d of phys %d holds %s, reference nothing", a.Kind, g, a.Phys, ids(got.accs))
+			}
+			continue
+		}
+		if got == nil || !sameIDs(got.accs, w.accs) || !reflect.DeepEqual(got.rel, w.rel) {
+			t.Fatalf("after %v at +%#x: granule %d of phys %d holds %s, reference %s", a.Kind, a.PhysOffset, g, a.Phys, describeState(got), describeRef(w))
+		}
+		if g > 0 && start == sameSpan(sh.at(g-1), got) {
+			t.Fatalf("after %v at +%#x: granule %d starts a span: %v, reference %v", a.Kind, a.PhysOffset, g, !start, start)
+		}
+	}
+}
+
+// at is the state of granule g in sh (nil: none) and whether a span
+// starts at g.
+func (sh *spanShadow) at(g uint64) (*spanState, bool) {
+	k := sort.Search(len(sh.spans), func(k int) bool { return sh.spans[k].hi > g })
+	if k == len(sh.spans) || sh.spans[k].lo > g {
+		return nil, true
+	}
+	return &sh.spans[k].st, sh.spans[k].lo == g
+}
+
+func sameIDs(a []acc, b []*rec) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != accOf(a[i].r) || a[i].r.id != b[i].id {
+			return false
+		}
+	}
+	return true
+}
+
+func ids(accs []acc) string {
+	s := ""
+	for _, a := range accs {
+		s += fmt.Sprintf(" %d", a.r.id)
+	}
+	return s
+}
+
+// checkRefs checks that every state's reference count is its number of
+// holders.
+func checkRefs(t *testing.T, sh *shadow) {
+	t.Helper()
+	holders := map[*state]int32{}
+	for _, p := range sh.pages {
+		if p.cells == nil {
+			if p.all != nil {
+				holders[p.all]++
+			}
+			continue
+		}
+		for _, s := range p.cells {
+			if s != nil {
+				holders[s]++
+			}
+		}
+	}
+	for s, n := range holders {
+		if s.refs != n {
+			t.Fatalf("a state with %d holders counts %d", n, s.refs)
+		}
+	}
+}
+
+// gen draws event streams: rounds in which every device runs a kernel
+// of a few blocks (some with lanes) whose threads make random accesses,
+// interleaved, to a few small allocations and their shared memory, with
+// host accesses of whole allocations between rounds.
+type gen struct {
+	rng  *rand.Rand
+	out  []sim.Access
+	task int
+	seq  [devs]uint64
+	lnch uint64
+}
+
+const (
+	devs      = 3
+	smallPhys = 3     // phys 1..3: 1 KiB each
+	bigPhys   = 4     // 40 KiB, to cross many pages
+	bigBytes  = 40960 // not a whole number of pages
+)
+
+func newGen(seed uint64) *gen { return &gen{rng: rand.New(rand.NewPCG(seed, 7)), task: 100} }
+
+func (g *gen) emit(a sim.Access) { g.out = append(g.out, a) }
+
+func (g *gen) stream() []sim.Access {
+	for range 6 {
+		g.round()
+	}
+	return g.out
+}
+
+type live struct {
+	a    sim.Access // template: the thread's coordinates
+	task int
+}
+
+func (g *gen) round() {
+	for dev := range devs {
+		if g.rng.IntN(2) == 0 {
+			g.host(dev, g.rng.IntN(2) == 0)
+		}
+	}
+	var threads []live
+	type launch struct {
+		op     sim.Access
+		worker int
+		blocks []live
+		lanes  [][]live
+	}
+	var ls []launch
+	for dev := range devs {
+		g.seq[dev]++
+		g.lnch++
+		op := sim.Access{Parent: -1, Device: dev, Stream: device.Stream(1), Seq: g.seq[dev], Op: "kernel", Kernel: "k", Block: -1, Lane: -1}
+		op.Kind, op.Task = sim.Enqueue, dev
+		g.emit(op)
+		l := launch{op: op, worker: 10 + dev}
+		op.Kind, op.Task = sim.OpStart, l.worker
+		g.emit(op)
+		op.Launch = g.lnch
+		for blk := range 1 + g.rng.IntN(2) {
+			g.task++
+			b := op
+			b.Kind, b.Task, b.Block, b.Parent = sim.BlockStart, g.task, blk, l.worker
+			g.emit(b)
+			b.Parent = -1
+			bl := live{a: b, task: g.task}
+			l.blocks = append(l.blocks, bl)
+			var lanes []live
+			if g.rng.IntN(3) > 0 {
+				for ln := range 1 + g.rng.IntN(3) {
+					g.task++
+					la := b
+					la.Kind, la.Task, la.Lane, la.Parent = sim.LaneStart, g.task, ln, bl.task
+					g.emit(la)
+					la.Parent = -1
+					lanes = append(lanes, live{a: la, task: g.task})
+				}
+				threads = append(threads, lanes...)
+			} else {
+				threads = append(threads, bl)
+			}
+			l.lanes = append(l.lanes, lanes)
+		}
+		ls = append(ls, l)
+	}
+	for range 60 + g.rng.IntN(60) {
+		g.threadEvent(threads[g.rng.IntN(len(threads))])
+	}
+	for _, l := range ls {
+		for i, b := range l.blocks {
+			for _, ln := range l.lanes[i] {
+				e := ln.a
+				e.Kind, e.Task = sim.LaneEnd, ln.task
+				g.emit(e)
+			}
+			e := b.a
+			if len(l.lanes[i]) > 0 {
+				e.Kind, e.Task = sim.BlockSync, b.task
+				g.emit(e)
+			}
+			e.Kind = sim.BlockEnd
+			g.emit(e)
+		}
+		op := l.op
+		op.Kind, op.Task = sim.OpEnd, l.worker
+		g.emit(op)
+		if g.rng.IntN(3) > 0 {
+			op.Kind, op.Task = sim.Complete, op.Device
+			g.emit(op)
+		}
+	}
+}
+
+// host is a host task's access of the big allocation, whole or a random
+// range of it, or of a small one.
+func (g *gen) host(dev int, write bool) {
+	kind := sim.Load
+	if write {
+		kind = sim.Store
+	}
+	a := sim.Access{Kind: kind, Task: dev, Parent: -1, Device: dev, Block: -1, Lane: -1, Write: write, Scope: signal.System}
+	switch g.rng.IntN(3) {
+	case 0:
+		a.Phys, a.Size = bigPhys, bigBytes
+	case 1:
+		a.Phys = bigPhys
+		a.PhysOffset = g.rng.Uint64N(bigBytes)
+		a.Size = 1 + g.rng.Uint64N(bigBytes-a.PhysOffset)
+	default:
+		a.Phys, a.Size = 1+g.rng.Uint64N(smallPhys), 1024
+	}
+	a.Owner = int(a.Phys % devs)
+	a.Addr = device.Ptr(a.Phys<<32 + a.PhysOffset)
+	g.emit(a)
+}
+
+// threadEvent is one random access or fence of a kernel thread.
+func (g *gen) threadEvent(th live) {
+	a := th.a
+	a.Task, a.Parent = th.task, -1
+	a.Line = 1 + g.rng.IntN(4)
+	r := g.rng.IntN(20)
+	switch {
+	case r == 0:
+		a.Kind = sim.Fence
+		a.Order, a.Scope, a.SC = signal.AcqRel, signal.Scope(g.rng.IntN(3)), g.rng.IntN(2) == 0
+		g.emit(a)
+		return
+	case r < 3:
+		a.Phys = bigPhys
+		a.PhysOffset = g.rng.Uint64N(bigBytes - 2048)
+		a.Size = 1 + g.rng.Uint64N(2048)
+	case r < 5:
+		a.Shared = true
+		a.Phys = sim.SharedPhys(a.Launch, a.Block)
+		a.PhysOffset = g.rng.Uint64N(64)
+		a.Size = uint64(1) << g.rng.IntN(4)
+	default:
+		a.Phys = 1 + g.rng.Uint64N(smallPhys)
+		a.PhysOffset = g.rng.Uint64N(96)
+		a.Size = []uint64{1, 2, 4, 4, 8, 16, 32, 600}[g.rng.IntN(8)]
+	}
+	a.Owner = int(a.Phys % devs)
+	a.Write = g.rng.IntN(2) == 0
+	a.Kind = sim.Load
+	if a.Write {
+		a.Kind = sim.Store
+	}
+	if !a.Shared && g.rng.IntN(2) == 0 {
+		a.Kind = sim.Atomic
+		a.Order, a.Scope = signal.Order(g.rng.IntN(4)), signal.Scope(g.rng.IntN(3))
+		a.PhysOffset &^= 3
+		switch g.rng.IntN(4) {
+		case 0:
+			a.PhysOffset &^= 7
+			a.Size, a.Unit = 8*(1+g.rng.Uint64N(8)), 8
+		case 1:
+			a.Size = 8
+		default:
+			a.Size = 4
+		}
+		if g.rng.IntN(2) == 0 {
+			a.RMW = true
+			a.Old, a.New = uint32(g.rng.IntN(2)), uint32(g.rng.IntN(2))
+		}
+	}
+	a.Addr = device.Ptr(a.Phys<<32 + a.PhysOffset)
+	g.emit(a)
+}
+
+func describeRef(s *spanState) string {
+	ids := ""
+	for _, r := range s.accs {
+		ids += fmt.Sprintf(" %d", r.id)
+	}
+	return fmt.Sprintf("accesses%s, %d releases", ids, len(s.rel))
+}
+
+func describeState(s *state) string {
+	if s == nil {
+		return "nothing"
+	}
+	return fmt.Sprintf("accesses%s, %d releases", ids(s.accs), len(s.rel))
+}
+
+// TestShadowUpdate drives the page table alone with random updates
+// against a flat array of per-granule states: every granule holds what the
+// flat array says, runs are cut where the state changes, whole says true
+// exactly when the run holds every reference, and reference counts match
+// the holders, through splits of uniform pages and whole pages rejoined.
+func TestShadowUpdate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const size = 5*pageGranules + 17
 	var sh shadow
-	const size = 64
-	want := make([]*rec, size) // per granule: the last access stored there
-	for step := range 2000 {
+	sh.grow(size)
+	flat := make([]*state, size)
+	shared := newState() // handed to many runs, so whole pages rejoin
+	rejoined := 0
+	for step := range 3000 {
 		lo := rng.Uint64N(size)
-		hi := lo + 1 + rng.Uint64N(min(size-lo, 9))
-		i, j := sh.carve(lo, hi)
-		if j-i < 1 || sh.spans[i].lo != lo || sh.spans[j-1].hi != hi {
-			t.Fatalf("step %d: carve(%d, %d) = spans %d..%d: %v", step, lo, hi, i, j, sh.spans)
+		hi := lo + 1 + rng.Uint64N(size-lo)
+		if rng.IntN(2) == 0 {
+			hi = min(size, lo+1+rng.Uint64N(8))
 		}
-		x := &rec{id: uint64(step)}
-		if rng.IntN(3) == 0 && step > 0 {
-			x = want[lo] // sometimes store what is already there, to exercise merging
-			if x == nil {
-				x = &rec{id: uint64(step)}
+		pagesBefore := append([]page(nil), sh.pages...)
+		holders := map[*state]int32{}
+		for g := range uint64(size) {
+			if g < lo || g >= hi {
+				holders[flat[g]]++ // granules outside: at least as many holders as cells
 			}
 		}
-		for k := i; k < j; k++ {
-			sh.spans[k].st = state{accs: []*rec{x}}
-		}
+		sh.update(lo, hi, func(s *state, whole bool) *state {
+			if whole && s != nil && holders[s] > 0 {
+				t.Fatalf("step %d: whole for a state held outside [%d, %d)", step, lo, hi)
+			}
+			switch r := rng.IntN(4); {
+			case r == 0 && whole:
+				return s
+			case r == 1 || r == 2:
+				return shared
+			}
+			return newState()
+		})
 		for g := lo; g < hi; g++ {
-			want[g] = x
-		}
-		sh.merge(i, j)
-		for k, s := range sh.spans {
-			if s.lo >= s.hi || (k > 0 && sh.spans[k-1].hi > s.lo) {
-				t.Fatalf("step %d: spans not sorted and disjoint: %v", step, sh.spans)
-			}
-			if k > 0 && sh.spans[k-1].hi == s.lo && sh.spans[k-1].st.equal(s.st) {
-				t.Fatalf("step %d: equal neighbours left unmerged: %v", step, sh.spans)
+			flat[g] = sh.at(g)
+			if flat[g] == nil {
+				t.Fatalf("step %d: granule %d updated to nothing", step, g)
 			}
 		}
-		covered := make([]*rec, size)
-		for _, s := range sh.spans {
-			for g := s.lo; g < s.hi; g++ {
-				covered[g] = s.st.accs[0]
+		for g := range uint64(size) {
+			if sh.at(g) != flat[g] {
+				t.Fatalf("step %d: granule %d changed outside [%d, %d)", step, g, lo, hi)
 			}
 		}
-		for g := range want {
-			if covered[g] != want[g] {
-				t.Fatalf("step %d: granule %d holds %v, want %v", step, g, covered[g], want[g])
+		checkRefs(t, &sh)
+		for k, p := range sh.pages {
+			if p.cells == nil && p.all == shared && pagesBefore[k].cells != nil {
+				rejoined++
 			}
 		}
+	}
+	if rejoined == 0 {
+		t.Fatal("no page was ever held whole by one state: the rejoin is untested")
 	}
 }

@@ -34,11 +34,9 @@ func (v *vclock) join(o vclock) {
 	}
 }
 
-// within reports whether o knows every event v knows.
-func (v vclock) within(o vclock) bool {
-	if len(v) > 0 && len(o) > 0 && &v[0] == &o[0] && len(v) <= len(o) {
-		return true
-	}
+// leq reports whether every component of v is at most o's: joining v
+// into o changes nothing.
+func (v vclock) leq(o vclock) bool {
 	for i, c := range v {
 		if c > o.get(i) {
 			return false
