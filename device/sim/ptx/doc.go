@@ -21,7 +21,8 @@
 //
 // Debug line directives (.file and .loc, as nvcc -lineinfo writes them)
 // are skipped, every other line keeping its number; declaring a register
-// with a special register's name is refused, as ptxas refuses it.
+// with a special register's name is refused, as ptxas refuses it (a
+// numbered range such as %tid<3>, whose names are %tid0 to %tid2, is not).
 //
 // A [Module] is the parsed text; its functions are decoded on first use,
 // their registers renumbered into a register file sized by the registers

@@ -108,7 +108,7 @@ func TestUnknownInstruction(t *testing.T) {
 
 // TestSpecialRegisterNamesCannotBeDeclared: declaring a register named
 // like a special register is refused at decode, naming it and its line;
-// a name that only starts like one is fine.
+// a name that only starts like one, or a numbered range, is fine.
 func TestSpecialRegisterNamesCannotBeDeclared(t *testing.T) {
 	text := ".version 9.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n\t.reg .b32 %r<3>;\n\tDECL\n\tmov.u32 %r1, 1;\n\tret;\n}\n"
 	for _, decl := range []string{".reg .b32 %tid;", ".reg .b32 %r9, %clock;", ".reg .b64 %smid;", ".reg .b32 %laneid;"} {
@@ -120,7 +120,7 @@ func TestSpecialRegisterNamesCannotBeDeclared(t *testing.T) {
 			t.Errorf("%s: %v, want an error naming the special register at line 7", decl, err)
 		}
 	}
-	m, err := Parse(strings.Replace(text, "DECL", ".reg .b32 %tidy, %clocks<2>;", 1))
+	m, err := Parse(strings.Replace(text, "DECL", ".reg .b32 %tidy, %clocks<2>, %tid<3>;", 1))
 	if err == nil {
 		_, err = m.Func("k")
 	}

@@ -705,9 +705,6 @@ func (d *decoder) regDecl(ts []token) error {
 	rest := ts[2:]
 	for len(rest) > 0 {
 		name := rest[0].s
-		if reservedRegName(name) {
-			return fmt.Errorf("line %d: register %s: the name of a special register cannot be declared", rest[0].line, name)
-		}
 		if len(rest) >= 4 && rest[1].s == "<" && rest[3].s == ">" {
 			n, err := strconv.Atoi(rest[2].s)
 			if err != nil || n < 0 {
@@ -719,6 +716,9 @@ func (d *decoder) regDecl(ts []token) error {
 			}
 			rest = rest[4:]
 		} else {
+			if reservedRegName(name) {
+				return fmt.Errorf("line %d: register %s: the name of a special register cannot be declared", rest[0].line, name)
+			}
 			sc.regs[name] = d.newReg(rt)
 			rest = rest[1:]
 		}
