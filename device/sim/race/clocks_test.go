@@ -32,38 +32,50 @@ func TestWriteClockIsSharedUntilTheThreadLearns(t *testing.T) {
 	}
 }
 
-// TestAddReleaseSharesClocks: a released clock is kept without a copy; a
-// release that adds nothing returns the list itself; one that adds
-// something returns a new list and leaves the old one (which other
-// granules may share) as it was; two granules whose sequences merge the
-// same two clocks share the merged one.
+// TestAddReleaseSharesClocks: a released clock is kept by reference,
+// never copied; a release that adds nothing returns the list itself; one
+// that adds something returns a new list and leaves the old one (which
+// other granules may share) as it was; a clock the new one holds is
+// dropped; past maxReleaseClocks the clocks are joined into one; an
+// acquire learns the join of them all.
 func TestAddReleaseSharesClocks(t *testing.T) {
-	d := &Detector{}
 	a := sim.Access{Device: 0, Scope: signal.System}
 	fence := vclock{2, 2}
-	rel := d.addRelease(nil, a, fence)
-	if len(rel) != 1 || &rel[0].vc[0] != &fence[0] {
+	rel := addRelease(nil, a, fence)
+	if len(rel) != 1 || len(rel[0].vcs) != 1 || !same(rel[0].vcs[0], fence) {
 		t.Fatalf("a released clock was copied: %v", rel)
 	}
-	if got := d.addRelease(rel, a, vclock{1, 2}); &got[0] != &rel[0] {
+	if got := addRelease(rel, a, vclock{1, 2}); &got[0] != &rel[0] {
 		t.Fatal("a release that adds nothing made a new list")
 	}
-	next := vclock{1, 3}
-	got := d.addRelease(rel, a, next)
-	if want := (vclock{2, 3}); !got[0].vc.leq(want) || !want.leq(got[0].vc) {
-		t.Fatalf("merged release = %v, want %v", got[0].vc, want)
+	other := vclock{1, 3}
+	got := addRelease(rel, a, other)
+	if len(rel[0].vcs) != 1 || len(got[0].vcs) != 2 || !same(got[0].vcs[0], fence) || !same(got[0].vcs[1], other) {
+		t.Fatalf("adding a second writer's clock: %v from %v", got, rel)
 	}
-	if rel[0].vc[1] != 2 || fence[1] != 2 || next[0] != 1 {
-		t.Fatalf("merging modified the shared list or a released clock: %v %v %v", rel[0].vc, fence, next)
+	var learned vclock
+	got[0].learnInto(&learned)
+	if want := (vclock{2, 3}); !learned.leq(want) || !want.leq(learned) {
+		t.Fatalf("an acquire learns %v, want %v", learned, want)
 	}
-	again := d.addRelease(append([]release(nil), rel...), a, next)
-	if &again[0].vc[0] != &got[0].vc[0] {
-		t.Fatal("a second granule merging the same two clocks made its own copy")
+	later := vclock{3, 3}
+	if got = addRelease(got, a, later); len(got[0].vcs) != 1 || !same(got[0].vcs[0], later) {
+		t.Fatalf("a clock holding the others did not replace them: %v", got[0].vcs)
 	}
 	b := a
 	b.Device = 1
-	got = d.addRelease(rel, b, next)
-	if len(got) != 2 || len(rel) != 1 || &got[1].vc[0] != &next[0] {
+	if got = addRelease(rel, b, other); len(got) != 2 || len(rel) != 1 || !same(got[1].vcs[0], other) {
 		t.Fatalf("a new place: got %v from %v", got, rel)
+	}
+	rel = nil
+	want := vclock{}
+	for i := range maxReleaseClocks + 1 {
+		v := make(vclock, maxReleaseClocks+1)
+		v[i] = 1
+		want.join(v)
+		rel = addRelease(rel, a, v)
+	}
+	if len(rel[0].vcs) != 1 || !rel[0].vcs[0].leq(want) || !want.leq(rel[0].vcs[0]) {
+		t.Fatalf("past %d clocks: %v, want one clock %v", maxReleaseClocks, rel[0].vcs, want)
 	}
 }

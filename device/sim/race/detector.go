@@ -40,7 +40,6 @@ type Detector struct {
 	// access freshGen.
 	fresh    *state
 	freshGen uint64
-	joins    joinMemo  // recent joins of released clocks
 	comms    []*comm   // ring of recent signal communications
 	sc       []release // what sc fences released, per scope and place
 	next     uint64    // access counter
@@ -188,7 +187,62 @@ type release struct {
 	dev    int
 	launch uint64 // block scope only
 	block  int    // block scope only, else -1
-	vc     vclock
+	// vcs are the clocks released, shared and never modified: an acquire
+	// learns them all. Writes of different threads to a word continue its
+	// sequence with their own clocks; keeping references rather than a
+	// joined copy per word keeps a buffer of packets from holding a
+	// clock per word. A clock another one holds is dropped.
+	vcs []vclock
+}
+
+// maxReleaseClocks bounds the clocks of one release entry; past it they
+// are joined into one.
+const maxReleaseClocks = 8
+
+// holds reports whether r already releases everything v does.
+func (r release) holds(v vclock) bool {
+	for _, c := range r.vcs {
+		if same(c, v) {
+			return true
+		}
+	}
+	for _, c := range r.vcs {
+		if v.leq(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// learnInto joins r's clocks into v.
+func (r release) learnInto(v *vclock) {
+	for _, c := range r.vcs {
+		v.join(c)
+	}
+}
+
+// with returns r's clocks with v added: a new slice (entries are shared),
+// without the clocks v holds, joined into one when there are too many.
+func (r release) with(v vclock) []vclock {
+	out := make([]vclock, 0, len(r.vcs)+1)
+	for _, c := range r.vcs {
+		if !c.leq(v) {
+			out = append(out, c)
+		}
+	}
+	out = append(out, v)
+	if len(out) > maxReleaseClocks {
+		j := out[0].clone()
+		for _, c := range out[1:] {
+			j.join(c)
+		}
+		out = []vclock{j}
+	}
+	return out
+}
+
+func same(x, y vclock) bool {
+	return len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
 }
 
 // comm is one signal communication: reader's compare-and-swap read the
@@ -702,7 +756,8 @@ func (d *Detector) acquire(t *thread, rel []release, a sim.Access) {
 		sameDev := r.dev == a.Device
 		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
 		if signal.Synchronizes(signal.Release, r.scope, a.Order, a.Scope, signal.Needed(sameDev, sameBlock)) {
-			t.learn(r.vc)
+			r.learnInto(&t.vc)
+			t.wsnap = nil
 		}
 	}
 }
@@ -717,7 +772,7 @@ func (d *Detector) observeRelease(t *thread, rel []release, a sim.Access) {
 		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
 		need := signal.Needed(sameDev, sameBlock)
 		if r.scope >= need && a.Scope >= need {
-			t.pend[need].join(r.vc)
+			r.learnInto(&t.pend[need])
 		}
 	}
 }
@@ -739,13 +794,14 @@ func (d *Detector) fenceOp(a sim.Access) {
 			sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
 			need := signal.Needed(sameDev, sameBlock)
 			if r.scope >= need && a.Scope >= need {
-				t.learn(r.vc)
+				r.learnInto(&t.vc)
+				t.wsnap = nil
 			}
 		}
 	}
 	v := t.vc.clone()
 	if a.SC {
-		d.sc = d.addRelease(d.sc, a, v)
+		d.sc = addRelease(d.sc, a, v)
 	}
 	for s := signal.Block; s <= a.Scope; s++ {
 		t.relFence[s] = v
@@ -755,13 +811,13 @@ func (d *Detector) fenceOp(a sim.Access) {
 // addRelease returns rel with v released at a's scope and place (merged
 // into the entry of the same scope and place). v is shared, not copied:
 // the caller never changes it.
-func (d *Detector) addRelease(rel []release, a sim.Access, v vclock) []release {
+func addRelease(rel []release, a sim.Access, v vclock) []release {
 	launch, block := uint64(0), -1
 	if a.Scope == signal.Block {
 		launch, block = a.Launch, a.Block
 	}
 	for _, r := range rel {
-		if r.scope == a.Scope && r.dev == a.Device && r.launch == launch && r.block == block && v.leq(r.vc) {
+		if r.scope == a.Scope && r.dev == a.Device && r.launch == launch && r.block == block && r.holds(v) {
 			return rel // the entry already holds v
 		}
 	}
@@ -769,13 +825,13 @@ func (d *Detector) addRelease(rel []release, a sim.Access, v vclock) []release {
 	merged := false
 	for _, r := range rel {
 		if r.scope == a.Scope && r.dev == a.Device && r.launch == launch && r.block == block {
-			r.vc = d.joins.join(r.vc, v) // released clocks are shared between states: copy on write
+			r.vcs = r.with(v) // release lists are shared between states: copy on write
 			merged = true
 		}
 		out = append(out, r)
 	}
 	if !merged {
-		out = append(out, release{scope: a.Scope, dev: a.Device, launch: launch, block: block, vc: v})
+		out = append(out, release{scope: a.Scope, dev: a.Device, launch: launch, block: block, vcs: []vclock{v}})
 	}
 	return out
 }
@@ -789,42 +845,14 @@ func (d *Detector) addRelease(rel []release, a sim.Access, v vclock) []release {
 // sequence.
 func (d *Detector) release(t *thread, rel []release, a sim.Access, vc vclock) []release {
 	if a.Order.Releases() {
-		return d.addRelease(rel, a, vc)
+		return addRelease(rel, a, vc)
 	}
 	for s := signal.Block; s <= a.Scope; s++ {
 		if v := t.relFence[s]; v != nil {
 			b := a
 			b.Scope = s
-			rel = d.addRelease(rel, b, v)
+			rel = addRelease(rel, b, v)
 		}
 	}
 	return rel
-}
-
-// joinMemo remembers the last few joins of two released clocks, which
-// are never modified, by the identity of their arrays: the writes of a
-// thread's packets continue, word after word, release sequences that hold
-// the same clock with the same fence clock, and one shared result then
-// serves every word instead of a copy per word.
-type joinMemo struct {
-	next int
-	e    [4]struct{ a, b, out vclock }
-}
-
-func same(x, y vclock) bool {
-	return len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
-}
-
-// join returns a new clock, or a remembered one, holding a joined with b.
-func (m *joinMemo) join(a, b vclock) vclock {
-	for _, e := range m.e {
-		if e.out != nil && same(e.a, a) && same(e.b, b) {
-			return e.out
-		}
-	}
-	out := a.clone()
-	out.join(b)
-	m.e[m.next].a, m.e[m.next].b, m.e[m.next].out = a, b, out
-	m.next = (m.next + 1) % len(m.e)
-	return out
 }
