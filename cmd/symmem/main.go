@@ -36,6 +36,7 @@ import (
 var version = ""
 
 func main() {
+	setSoftMemoryLimit()
 	os.Exit(runMain(os.Args[1:]))
 }
 
