@@ -43,7 +43,7 @@ var ptxMutants = []ptxMutant{
 	// the number, and its store races with them.
 	{name: "LL last block's acquire fence dropped",
 		re:   regexp.MustCompile(`(atom\.add\.u32\s+%r\d+, \[%rd\d+\], 1;\n(?:[^\n]*\n){4}\n)\s*membar\.gl;\n`),
-		repl: "$1", algos: []workload.Algo{workload.LowLatency}, sizes: []uint64{16 << 10, 60 << 10}},
+		repl: "$1", algos: []workload.Algo{workload.LowLatency}, sizes: []uint64{4 << 10, 8 << 10}},
 }
 
 // TestPTXMutantsAreKilled edits the committed PTX text (no compiler
