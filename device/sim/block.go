@@ -237,17 +237,7 @@ func (c *blockCtx) WaitU32(p device.Ptr, what string, ready func(uint32) bool, t
 					left = time.Nanosecond
 				}
 			}
-			const blockOn = "block on %#x: %s"
-			c.record(blockPrefix+blockOn, lanePrefix+blockOn, uint64(p), what)
-			task := w.beginWait(c, p, sg, what)
-			err = w.sched.Wait(what, cond, left)
-			var te *actor.TimeoutError
-			if errors.As(err, &te) {
-				w.endWait(task, true)
-				return kernels.ErrWaitTimeout
-			}
-			w.endWait(task, false)
-			if err != nil {
+			if err := c.blockOn(p, sg, what, cond, left); err != nil {
 				return err
 			}
 		}
@@ -256,6 +246,24 @@ func (c *blockCtx) WaitU32(p device.Ptr, what string, ready func(uint32) bool, t
 		}
 		c.Yield("wait")
 	}
+}
+
+// blockOn parks the block (or lane) until cond holds, waiting for the word
+// of sg at p: the wait is recorded in the trace and shown among the waits
+// of a deadlock; kernels.ErrWaitTimeout when timeout passes first.
+func (c *blockCtx) blockOn(p device.Ptr, sg segment, what string, cond func() bool, timeout time.Duration) error {
+	w := c.l.dev.w
+	const blockOn = "block on %#x: %s"
+	c.record(blockPrefix+blockOn, lanePrefix+blockOn, uint64(p), what)
+	task := w.beginWait(c, p, sg, what)
+	err := w.sched.Wait(what, cond, timeout)
+	var te *actor.TimeoutError
+	if errors.As(err, &te) {
+		w.endWait(task, true)
+		return kernels.ErrWaitTimeout
+	}
+	w.endWait(task, false)
+	return err
 }
 
 // Lanes runs fn for lanes 0..n-1 as separate tasks and joins them.

@@ -2,13 +2,10 @@ package sim
 
 import (
 	"encoding/binary"
-	"errors"
 	"slices"
 	"time"
 
-	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/signal"
 )
 
@@ -87,18 +84,7 @@ func (c *blockCtx) WaitU64s(p device.Ptr, dst []uint64, what string, ready func(
 		return ready(dst)
 	}
 	if !cond() {
-		w := c.l.dev.w
-		const blockOn = "block on %#x: %s"
-		c.record(blockPrefix+blockOn, lanePrefix+blockOn, uint64(p), what)
-		task := w.beginWait(c, p, segs[0], what)
-		err := w.sched.Wait(what, cond, timeout)
-		var te *actor.TimeoutError
-		if errors.As(err, &te) {
-			w.endWait(task, true)
-			return kernels.ErrWaitTimeout
-		}
-		w.endWait(task, false)
-		if err != nil {
+		if err := c.blockOn(p, segs[0], what, cond, timeout); err != nil {
 			return err
 		}
 	}
