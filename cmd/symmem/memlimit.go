@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"io"
 	"os"
 	"runtime/debug"
-	"strconv"
-	"strings"
+
+	"github.com/symmem/symmem/internal/hostmem"
 )
 
 // setSoftMemoryLimit sets the Go runtime's soft memory limit to half the
@@ -20,30 +18,7 @@ func setSoftMemoryLimit() {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return // not Linux: the runtime's default
-	}
-	defer f.Close()
-	if total, ok := memTotal(f); ok {
+	if total, err := hostmem.Total(); err == nil {
 		debug.SetMemoryLimit(int64(total / 2))
-	}
-}
-
-// memTotal reads the MemTotal line of /proc/meminfo, in bytes.
-func memTotal(r io.Reader) (uint64, bool) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:")
-		if !ok {
-			continue
-		}
-		num, unit, _ := strings.Cut(strings.TrimSpace(rest), " ")
-		kb, err := strconv.ParseUint(num, 10, 64)
-		if err != nil || unit != "kB" || kb > 1<<53 {
-			return 0, false
-		}
-		return kb << 10, true
-	}
-	return 0, false
+	} // elsewhere than Linux: the runtime's default
 }

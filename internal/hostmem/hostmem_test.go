@@ -17,6 +17,19 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestParseField reads MemTotal the same way.
+func TestParseField(t *testing.T) {
+	got, err := ParseField(strings.NewReader("MemFree:  1000 kB\nMemTotal:       24576000 kB\n"), "MemTotal")
+	if err != nil || got != 24576000<<10 {
+		t.Fatalf("ParseField = %d, %v; want %d", got, err, uint64(24576000)<<10)
+	}
+	for _, bad := range []string{"", "MemFree: 10 kB\n", "MemTotal: lots kB\n", "MemTotal: 10 MB\n"} {
+		if _, err := ParseField(strings.NewReader(bad), "MemTotal"); err == nil {
+			t.Errorf("ParseField(%q, MemTotal) accepted", bad)
+		}
+	}
+}
+
 func TestAvailableOnThisHost(t *testing.T) {
 	n, err := Available()
 	if err != nil {
