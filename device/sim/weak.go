@@ -426,50 +426,60 @@ func (w *World) weakRMW(v *weakView, sg segment, size int, o signal.Order, sc si
 	return &rel
 }
 
-// plainStore ends the histories of the locations a plain store of sg
-// overwrites.
-func plainStore(sg segment) {
+// eachWord calls fn for every word of sg that has histories, skipping
+// pages without any: a plain access of a whole tensor costs a lookup per
+// page, not per word.
+func eachWord(sg segment, fn func(wd *word)) {
 	p := sg.phys
 	if p.weak == nil || len(sg.b) == 0 {
 		return
 	}
 	end := sg.off + uint64(len(sg.b))
-	for w := sg.off &^ 7; w < end; w += 8 {
-		wd := p.weak.wordAt(w, false)
-		if wd == nil {
+	for w := sg.off &^ 7; w < end; {
+		pg := p.weak.pages[w/pageSize]
+		next := min((w/pageSize+1)*pageSize, end)
+		if pg == nil {
+			w = (next + 7) &^ 7
 			continue
 		}
+		for ; w < next; w += 8 {
+			if wd := pg[w%pageSize/8]; wd != nil {
+				fn(wd)
+			}
+		}
+	}
+}
+
+// overlaps reports whether location h shares a byte with sg.
+func (h *history) overlaps(sg segment) bool {
+	return h.off < sg.off+uint64(len(sg.b)) && sg.off < h.off+uint64(h.size)
+}
+
+// plainStore ends the histories of the locations a plain store of sg
+// overwrites.
+func plainStore(sg segment) {
+	eachWord(sg, func(wd *word) {
 		keep := wd.locs[:0]
 		for _, h := range wd.locs {
-			if h.off+uint64(h.size) <= sg.off || end <= h.off {
+			if !h.overlaps(sg) {
 				keep = append(keep, h)
 			}
 		}
 		clear(wd.locs[len(keep):])
 		wd.locs = keep
-	}
+	})
 }
 
 // plainLoad: a plain load reads the newest store, so the thread may not
 // read an older one of those locations later (read-read coherence).
 func (v *weakView) plainLoad(sg segment) {
-	p := sg.phys
-	if p.weak == nil || len(sg.b) == 0 {
-		return
-	}
-	end := sg.off + uint64(len(sg.b))
-	for w := sg.off &^ 7; w < end; w += 8 {
-		wd := p.weak.wordAt(w, false)
-		if wd == nil {
-			continue
-		}
+	eachWord(sg, func(wd *word) {
 		for _, h := range wd.locs {
-			if h.off+uint64(h.size) <= sg.off || end <= h.off {
-				continue
+			if h.overlaps(sg) {
+				h.read(v, h.newest().stamp)
 			}
-			h.read(v, h.newest().stamp)
 		}
-	}
+	})
 }
 
 // loadN reads a little-endian value of len(b) bytes (at most 8).
