@@ -26,62 +26,78 @@ type Reorderer interface {
 // store to perform first.
 const hoistWindow = 8
 
-// hoist performs, before the load or atom ld (the instruction at f.pc-1), the
-// first store after it when the model allows it and the environment
-// agrees; Run then skips that store. It returns the store and the error
-// it failed with, if it did.
-func (t *Thread) hoist(f *frame, ld *inst) (*inst, error) {
-	r, ok := t.env.(Reorderer)
-	if !ok || (ld.space != spGlobal && ld.space != spGeneric) {
-		return nil, nil
-	}
-	if ld.op == opLd && ld.sem == Acquire || ld.op == opAtom && ld.sem != Relaxed {
-		return nil, nil
-	}
-	code := f.fn.code
-	// defs: the registers the load and the instructions between write.
-	var defs [16]int
-	n := 0
-	full := false
-	def := func(r *int) {
-		if n == len(defs) {
-			full = true
-			return
+// markHoists records in every load and atom of code the store after it
+// that may run first, as far as the code alone decides: the load not
+// acquire (an atom relaxed), both in global memory (or generic), only
+// register arithmetic between them, the store not release and none of its
+// registers written by the load or the instructions between.
+func markHoists(code []inst) {
+	for i := range code {
+		ld := &code[i]
+		if (ld.op != opLd && ld.op != opAtom) || (ld.space != spGlobal && ld.space != spGeneric) ||
+			ld.op == opLd && ld.sem == Acquire || ld.op == opAtom && ld.sem != Relaxed {
+			continue
 		}
-		defs[n] = *r
-		n++
-	}
-	ld.regRefs(func(*int) {}, def)
-	at := -1
-	for j := f.pc; j < len(code) && j < f.pc+hoistWindow; j++ {
-		in := &code[j]
-		if in.op == opSt {
-			at = j
-			break
-		}
-		if !aluOnly(in.op) {
-			return nil, nil
-		}
-		in.regRefs(func(*int) {}, def)
-	}
-	if at < 0 || full {
-		return nil, nil
-	}
-	st := &code[at]
-	if st.sem == Release || (st.space != spGlobal && st.space != spGeneric) {
-		return nil, nil
-	}
-	dependent := false
-	st.regRefs(func(r *int) {
-		for _, d := range defs[:n] {
-			if d == *r {
-				dependent = true
+		// defs: the registers the load and the instructions between write.
+		var defs [16]int
+		n := 0
+		full := false
+		def := func(r *int) {
+			if n == len(defs) {
+				full = true
+				return
 			}
+			defs[n] = *r
+			n++
 		}
-	}, func(*int) {})
-	if dependent {
+		ld.regRefs(func(*int) {}, def)
+		at := -1
+		for j := i + 1; j < len(code) && j <= i+hoistWindow; j++ {
+			in := &code[j]
+			if in.op == opSt {
+				at = j
+				break
+			}
+			if !aluOnly(in.op) {
+				break
+			}
+			in.regRefs(func(*int) {}, def)
+		}
+		if at < 0 || full {
+			continue
+		}
+		st := &code[at]
+		if st.sem == Release || (st.space != spGlobal && st.space != spGeneric) {
+			continue
+		}
+		dependent := false
+		st.regRefs(func(r *int) {
+			for _, d := range defs[:n] {
+				if d == *r {
+					dependent = true
+				}
+			}
+		}, func(*int) {})
+		if !dependent {
+			ld.hoist = at + 1
+		}
+	}
+}
+
+// hoist performs, before the load or atom ld (the instruction at f.pc-1),
+// the store markHoists found for it when it runs, the addresses differ and
+// the environment agrees; Run then skips that store. It returns the store
+// and the error it failed with, if it did.
+func (t *Thread) hoist(f *frame, ld *inst) (*inst, error) {
+	if ld.hoist == 0 {
 		return nil, nil
 	}
+	r, ok := t.env.(Reorderer)
+	if !ok {
+		return nil, nil
+	}
+	at := ld.hoist - 1
+	st := &f.fn.code[at]
 	if st.guard >= 0 && (f.regs[st.guard] != 0) == st.neg {
 		return nil, nil // the store does not run
 	}

@@ -364,10 +364,14 @@ type inst struct {
 	ops     []operand
 	rets    []operand // call: the return parameters
 	target  int       // bra
-	callee  string
-	trap    string // opTrap: what was reached
-	line    int
-	text    string // the mnemonic
+	// hoist is, for a load or atom, 1 + the index of the store after it
+	// that the model lets run first (hoist.go), found at decode; 0 for
+	// none.
+	hoist  int
+	callee string
+	trap   string // opTrap: what was reached
+	line   int
+	text   string // the mnemonic
 }
 
 // instruction decodes one instruction statement.

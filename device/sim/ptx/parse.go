@@ -209,6 +209,7 @@ func (m *Module) Func(name string) (*Func, error) {
 			return
 		}
 		allocRegs(src.fn, maxAllocWork)
+		markHoists(src.fn.code)
 	})
 	return src.fn, src.err
 }
