@@ -396,6 +396,12 @@ func (t *thread) learn(o vclock) {
 	t.wsnap = nil
 }
 
+// learnRelease joins what r released into t's clock.
+func (t *thread) learnRelease(r release) {
+	r.learnInto(&t.vc)
+	t.wsnap = nil
+}
+
 // writeClock is t's clock for the record of a relaxed atomic write: a
 // snapshot shared by the thread's writes until it learns something new,
 // so its own component may be older than the write (see [rec.knows]).
@@ -756,8 +762,7 @@ func (d *Detector) acquire(t *thread, rel []release, a sim.Access) {
 		sameDev := r.dev == a.Device
 		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
 		if signal.Synchronizes(signal.Release, r.scope, a.Order, a.Scope, signal.Needed(sameDev, sameBlock)) {
-			r.learnInto(&t.vc)
-			t.wsnap = nil
+			t.learnRelease(r)
 		}
 	}
 }
@@ -794,8 +799,7 @@ func (d *Detector) fenceOp(a sim.Access) {
 			sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
 			need := signal.Needed(sameDev, sameBlock)
 			if r.scope >= need && a.Scope >= need {
-				r.learnInto(&t.vc)
-				t.wsnap = nil
+				t.learnRelease(r)
 			}
 		}
 	}
