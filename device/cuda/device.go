@@ -669,17 +669,23 @@ func (g *gpu) wait(s device.Stream, op desc, report bool) error {
 	}
 }
 
-// backoff pauses the i-th poll of a wait: spin first, then sleep longer
-// and longer, up to a millisecond.
+// backoff pauses the i-th poll of a wait for backoffDelay(i).
 func backoff(i int) {
+	if d := backoffDelay(i); d > 0 {
+		time.Sleep(d)
+	}
+}
+
+// backoffDelay is the pause after the i-th poll of a wait: none at first
+// (spin), then longer and longer, up to a millisecond.
+func backoffDelay(i int) time.Duration {
 	switch {
 	case i < 64:
-		return
+		return 0
 	case i < 1024:
-		time.Sleep(time.Duration(i-63) * time.Microsecond)
-	default:
-		time.Sleep(time.Millisecond)
+		return time.Duration(i-63) * time.Microsecond
 	}
+	return time.Millisecond
 }
 
 // takeError decodes and clears the stream's error record.

@@ -467,13 +467,20 @@ func TestFakeStreams(t *testing.T) {
 	// done.
 	f.streams[g.streams[s].cu].notReady = 100
 	queries := f.count("cuStreamQuery")
-	start := time.Now()
 	mustDo(t, g.Synchronize(s))
 	if n := f.count("cuStreamQuery") - queries; n != 101 {
 		t.Errorf("Synchronize made %d queries of a stream busy for 100, want 101", n)
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("Synchronize of a stream busy for 100 queries took %v", d)
+	// Its pauses between those polls: spinning first, then short sleeps.
+	var paused time.Duration
+	for i := range 100 {
+		paused += backoffDelay(i)
+	}
+	if paused > time.Millisecond {
+		t.Errorf("a wait of 100 polls pauses %v in all, want at most 1ms", paused)
+	}
+	if backoffDelay(0) != 0 || backoffDelay(5000) != time.Millisecond {
+		t.Errorf("backoff: first pause %v, late pause %v; want 0 and 1ms", backoffDelay(0), backoffDelay(5000))
 	}
 	// Its error record is cleared when it goes back to the pool: a stream
 	// taken from the pool reports nothing.
