@@ -120,8 +120,14 @@ func (c *blockCtx) emitAtomic(kind AccessKind, sg segment, write bool, order sig
 	if c.l.dev.w.observe == nil {
 		return
 	}
-	c.emit(Access{Kind: kind, Parent: -1, Addr: sg.addr, Size: uint64(len(sg.b)), Phys: sg.phys.id,
-		PhysOffset: sg.off, Owner: sg.phys.owner, Write: write, Order: order, Scope: scope, Old: old, New: new})
+	c.emit(segAccess(kind, sg, write, order, scope, old, new))
+}
+
+// segAccess is the access of segment sg by a kernel thread; emit fills in
+// who made it.
+func segAccess(kind AccessKind, sg segment, write bool, order signal.Order, scope signal.Scope, old, new uint32) Access {
+	return Access{Kind: kind, Parent: -1, Addr: sg.addr, Size: uint64(len(sg.b)), Phys: sg.phys.id,
+		PhysOffset: sg.off, Owner: sg.phys.owner, Write: write, Order: order, Scope: scope, Old: old, New: new}
 }
 
 // emitRMW reports a read-modify-write (write: it stored).

@@ -238,9 +238,9 @@ func (l *ptxLane) emitAtomic(kind AccessKind, sg segment, write bool, order sign
 	if l.l.dev.w.observe == nil {
 		return
 	}
-	l.emit(Access{Kind: kind, Parent: -1, Addr: sg.addr, Size: uint64(len(sg.b)), Phys: sg.phys.id,
-		PhysOffset: sg.off, Owner: sg.phys.owner, Write: write, Order: order, Scope: scope, Old: old, New: new,
-		Line: l.th.Line()})
+	a := segAccess(kind, sg, write, order, scope, old, new)
+	a.Line = l.th.Line()
+	l.emit(a)
 }
 
 // point is the scheduling point of a global access: every strong one,
