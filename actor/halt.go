@@ -37,16 +37,24 @@ func (s *Scheduler) Halt(reason string, match func(*Task) bool) int {
 func (t *Task) Halted() bool { return t.halted }
 
 func (s *Scheduler) halt(t *Task, reason string) {
+	if s.choosing {
+		s.haltedInNext = append(s.haltedInNext, t)
+	} else {
+		s.delist(t)
+	}
 	t.halted = true
 	s.trace.Add(s.steps, t.id, "halt", fmt.Sprintf("%s: %s", t.label.Name, reason))
 }
 
-// haltNew halts a task just started when an earlier Halt selects it.
-func (s *Scheduler) haltNew(t *Task) {
+// haltNew halts a task just started, before it is listed as ready, when
+// an earlier Halt selects it, and reports whether it did.
+func (s *Scheduler) haltNew(t *Task) bool {
 	for _, match := range s.halts {
 		if match(t) {
-			s.halt(t, "started after its halt")
-			return
+			t.halted = true
+			s.trace.Add(s.steps, t.id, "halt", fmt.Sprintf("%s: started after its halt", t.label.Name))
+			return true
 		}
 	}
+	return false
 }

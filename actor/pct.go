@@ -35,11 +35,16 @@ type PCT struct {
 	next    int           // index of the next change point in changes
 
 	prio    []int64 // by task ID; 0 means not seen yet
-	lowest  int64   // the last demotion priority handed out
-	last    int     // the task chosen last, -1 at first
-	lastPt  string  // the point it was parked at when chosen
-	repeats int     // consecutive choices of last at lastPt
-	spin    int
+	maxSeen int     // the highest task ID seen, -1 at first
+	// ranked holds the tasks seen, highest priority first (the lowest ID
+	// first among equals); finished ones are dropped from time to time.
+	ranked    []*Task
+	compacted int    // len(ranked) after the last compaction
+	lowest    int64  // the last demotion priority handed out
+	last      int    // the task chosen last, -1 at first
+	lastPt    string // the point it was parked at when chosen
+	repeats   int    // consecutive choices of last at lastPt
+	spin      int
 }
 
 type changePoint struct {
@@ -63,12 +68,13 @@ func NewPCT(seed uint64, depth int, steps int64) *PCT {
 	depth = max(depth, 1)
 	steps = max(steps, 1)
 	p := &PCT{
-		rng:    rand.New(rand.NewPCG(seed, seed^0x5ca1ab1e0ddba11)),
-		depth:  depth,
-		steps:  steps,
-		lowest: changeBase,
-		last:   -1,
-		spin:   DefaultSpinLimit,
+		rng:     rand.New(rand.NewPCG(seed, seed^0x5ca1ab1e0ddba11)),
+		depth:   depth,
+		steps:   steps,
+		lowest:  changeBase,
+		last:    -1,
+		maxSeen: -1,
+		spin:    DefaultSpinLimit,
 	}
 	for i := 1; i < depth; i++ {
 		p.changes = append(p.changes, changePoint{step: p.rng.Int64N(steps), prio: changeBase + int64(i)})
@@ -103,17 +109,11 @@ func (p *PCT) ChangePoints() []int64 {
 // Next runs the highest-priority runnable task, applying the change points
 // due at step and demoting a spinning task first.
 func (p *PCT) Next(step int64, runnable []*Task) int {
-	// See every task, in order, and find the highest priority in the same
-	// pass (as highest would, the first of equals).
-	best, top := 0, int64(0)
-	for i, t := range runnable {
-		if pr := p.see(t); i == 0 || pr > top {
-			best, top = i, pr
-		}
-	}
+	p.seeNew(runnable)
+	best := p.highest(runnable)
 	for p.next < len(p.changes) && p.changes[p.next].step <= step {
 		// The task about to run drops below every initial priority.
-		p.prio[runnable[best].id] = p.changes[p.next].prio
+		p.setPrio(runnable[best], p.changes[p.next].prio)
 		p.next++
 		best = p.highest(runnable)
 	}
@@ -125,7 +125,7 @@ func (p *PCT) Next(step int64, runnable []*Task) int {
 	}
 	if p.repeats >= p.spin && len(runnable) > 1 {
 		p.lowest--
-		p.prio[t.id] = p.lowest
+		p.setPrio(t, p.lowest)
 		p.repeats = 0
 		best = p.highest(runnable)
 		t = runnable[best]
@@ -134,26 +134,86 @@ func (p *PCT) Next(step int64, runnable []*Task) int {
 	return best
 }
 
-// see gives a task seen for the first time a random initial priority, and
-// returns the task's priority.
-func (p *PCT) see(t *Task) int64 {
-	if t.id >= len(p.prio) {
-		p.prio = append(p.prio, make([]int64, t.id+1-len(p.prio))...)
+// seeNew gives the tasks of runnable seen for the first time a random
+// initial priority each, in ID order. Tasks appear in runnable sets in the
+// order they were started (a scheduler shows a task at its first step
+// after it started, and never shows a halted one), so the new ones are
+// those past the highest ID seen so far, at the end of runnable.
+func (p *PCT) seeNew(runnable []*Task) {
+	i := len(runnable)
+	for i > 0 && runnable[i-1].id > p.maxSeen {
+		i--
 	}
-	if p.prio[t.id] == 0 {
+	for _, t := range runnable[i:] {
+		if t.id >= len(p.prio) {
+			p.prio = append(p.prio, make([]int64, t.id+1-len(p.prio))...)
+		}
 		p.prio[t.id] = initialBase + p.rng.Int64N(initialBase)
+		p.insert(t)
+		p.maxSeen = t.id
 	}
-	return p.prio[t.id]
 }
 
-// highest is the index of the runnable task with the highest priority (the
-// lowest ID among equals).
+// before reports whether a ranks before b: a higher priority, or the same
+// and a lower ID.
+func (p *PCT) before(a, b *Task) bool {
+	pa, pb := p.prio[a.id], p.prio[b.id]
+	return pa > pb || (pa == pb && a.id < b.id)
+}
+
+// insert adds t to the ranking at its priority's place.
+func (p *PCT) insert(t *Task) {
+	p.ranked = slices.Insert(p.ranked, p.place(t), t)
+	if len(p.ranked) >= 2*p.compacted+64 {
+		p.compact()
+	}
+}
+
+// place is where t, at its current priority, is or would be in the
+// ranking.
+func (p *PCT) place(t *Task) int {
+	i, _ := slices.BinarySearchFunc(p.ranked, t, func(x, t *Task) int {
+		if x != t && p.before(x, t) {
+			return -1
+		}
+		if x == t {
+			return 0
+		}
+		return 1
+	})
+	return i
+}
+
+// setPrio changes t's priority and its place in the ranking.
+func (p *PCT) setPrio(t *Task, prio int64) {
+	if i := p.place(t); i < len(p.ranked) && p.ranked[i] == t {
+		p.ranked = slices.Delete(p.ranked, i, i+1)
+	}
+	p.prio[t.id] = prio
+	p.insert(t)
+}
+
+// compact drops the tasks that will never run again from the ranking.
+func (p *PCT) compact() {
+	p.ranked = slices.DeleteFunc(p.ranked, func(t *Task) bool { return t.state == taskDone || t.halted })
+	p.compacted = len(p.ranked)
+}
+
+// highest is the index in runnable (which is in ID order) of its task with
+// the highest priority, the lowest ID among equals: the first task of the
+// ranking that is runnable.
 func (p *PCT) highest(runnable []*Task) int {
-	best := 0
-	for i, t := range runnable[1:] {
-		if p.prio[t.id] > p.prio[runnable[best].id] {
-			best = i + 1
+	for j := 0; j < len(p.ranked); j++ {
+		t := p.ranked[j]
+		if t.state == taskDone || t.halted {
+			p.ranked = slices.Delete(p.ranked, j, j+1) // it never runs again
+			j--
+			continue
+		}
+		i, found := slices.BinarySearchFunc(runnable, t.id, func(x *Task, id int) int { return x.id - id })
+		if found && runnable[i] == t {
+			return i
 		}
 	}
-	return best
+	return 0 // unreachable: every runnable task is ranked
 }

@@ -209,3 +209,92 @@ func TestPortfolioRejectsBadEntries(t *testing.T) {
 		}
 	}
 }
+
+// scanPCT is PCT as first written: it scans every runnable task at every
+// step. TestPCTRankingMatchesScan holds the ranked PCT to its choices.
+type scanPCT struct {
+	PCT
+}
+
+func (p *scanPCT) Next(step int64, runnable []*Task) int {
+	best, top := 0, int64(0)
+	for i, t := range runnable {
+		if t.id >= len(p.prio) {
+			p.prio = append(p.prio, make([]int64, t.id+1-len(p.prio))...)
+		}
+		if p.prio[t.id] == 0 {
+			p.prio[t.id] = initialBase + p.rng.Int64N(initialBase)
+		}
+		if pr := p.prio[t.id]; i == 0 || pr > top {
+			best, top = i, pr
+		}
+	}
+	highest := func() int {
+		b := 0
+		for i, t := range runnable[1:] {
+			if p.prio[t.id] > p.prio[runnable[b].id] {
+				b = i + 1
+			}
+		}
+		return b
+	}
+	for p.next < len(p.changes) && p.changes[p.next].step <= step {
+		p.prio[runnable[best].id] = p.changes[p.next].prio
+		p.next++
+		best = highest()
+	}
+	t := runnable[best]
+	if t.id == p.last && t.point == p.lastPt {
+		p.repeats++
+	} else {
+		p.last, p.lastPt, p.repeats = t.id, t.point, 1
+	}
+	if p.repeats >= p.spin && len(runnable) > 1 {
+		p.lowest--
+		p.prio[t.id] = p.lowest
+		p.repeats = 0
+		best = highest()
+		t = runnable[best]
+		p.last, p.lastPt, p.repeats = t.id, t.point, 1
+	}
+	return best
+}
+
+// TestPCTRankingMatchesScan: the PCT that keeps its tasks ranked chooses
+// what a scan of every runnable task chooses, on a workload with spins,
+// waits and tasks that start and finish throughout, at depths 1 to 3.
+func TestPCTRankingMatchesScan(t *testing.T) {
+	run := func(st Strategy) string {
+		s := NewScheduler(Config{Strategy: st, MaxSteps: 20000})
+		flag := 0
+		for i := range 6 {
+			s.Go(fmt.Sprintf("w%d", i), func() {
+				for k := range 12 {
+					if k%3 == 0 {
+						s.Go(fmt.Sprintf("c%d.%d", i, k), func() { s.Yield("child") })
+					}
+					if i == 0 && k%4 == 0 {
+						for flag < k {
+							s.Yield("spin") // demoted as spinning
+						}
+					}
+					flag++
+					s.Yield("work")
+				}
+			})
+		}
+		if err := s.Run(); err != nil {
+			t.Fatal(err)
+		}
+		return s.Trace().Hash()
+	}
+	for seed := range uint64(40) {
+		for depth := 1; depth <= 3; depth++ {
+			ranked := run(NewPCT(seed, depth, 300))
+			scanned := run(&scanPCT{*NewPCT(seed, depth, 300)})
+			if ranked != scanned {
+				t.Fatalf("seed %d depth %d: trace %s, the scanning PCT's %s", seed, depth, ranked, scanned)
+			}
+		}
+	}
+}

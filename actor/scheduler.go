@@ -94,7 +94,16 @@ type Scheduler struct {
 	parked   chan struct{} // an aborted task is done unwinding
 	finished chan struct{} // the run is over, its outcome in result
 	result   error
-	runnable []*Task // scratch of pick
+	// ready and blocked hold the tasks that are not halted, not running
+	// and not done, in ID order: those parked at a Yield (or not started)
+	// and those parked in a Wait. A step visits the blocked ones only.
+	ready, blocked []*Task
+	runnable       []*Task // scratch of pick
+	// choosing is set while the strategy chooses, from a runnable list
+	// that may be ready itself: the tasks it halts meanwhile
+	// (haltedInNext) leave the lists once it has chosen.
+	choosing     bool
+	haltedInNext []*Task
 	reapDue  bool    // a task finished since the last reap
 	failure  error
 	running  bool
@@ -153,7 +162,9 @@ func (s *Scheduler) SpawnLabeled(l Label, fn func()) *Task {
 	s.nextID++
 	s.tasks = append(s.tasks, t)
 	s.Recordf("spawn", "%d %s", t.id, l.Name)
-	s.haltNew(t)
+	if !s.haltNew(t) {
+		s.ready = append(s.ready, t) // IDs grow: the list stays in order
+	}
 	var w *worker
 	if n := len(s.idle); n > 0 {
 		w = s.idle[n-1]
@@ -236,6 +247,7 @@ func (s *Scheduler) Yield(point string) {
 	}
 	t.state = taskReady
 	t.point = point
+	s.enlist(t)
 	s.park(t)
 }
 
@@ -254,6 +266,7 @@ func (s *Scheduler) Wait(what string, ready func() bool, timeout time.Duration) 
 		t.deadline = s.now + timeout
 	}
 	t.timedOut = false
+	s.enlist(t)
 	s.park(t)
 	if t.timedOut {
 		return &TimeoutError{Task: t.label.Name, What: what, After: timeout}
@@ -346,21 +359,10 @@ func (s *Scheduler) pick() *Task {
 		if len(s.tasks) == 0 {
 			return nil
 		}
-		runnable := s.runnable[:0]
-		live := 0
-		for _, t := range s.tasks {
-			if t.halted {
-				continue
-			}
-			live++
-			if t.state == taskReady || (t.state == taskBlocked && t.ready()) {
-				runnable = append(runnable, t)
-			}
+		if len(s.ready)+len(s.blocked) == 0 {
+			return nil // every task left is halted
 		}
-		s.runnable = runnable
-		if live == 0 {
-			return nil
-		}
+		runnable := s.collect()
 		if len(runnable) == 0 {
 			if !s.fireTimers() {
 				s.result = s.deadlock()
@@ -372,11 +374,19 @@ func (s *Scheduler) pick() *Task {
 			s.result = fmt.Errorf("%w after %d steps (%d tasks live)", ErrStepLimit, s.steps, len(s.tasks))
 			return nil
 		}
+		s.choosing = true
 		t := runnable[s.strategy.Next(s.steps, runnable)]
+		s.choosing = false
+		for _, h := range s.haltedInNext {
+			s.delist(h)
+		}
+		clear(s.haltedInNext)
+		s.haltedInNext = s.haltedInNext[:0]
 		if t.halted { // halted by the strategy itself
 			continue
 		}
 		s.steps++
+		s.delist(t)
 		t.woke = t.state == taskBlocked
 		s.trace.Add(s.steps, t.id, "run", t.point)
 		t.state = taskRunning
@@ -384,6 +394,82 @@ func (s *Scheduler) pick() *Task {
 		s.cur = t
 		return t
 	}
+}
+
+// collect returns the runnable tasks in ID order: the ready ones and the
+// blocked ones whose condition holds (asked in ID order).
+func (s *Scheduler) collect() []*Task {
+	k := 0
+	for k < len(s.blocked) && !s.blocked[k].ready() {
+		k++
+	}
+	if k == len(s.blocked) {
+		return s.ready // the strategy only reads it
+	}
+	runnable := s.runnable[:0]
+	i := 0
+	for _, b := range s.blocked[k:] {
+		if b != s.blocked[k] && !b.ready() {
+			continue
+		}
+		for i < len(s.ready) && s.ready[i].id < b.id {
+			runnable = append(runnable, s.ready[i])
+			i++
+		}
+		runnable = append(runnable, b)
+	}
+	runnable = append(runnable, s.ready[i:]...)
+	s.runnable = runnable
+	return runnable
+}
+
+// list is the list of the tasks in t's state.
+func (s *Scheduler) list(t *Task) *[]*Task {
+	if t.state == taskBlocked {
+		return &s.blocked
+	}
+	return &s.ready
+}
+
+// enlist adds t, which just parked, to the list of its state (unless it is
+// halted: it never runs again).
+func (s *Scheduler) enlist(t *Task) {
+	if t.halted {
+		return
+	}
+	l := s.list(t)
+	i := search(*l, t.id)
+	*l = append(*l, nil)
+	copy((*l)[i+1:], (*l)[i:])
+	(*l)[i] = t
+}
+
+// delist removes t from the list of its state, if it is there.
+func (s *Scheduler) delist(t *Task) {
+	if t.state != taskReady && t.state != taskBlocked {
+		return
+	}
+	l := s.list(t)
+	if i := search(*l, t.id); i < len(*l) && (*l)[i] == t {
+		copy((*l)[i:], (*l)[i+1:])
+		(*l)[len(*l)-1] = nil
+		*l = (*l)[:len(*l)-1]
+	}
+}
+
+// search is the index of the first task of l (in ID order) whose ID is at
+// least id.
+func search(l []*Task, id int) int {
+	lo, hi := 0, len(l)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if l[m].id < id {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // reap drops the finished tasks from s.tasks.
@@ -405,8 +491,8 @@ func (s *Scheduler) reap() {
 // tasks waiting for it. It reports false when no task has a deadline.
 func (s *Scheduler) fireTimers() bool {
 	next := time.Duration(-1)
-	for _, t := range s.tasks {
-		if t.state == taskBlocked && !t.halted && t.deadline >= 0 && (next < 0 || t.deadline < next) {
+	for _, t := range s.blocked {
+		if t.deadline >= 0 && (next < 0 || t.deadline < next) {
 			next = t.deadline
 		}
 	}
@@ -417,10 +503,12 @@ func (s *Scheduler) fireTimers() bool {
 		s.now = next
 	}
 	s.trace.Add(s.steps, -1, "clock", s.now.String())
-	for _, t := range s.tasks {
-		if t.state == taskBlocked && !t.halted && t.deadline >= 0 && t.deadline <= s.now {
+	for _, t := range append([]*Task(nil), s.blocked...) {
+		if t.deadline >= 0 && t.deadline <= s.now {
+			s.delist(t)
 			t.state = taskReady
 			t.timedOut = true
+			s.enlist(t)
 		}
 	}
 	return true
@@ -452,7 +540,7 @@ func (s *Scheduler) abortAll() {
 		<-s.parked
 		s.cur = nil
 	}
-	s.tasks = nil
+	s.tasks, s.ready, s.blocked = nil, nil, nil
 }
 
 // DeadlockError reports that every remaining task is blocked and nothing can

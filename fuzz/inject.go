@@ -122,10 +122,15 @@ type crashStrategy struct {
 
 func (c *crashStrategy) Next(step int64, runnable []*actor.Task) int {
 	in := c.in
+	crashed := false
 	for i, f := range in.plan {
 		if f.Kind == Crash && !in.fired[i] && step >= f.At && !in.crashed[f.Rank] {
 			in.crash(i)
+			crashed = true
 		}
+	}
+	if !crashed {
+		return c.inner.Next(step, runnable) // the scheduler shows no halted task
 	}
 	c.live, c.index = c.live[:0], c.index[:0]
 	for i, t := range runnable {

@@ -1,6 +1,7 @@
 package fuzz
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -84,10 +85,10 @@ func (c *runCounts) ran(id int) {
 // defaultChoice is the default policy: the task that ran last if it is
 // runnable (no preemption), else the runnable task with the lowest ID.
 func defaultChoice(last int, runnable []*actor.Task) int {
-	for i, t := range runnable {
-		if t.ID() == last {
-			return i
-		}
+	// runnable is in ID order.
+	i, found := slices.BinarySearchFunc(runnable, last, func(t *actor.Task, id int) int { return cmp.Compare(t.ID(), id) })
+	if found {
+		return i
 	}
 	return 0
 }
