@@ -104,11 +104,11 @@ type Scheduler struct {
 	// (haltedInNext) leave the lists once it has chosen.
 	choosing     bool
 	haltedInNext []*Task
-	reapDue  bool    // a task finished since the last reap
-	failure  error
-	running  bool
-	halts    []func(*Task) bool // Halt rules that also stop tasks started later
-	idle     []*worker          // workers done with a task of this run
+	reapDue      bool // a task finished since the last reap
+	failure      error
+	running      bool
+	halts        []func(*Task) bool // Halt rules that also stop tasks started later
+	idle         []*worker          // workers done with a task of this run
 }
 
 // NewScheduler returns a scheduler with no tasks.
