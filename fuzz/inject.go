@@ -1,10 +1,12 @@
 package fuzz
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/symmem/symmem/actor"
@@ -43,9 +45,7 @@ type injector struct {
 	// ownStreams are the streams the injector itself uses, whose workers
 	// a crash of their device's rank must not stop.
 	ownStreams map[ownStream]bool
-	// ownByTask caches own per task ID (0: not known yet, 1: own, 2: not);
-	// it is cleared when ownStreams grows (labels never change).
-	ownByTask []int8
+	ownGen     int // how many times ownStreams grew
 }
 
 // ownStream is a stream of the injector: device and stream.
@@ -158,7 +158,7 @@ const ownShare = 4
 func (in *injector) promptly(inner actor.Strategy, seed uint64) actor.Strategy {
 	for _, f := range in.plan {
 		if f.Kind.isSignal() {
-			return &promptStrategy{in: in, inner: inner, rng: rand.New(rand.NewPCG(seed, 0x5106a1))}
+			return &promptStrategy{in: in, inner: inner, rng: rand.New(rand.NewPCG(seed, 0x5106a1)), seen: -1}
 		}
 	}
 	return inner
@@ -168,42 +168,71 @@ type promptStrategy struct {
 	in    *injector
 	inner actor.Strategy
 	rng   *rand.Rand
+
+	// The tasks seen so far (every one whose ID is at most seen): the
+	// fault and stream tasks among them, and the injector's own, all in
+	// ID order; own is rebuilt when the injector's streams change (gen).
+	seen           int
+	faults, stream []*actor.Task
+	own            []*actor.Task
+	gen            int
 }
 
 func (p *promptStrategy) Next(step int64, runnable []*actor.Task) int {
-	for i, t := range runnable {
-		if p.in.own(t) {
-			if p.rng.IntN(ownShare) == 0 {
-				return i
-			}
-			break
-		}
+	if i := p.firstOwn(runnable); i >= 0 && p.rng.IntN(ownShare) == 0 {
+		return i
 	}
 	return p.inner.Next(step, runnable)
 }
 
-// own reports whether t is one of the injector's tasks. It is asked for
-// every runnable task at every step, so the answer is cached per task.
-func (in *injector) own(t *actor.Task) bool {
-	id := t.ID()
-	if id < len(in.ownByTask) && in.ownByTask[id] != 0 {
-		return in.ownByTask[id] == 1
+// firstOwn is the index of the first of the injector's tasks in runnable
+// (which is in ID order), or -1. A task shows up in a scheduler's runnable
+// sets at its first step after it started, after the tasks started before
+// it, so the tasks not seen yet are those past the highest ID seen, at
+// the end of runnable.
+func (p *promptStrategy) firstOwn(runnable []*actor.Task) int {
+	i := len(runnable)
+	for i > 0 && runnable[i-1].ID() > p.seen {
+		i--
 	}
-	own := in.ownLabel(t.Label())
-	for len(in.ownByTask) <= id {
-		in.ownByTask = append(in.ownByTask, 0)
+	for _, t := range runnable[i:] {
+		switch t.Label().Kind {
+		case actor.FaultTask:
+			p.faults = append(p.faults, t)
+		case actor.StreamTask:
+			p.stream = append(p.stream, t)
+		default:
+			continue
+		}
+		if p.in.ownLabel(t.Label()) && p.gen == p.in.ownGen {
+			p.own = append(p.own, t)
+		}
 	}
-	in.ownByTask[id] = 2
-	if own {
-		in.ownByTask[id] = 1
+	if i < len(runnable) {
+		p.seen = runnable[len(runnable)-1].ID()
 	}
-	return own
+	if p.gen != p.in.ownGen {
+		p.gen = p.in.ownGen
+		p.own = p.own[:0]
+		for _, t := range slices.Concat(p.faults, p.stream) {
+			if p.in.ownLabel(t.Label()) {
+				p.own = append(p.own, t)
+			}
+		}
+		slices.SortFunc(p.own, func(a, b *actor.Task) int { return cmp.Compare(a.ID(), b.ID()) })
+	}
+	for _, t := range p.own {
+		if j, ok := slices.BinarySearchFunc(runnable, t.ID(), func(x *actor.Task, id int) int { return cmp.Compare(x.ID(), id) }); ok {
+			return j
+		}
+	}
+	return -1
 }
 
 // addOwnStream makes stream st of device dev one of the injector's.
 func (in *injector) addOwnStream(dev int, st device.Stream) {
 	in.ownStreams[ownStream{dev, uint64(st)}] = true
-	clear(in.ownByTask)
+	in.ownGen++
 }
 
 // ownLabel reports whether the task labelled l is one of the injector's:
