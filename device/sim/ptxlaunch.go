@@ -31,10 +31,14 @@ type Kernels struct {
 	// [SweepThreads] and [SweepBlocks].
 	MaxThreads, MaxBlocks int
 	// PlainYield makes every PlainYield-th plain (weak) global access of a
-	// thread a scheduling point (0: DefaultPTXPlainYield; 1: every one).
-	// Atomics, strong loads and stores and barriers always are. Plain
-	// accesses order nothing, so their interleaving matters less than
-	// their cost: the race detector sees every one of them either way.
+	// thread a scheduling point (1: every one). 0, the default, makes a
+	// plain access one only once the thread went round
+	// DefaultPTXPlainYield loops since its last scheduling point, so that
+	// a loop of plain accesses (a spin on a plain load) lets the others
+	// run. Atomics, strong loads and stores, fences, shared-memory accesses
+	// and barriers always are. Plain accesses order nothing, so where they
+	// interleave changes no outcome of a program without data races, and
+	// the race detector sees every one of them either way.
 	PlainYield int
 }
 
@@ -53,7 +57,9 @@ func (k Kernels) Capped() string {
 	return "none"
 }
 
-// DefaultPTXPlainYield is the default [Kernels].PlainYield.
+// DefaultPTXPlainYield is how many loops a thread goes round between
+// two scheduling points at most, when it makes plain accesses and
+// [Kernels].PlainYield is 0.
 const DefaultPTXPlainYield = 16
 
 // The cap of the suite's PTX sweeps (conformance, the fuzzer's PTX mode):
@@ -211,7 +217,8 @@ type ptxLane struct {
 	stop ptx.Stop
 	err  error
 
-	plain int // plain accesses since the last scheduling point
+	plain      int    // plain accesses since the last scheduling point
+	pointLoops uint64 // the thread's loop count at its last scheduling point
 
 	// Polling: the last access was a strong load of poll at pollAddr (or,
 	// with casPolling, a compare-and-swap that failed on it); a thread
@@ -244,18 +251,18 @@ func (l *ptxLane) emitAtomic(kind AccessKind, sg segment, write bool, order sign
 }
 
 // point is the scheduling point of a global access: every strong one,
-// every PlainYield-th plain one.
+// and a plain one as Kernels.PlainYield says.
 func (l *ptxLane) point(strong bool, what string) {
 	if !strong {
-		every := l.l.dev.w.cfg.Kernels.PlainYield
-		if every <= 0 {
-			every = DefaultPTXPlainYield
-		}
-		if l.plain++; l.plain < every {
+		if every := l.l.dev.w.cfg.Kernels.PlainYield; every > 0 {
+			if l.plain++; l.plain < every {
+				return
+			}
+		} else if l.th.Loops()-l.pointLoops < DefaultPTXPlainYield {
 			return
 		}
 	}
-	l.plain = 0
+	l.plain, l.pointLoops = 0, l.th.Loops()
 	l.l.dev.w.sched.Yield(what)
 }
 
