@@ -210,6 +210,9 @@ func (p *PCT) highest(runnable []*Task) int {
 			j--
 			continue
 		}
+		if t.state == taskBlocked && !t.wakeable {
+			continue // not in a scheduler's runnable list
+		}
 		i, found := slices.BinarySearchFunc(runnable, t.id, func(x *Task, id int) int { return x.id - id })
 		if found && runnable[i] == t {
 			return i

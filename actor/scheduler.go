@@ -55,6 +55,7 @@ type Task struct {
 	deadline time.Duration // < 0: none
 	timedOut bool
 	woke     bool // the last resumption ended a Wait
+	wakeable bool // blocked, with its condition true in the runnable list shown
 	halted   bool // stopped for good by Halt
 	aborting bool // being unwound by Run's end: Wait and Yield return at once
 }
@@ -104,7 +105,8 @@ type Scheduler struct {
 	// (haltedInNext) leave the lists once it has chosen.
 	choosing     bool
 	haltedInNext []*Task
-	reapDue      bool // a task finished since the last reap
+	wakeable     []*Task // the blocked tasks of the runnable list shown
+	reapDue      bool    // a task finished since the last reap
 	failure      error
 	running      bool
 	halts        []func(*Task) bool // Halt rules that also stop tasks started later
@@ -377,6 +379,11 @@ func (s *Scheduler) pick() *Task {
 		s.choosing = true
 		t := runnable[s.strategy.Next(s.steps, runnable)]
 		s.choosing = false
+		for _, b := range s.wakeable {
+			b.wakeable = false
+		}
+		clear(s.wakeable)
+		s.wakeable = s.wakeable[:0]
 		for _, h := range s.haltedInNext {
 			s.delist(h)
 		}
@@ -412,6 +419,8 @@ func (s *Scheduler) collect() []*Task {
 		if b != s.blocked[k] && !b.ready() {
 			continue
 		}
+		b.wakeable = true
+		s.wakeable = append(s.wakeable, b)
 		for i < len(s.ready) && s.ready[i].id < b.id {
 			runnable = append(runnable, s.ready[i])
 			i++
