@@ -73,6 +73,7 @@ cannot run, and runs nothing.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
+			limitProcs(1) // one run at a time
 			return runCheck(cmd.OutOrStdout(), f, args, fl.Changed("seed"), fl.Changed("fault-plan"), fl.Changed("decisions"))
 		},
 	}
