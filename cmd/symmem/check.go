@@ -38,7 +38,7 @@ type checkFlags struct {
 	shrinkRuns int
 }
 
-func newCheckCmd() *cobra.Command {
+func newCheckCmd(a *app) *cobra.Command {
 	f := &checkFlags{}
 	cmd := &cobra.Command{
 		Use:   "check HARNESS.json | --ptx FILE --list-unsupported",
@@ -73,7 +73,7 @@ cannot run, and runs nothing.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
-			limitProcs(1) // one run at a time
+			a.procs(1) // one run at a time
 			return runCheck(cmd.OutOrStdout(), f, args, fl.Changed("seed"), fl.Changed("fault-plan"), fl.Changed("decisions"))
 		},
 	}

@@ -85,7 +85,7 @@ fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.sizesSet, f.algosSet = cmd.Flags().Changed("sizes"), cmd.Flags().Changed("algos")
-			limitProcs(f.jobs)
+			a.procs(f.jobs)
 			return runFuzz(cmd.Context(), f, cmd.OutOrStdout(), a.log)
 		},
 	}

@@ -41,9 +41,10 @@ func main() {
 }
 
 // runMain runs the command line args, prints its error, and returns the
-// exit status (130 or 143 when a signal stopped it, see [exitCode]).
+// exit status (130 or 143 when a signal stopped it, see [exitCode]). It
+// owns the process: simulation commands set its GOMAXPROCS.
 func runMain(args []string) int {
-	root := newRoot()
+	root := newRootApp(&app{terminal: isTerminal, limitProcs: limitProcs})
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
 	if err != nil {
@@ -59,6 +60,9 @@ type app struct {
 	// terminal says whether a command's output is a terminal, where
 	// progress is shown.
 	terminal func(io.Writer) bool
+	// limitProcs, when not nil, is [limitProcs]: set by a command that
+	// owns its process (not by tests that run commands in theirs).
+	limitProcs func(n int)
 
 	sysOnce sync.Once
 	sys     *pa.ActorSystem
@@ -94,7 +98,7 @@ func newRootApp(a *app) *cobra.Command {
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "error", "log level: debug (what each rank does: rendezvous, allocations, algorithm choices, launches, timeouts), info, warn, error")
 	root.AddCommand(newVersionCmd(), newAllReduceCmd(a), newLaunchCmd(a), newSelftestCmd(a), newTopoCmd())
 	root.AddCommand(newBenchCmd(a))
-	root.AddCommand(newFuzzCmd(a), newReplayCmd(a), newCheckCmd(), newLitmusCmd())
+	root.AddCommand(newFuzzCmd(a), newReplayCmd(a), newCheckCmd(a), newLitmusCmd())
 	return root
 }
 

@@ -18,3 +18,10 @@ func limitProcs(n int) {
 	}
 	runtime.GOMAXPROCS(n)
 }
+
+// procs applies a.limitProcs, if set, to n simulations at once.
+func (a *app) procs(n int) {
+	if a.limitProcs != nil {
+		a.limitProcs(n)
+	}
+}
