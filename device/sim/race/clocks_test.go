@@ -16,7 +16,7 @@ func TestWriteClockIsSharedUntilTheThreadLearns(t *testing.T) {
 	var recs []*rec
 	for range 3 {
 		th.step()
-		recs = append(recs, &rec{ep: epoch{th.slot, th.vc.get(th.slot)}, strong: &strong{vc: th.writeClock()}})
+		recs = append(recs, &rec{ep: th.now(), strong: &strong{vc: th.writeClock()}})
 	}
 	if &recs[0].vc[0] != &recs[2].vc[0] {
 		t.Fatal("writes of a thread that learned nothing do not share their clock")
@@ -26,7 +26,7 @@ func TestWriteClockIsSharedUntilTheThreadLearns(t *testing.T) {
 	}
 	th.learn(vclock{4})
 	th.step()
-	r := &rec{ep: epoch{th.slot, th.vc.get(th.slot)}, strong: &strong{vc: th.writeClock()}}
+	r := &rec{ep: th.now(), strong: &strong{vc: th.writeClock()}}
 	if &r.vc[0] == &recs[0].vc[0] || !r.knows(epoch{0, 4}) {
 		t.Fatalf("a thread that learned an event keeps writing the old clock %v", r.vc)
 	}
@@ -77,5 +77,44 @@ func TestAddReleaseSharesClocks(t *testing.T) {
 	}
 	if len(rel[0].vcs) != 1 || !rel[0].vcs[0].leq(want) || !want.leq(rel[0].vcs[0]) {
 		t.Fatalf("past %d clocks: %v, want one clock %v", maxReleaseClocks, rel[0].vcs, want)
+	}
+}
+
+// TestForkedThreadsShareTheirParentsClock: lanes forked from a block share
+// its snapshot until one needs a clock of its own; stepping counts in the
+// lane's own component without touching the snapshot; a lane that learns
+// something copies it first (its siblings and the snapshot stay as they
+// were); joining a lane that learned nothing gives the parent the lane's
+// own events only, and one that learned gives it everything.
+func TestForkedThreadsShareTheirParentsClock(t *testing.T) {
+	parent := &thread{slot: 0, vc: vclock{7, 0, 0, 4}}
+	snap := parent.clock().clone()
+	a, b := &thread{slot: 1, parent: parent}, &thread{slot: 2, parent: parent}
+	a.share(snap)
+	b.share(snap)
+	a.step()
+	a.step()
+	b.step()
+	if &a.vc[0] != &snap[0] || a.get(1) != 2 || b.get(2) != 1 || snap.get(1) != 0 || snap.get(2) != 0 {
+		t.Fatalf("stepping a lane copied or changed the snapshot: a %v (own %d), b %v (own %d), snapshot %v", a.vc, a.own, b.vc, b.own, snap)
+	}
+	if !a.knows(epoch{0, 7}) || a.knows(epoch{0, 8}) || !a.knows(epoch{1, 2}) || a.knows(epoch{1, 3}) {
+		t.Fatal("a sharing lane knows the wrong events")
+	}
+	b.learn(vclock{0, 0, 0, 9})
+	if &b.vc[0] == &snap[0] || b.get(3) != 9 || b.get(2) != 1 || snap.get(3) != 4 || a.get(3) != 4 {
+		t.Fatalf("a lane that learned: %v; its sibling %v; the snapshot %v", b.vc, a.vc, snap)
+	}
+	join := func(c *thread) { // as Detector.join does
+		c.step()
+		c.joinParent()
+	}
+	join(a)
+	if parent.get(1) != 3 || parent.get(3) != 4 {
+		t.Fatalf("joining a lane that learned nothing: parent %v", parent.vc)
+	}
+	join(b)
+	if parent.get(2) != 2 || parent.get(3) != 9 || parent.get(1) != 3 {
+		t.Fatalf("joining a lane that learned: parent %v", parent.vc)
 	}
 }

@@ -73,10 +73,17 @@ type slotState struct {
 
 // thread is the happens-before state of one scheduler task.
 type thread struct {
-	task   int
-	slot   int
-	kind   threadKind
+	task int
+	slot int
+	kind threadKind
+	// vc is the thread's clock. A forked block or lane starts sharing its
+	// parent's snapshot (shared): its own component is then own, not
+	// vc's, and vc is copied the first time the thread needs a clock of
+	// its own (it learns something, or publishes its clock). Most lanes
+	// never do: forking and joining them costs no copy of a clock.
 	vc     vclock
+	shared bool
+	own    uint32
 	fence  vclock  // kernel threads: the clock released at the kernel's start
 	parent *thread // blocks: the stream worker; lanes: the block
 	// relFence[s] is the clock the thread's latest fence of scope s or
@@ -285,7 +292,7 @@ func (d *Detector) Release(key string) {
 	t := d.current()
 	t.step()
 	v := d.keys[key]
-	v.join(t.vc)
+	v.join(t.clock())
 	d.keys[key] = v
 }
 
@@ -351,7 +358,45 @@ func (d *Detector) endThread(task int) {
 }
 
 // step starts a new event of t.
-func (t *thread) step() { t.vc.set(t.slot, t.vc.get(t.slot)+1) }
+func (t *thread) step() {
+	if t.shared {
+		t.own++
+		return
+	}
+	t.vc.set(t.slot, t.vc.get(t.slot)+1)
+}
+
+// get is component i of t's clock.
+func (t *thread) get(i int) uint32 {
+	if t.shared && i == t.slot {
+		return t.own
+	}
+	return t.vc.get(i)
+}
+
+// clock is t's clock, its own from now on: the caller may change it (and
+// keep it only as long as t does not).
+func (t *thread) clock() vclock {
+	if t.shared {
+		v := make(vclock, max(len(t.vc), t.slot+1))
+		copy(v, t.vc)
+		v[t.slot] = t.own
+		t.vc, t.shared = v, false
+	}
+	return t.vc
+}
+
+// share makes t start from the clock v of its parent, which nobody
+// changes, without copying it.
+func (t *thread) share(v vclock) {
+	t.vc, t.shared, t.own = v, true, v.get(t.slot)
+}
+
+// knows reports whether e happens before t's current event.
+func (t *thread) knows(e epoch) bool { return e.clock <= t.get(e.slot) }
+
+// now is t's current event.
+func (t *thread) now() epoch { return epoch{t.slot, t.get(t.slot)} }
 
 // newThread starts task's thread with clock init. A keyed thread takes over
 // the component of the previous thread of the same key when init already
@@ -365,7 +410,7 @@ func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadK
 			switch {
 			case st.owner == nil && init.get(s) >= st.last:
 				slot = s
-			case st.owner != nil && st.owner.kind == streamThread && init.get(s) >= st.owner.vc.get(s):
+			case st.owner != nil && st.owner.kind == streamThread && init.get(s) >= st.owner.get(s):
 				// A stream's worker ends silently once its queue is empty;
 				// a new one starts only after that, from a clock that
 				// knows the old one's last op.
@@ -392,12 +437,14 @@ func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadK
 
 // learn joins o into t's clock.
 func (t *thread) learn(o vclock) {
+	t.clock()
 	t.vc.join(o)
 	t.wsnap = nil
 }
 
 // learnRelease joins what r released into t's clock.
 func (t *thread) learnRelease(r release) {
+	t.clock()
 	r.learnInto(&t.vc)
 	t.wsnap = nil
 }
@@ -408,7 +455,7 @@ func (t *thread) learnRelease(r release) {
 // A release write needs its exact clock: it publishes it.
 func (t *thread) writeClock() vclock {
 	if t.wsnap == nil {
-		t.wsnap = t.vc.clone()
+		t.wsnap = t.clock().clone()
 	}
 	return t.wsnap
 }
@@ -418,14 +465,14 @@ func (d *Detector) observe(a sim.Access) {
 	case sim.Enqueue:
 		t := d.self(a.Task)
 		t.step()
-		d.ops[opKey{a.Device, a.Stream, a.Seq}] = t.vc.clone()
+		d.ops[opKey{a.Device, a.Stream, a.Seq}] = t.clock().clone()
 	case sim.OpStart:
 		d.opStart(a)
 	case sim.OpEnd:
 		t := d.self(a.Task)
 		t.step()
 		sc := d.stream(a.Device, a.Stream)
-		sc.last = t.vc.clone()
+		sc.last = t.clock().clone()
 		sc.done = append(sc.done, seqClock{a.Seq, sc.last})
 	case sim.Complete:
 		d.complete(a)
@@ -501,9 +548,10 @@ func (d *Detector) fork(a sim.Access) {
 		p = d.self(a.Parent)
 	}
 	if p.snap == nil {
-		p.snap = p.vc.clone()
+		p.snap = p.clock().clone()
 	}
-	t := d.newThread(a.Task, kernelThread, p.snap.clone(), threadKey{a.Device, a.Stream, a.Block, a.Lane}, true)
+	t := d.newThread(a.Task, kernelThread, p.snap, threadKey{a.Device, a.Stream, a.Block, a.Lane}, true)
+	t.share(p.snap)
 	t.parent = p
 	if a.Kind == sim.BlockStart {
 		t.fence = p.snap // the kernel boundary releases what preceded the launch
@@ -524,11 +572,28 @@ func (d *Detector) join(a sim.Access) {
 		return
 	}
 	t.step()
-	if t.parent != nil {
-		t.parent.learn(t.vc)
-	}
-	d.slots[t.slot] = slotState{last: t.vc.get(t.slot)}
+	t.joinParent()
+	d.slots[t.slot] = slotState{last: t.get(t.slot)}
 	d.endThread(a.Task)
+}
+
+// joinParent makes t's parent, which waited for t to end, know what t
+// knew.
+func (t *thread) joinParent() {
+	p := t.parent
+	switch {
+	case p == nil:
+	case t.shared:
+		// t learned nothing its parent did not know when it forked (and
+		// the parent's clock only grows): only t's own events are new.
+		if p.get(t.slot) < t.own {
+			p.clock()
+			p.vc.set(t.slot, t.own)
+			p.wsnap = nil
+		}
+	default:
+		p.learn(t.vc)
+	}
 }
 
 // access checks one load, store or atomic against the shadow memory and
@@ -548,7 +613,7 @@ func (d *Detector) access(a sim.Access) {
 	} else {
 		x = &rec{}
 	}
-	x.id, x.ep, x.a, x.task = d.next, epoch{t.slot, t.vc.get(t.slot)}, a, d.label(t)
+	x.id, x.ep, x.a, x.task = d.next, t.now(), a, d.label(t)
 	sh := d.shadowOf(a.Phys)
 	lo, hi := a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule
 	sh.grow(hi)
@@ -568,7 +633,7 @@ func (d *Detector) access(a sim.Access) {
 		}
 		if a.Write {
 			if a.Order.Releases() {
-				x.vc = t.vc.clone()
+				x.vc = t.clock().clone()
 			} else {
 				x.vc = t.writeClock()
 			}
@@ -690,7 +755,7 @@ func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 	write := x.a.Write
 	inPlace := cap(dst) > 0 && len(accs) > 0 && &dst[:1][0] == &accs[0]
 	for i, y := range accs {
-		ordered := y.before(t.vc, t.slot)
+		ordered := y.before(t)
 		if !ordered && (y.write() || write) && conflict(y.r, x) {
 			d.report(y.r, x, t)
 		}
@@ -803,7 +868,7 @@ func (d *Detector) fenceOp(a sim.Access) {
 			}
 		}
 	}
-	v := t.vc.clone()
+	v := t.clock().clone()
 	if a.SC {
 		d.sc = addRelease(d.sc, a, v)
 	}

@@ -195,7 +195,7 @@ func (d *Detector) unordered(w, x *rec, t *thread) string {
 	lo := max(0, len(d.comms)-commRing)
 	for i := len(d.comms) - 1; i >= lo; i-- {
 		c := d.comms[i]
-		if !c.writer.knows(w.ep) || !c.reader.ep.before(t.vc) {
+		if !c.writer.knows(w.ep) || !t.knows(c.reader.ep) {
 			continue
 		}
 		return describeComm(c, w)

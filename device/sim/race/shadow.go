@@ -80,10 +80,10 @@ func accOf(r *rec) acc {
 // write reports whether y writes.
 func (y acc) write() bool { return y.tag&2 != 0 }
 
-// before reports whether y happens before an event with clock v, or the
-// thread of slot, whose clock v is, observed it.
-func (y acc) before(v vclock, slot int) bool {
-	return y.clock <= v.get(int(y.tag>>2)) || (y.tag&1 != 0 && y.r.observedBy(slot))
+// before reports whether y happens before t's current event, or t
+// observed it.
+func (y acc) before(t *thread) bool {
+	return y.clock <= t.get(int(y.tag>>2)) || (y.tag&1 != 0 && y.r.observedBy(t.slot))
 }
 
 // newState returns a state holding no access, held nowhere yet.

@@ -125,7 +125,7 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 	t := d.self(a.Task)
 	t.step()
 	d.next++
-	x := &rec{id: d.next, ep: epoch{t.slot, t.vc.get(t.slot)}, a: a, task: d.label(t)}
+	x := &rec{id: d.next, ep: t.now(), a: a, task: d.label(t)}
 	if a.Kind == sim.Atomic {
 		x.strong = &strong{}
 	}
@@ -150,7 +150,7 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 			}
 		}
 		if a.Write {
-			x.vc = t.vc.clone()
+			x.vc = t.clock().clone()
 			x.fence = t.relFence[a.Scope]
 		}
 	}
@@ -173,7 +173,7 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 		st := &sh.spans[k].st
 		keep := make([]*rec, 0, len(st.accs)+1)
 		for _, y := range st.accs {
-			ordered := y.ep.before(t.vc) || y.observedBy(t.slot)
+			ordered := t.knows(y.ep) || y.observedBy(t.slot)
 			if !ordered && (y.a.Write || a.Write) && conflict(y, x) {
 				d.report(y, x, t)
 			}
