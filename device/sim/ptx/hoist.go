@@ -1,11 +1,12 @@
 package ptx
 
+import "slices"
+
 // Load buffering. The memory model lets a thread's store be seen before an
 // earlier load (or relaxed read-modify-write) of its own when nothing
 // orders the two: different addresses, no dependency (the store's
-// address, data and guard do not come from the load; here, not from the
-// instructions between either: the interpreter does not compute ahead),
-// no fence, barrier,
+// address, data and guard do not come from the load, directly or through
+// the register arithmetic between them), no fence, barrier,
 // branch or other memory access between them, the load not acquire and
 // the store not release. (The model allows some of the last two too; the
 // interpreter keeps those in order, which only loses outcomes.) The
@@ -30,13 +31,26 @@ const hoistWindow = 8
 // that may run first, as far as the code alone decides: the load not
 // acquire (an atom relaxed), both in global memory (or generic), only
 // register arithmetic between them, the store not release and none of its
-// registers written by the load or the instructions between.
+// registers written by the load or the instructions between. First, a
+// load followed by register arithmetic that neither reads what the load
+// writes nor writes what the load reads is moved after that arithmetic
+// (no branch may enter between): registers alone see the difference, and
+// the store's operands are then computed before the load.
 func markHoists(code []inst) {
+	targets := map[int]bool{}
+	for i := range code {
+		if code[i].op == opBra {
+			targets[code[i].target] = true
+		}
+	}
 	for i := range code {
 		ld := &code[i]
 		if (ld.op != opLd && ld.op != opAtom) || (ld.space != spGlobal && ld.space != spGeneric) ||
 			ld.op == opLd && ld.sem == Acquire || ld.op == opAtom && ld.sem != Relaxed {
 			continue
+		}
+		if sinkLoad(code, i, targets) {
+			continue // the load is further on, where the loop finds it again
 		}
 		// defs: the registers the load and the instructions between write.
 		var defs [16]int
@@ -82,6 +96,35 @@ func markHoists(code []inst) {
 			ld.hoist = at + 1
 		}
 	}
+}
+
+// sinkLoad moves the load or atom at i after the register arithmetic that
+// follows it, up to a store, when that arithmetic neither reads a register
+// the load writes nor writes one it reads, and no branch enters it; it
+// reports whether it did.
+func sinkLoad(code []inst, i int, targets map[int]bool) bool {
+	ld := &code[i]
+	var uses, defs []int
+	ld.regRefs(func(r *int) { uses = append(uses, *r) }, func(r *int) { defs = append(defs, *r) })
+	end := i + 1
+	for ; end < len(code) && end <= i+hoistWindow && aluOnly(code[end].op); end++ {
+		if targets[end] {
+			return false
+		}
+		ok := true
+		code[end].regRefs(func(r *int) { ok = ok && !slices.Contains(defs, *r) },
+			func(r *int) { ok = ok && !slices.Contains(defs, *r) && !slices.Contains(uses, *r) })
+		if !ok {
+			return false
+		}
+	}
+	if end == i+1 || end == len(code) || code[end].op != opSt {
+		return false
+	}
+	l := *ld
+	copy(code[i:end-1], code[i+1:end])
+	code[end-1] = l
+	return true
 }
 
 // hoist performs, before the load or atom ld (the instruction at f.pc-1),

@@ -40,8 +40,12 @@ func TestHoistOnlyWhatTheModelAllows(t *testing.T) {
 		hoisted    bool
 	}{
 		{"independent", "ld.relaxed.sys.global.u32 %r1, [%rd1];\n\tadd.s32 %r3, %r2, 1;\n\tst.relaxed.sys.global.u32 [%rd2], %r2;", true},
-		// The interpreter does not compute ahead what the store needs.
-		{"data computed after the load", "ld.relaxed.sys.global.u32 %r1, [%rd1];\n\tadd.s32 %r3, %r2, 1;\n\tst.relaxed.sys.global.u32 [%rd2], %r3;", false},
+		// Register arithmetic the load does not feed runs before it.
+		{"data computed after the load", "ld.relaxed.sys.global.u32 %r1, [%rd1];\n\tadd.s32 %r3, %r2, 1;\n\tst.relaxed.sys.global.u32 [%rd2], %r3;", true},
+		{"address computed after the load", "ld.relaxed.sys.global.u32 %r1, [%rd1];\n\tadd.s64 %rd3, %rd2, 0;\n\tst.relaxed.sys.global.u32 [%rd3], %r2;", true},
+		{"arithmetic that rewrites the load's address", "ld.relaxed.sys.global.u32 %r1, [%rd1];\n\tmov.u64 %rd1, %rd2;\n\tst.relaxed.sys.global.u32 [%rd1], %r2;", false},
+		{"arithmetic that rewrites the load's register", "ld.relaxed.sys.global.u32 %r1, [%rd1];\n\tmov.u32 %r1, 5;\n\tst.relaxed.sys.global.u32 [%rd2], %r1;", false},
+		{"a branch into the arithmetic", "ld.relaxed.sys.global.u32 %r1, [%rd1];\n\tbra.uni L1;\nL1:\n\tadd.s32 %r3, %r2, 1;\n\tst.relaxed.sys.global.u32 [%rd2], %r3;", false},
 		{"plain", "ld.global.u32 %r1, [%rd1];\n\tst.global.u32 [%rd2], %r2;", true},
 		{"data dependency", "ld.relaxed.sys.global.u32 %r1, [%rd1];\n\tst.relaxed.sys.global.u32 [%rd2], %r1;", false},
 		{"dependency through arithmetic", "ld.relaxed.sys.global.u32 %r1, [%rd1];\n\tadd.s32 %r3, %r1, 1;\n\tst.relaxed.sys.global.u32 [%rd2], %r3;", false},
@@ -87,6 +91,9 @@ func TestHoistOnlyWhatTheModelAllows(t *testing.T) {
 		first := len(env.log) > 0 && env.log[0][:2] == "st"
 		if first != c.hoisted || len(env.log) != 2 {
 			t.Errorf("%s: accesses %v, want the store first: %v (and each once)", c.name, env.log, c.hoisted)
+		}
+		if !slices.Contains(env.log, fmt.Sprintf("ld %#x", x)) {
+			t.Errorf("%s: accesses %v, want the load of %#x", c.name, env.log, x)
 		}
 		if c.hoisted && !slices.Contains(env.log, fmt.Sprintf("st %#x", y)) {
 			t.Errorf("%s: accesses %v", c.name, env.log)

@@ -208,8 +208,8 @@ func (m *Module) Func(name string) (*Func, error) {
 			src.err = fmt.Errorf("ptx: function %s: %w", name, src.err)
 			return
 		}
+		markHoists(src.fn.code) // on the declared registers, before they share slots
 		allocRegs(src.fn, maxAllocWork)
-		markHoists(src.fn.code)
 	})
 	return src.fn, src.err
 }
