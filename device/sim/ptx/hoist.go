@@ -8,11 +8,18 @@ import "slices"
 // address, data and guard do not come from the load, directly or through
 // the register arithmetic between them), no fence, barrier,
 // branch or other memory access between them, the load not acquire and
-// the store not release. (The model allows some of the last two too; the
-// interpreter keeps those in order, which only loses outcomes.) The
-// interpreter produces such outcomes by performing the store first, when
-// the environment agrees ([Reorderer]): a load may then read a value that
-// depends on the thread's own later store, through another thread.
+// the store not release. The interpreter produces such outcomes by
+// performing the store first, when the environment agrees ([Reorderer]):
+// a load may then read a value that depends on the thread's own later
+// store, through another thread.
+//
+// The model allows a few more, which the interpreter keeps in order (so
+// kernel runs miss them, and never show what the model forbids): a weak
+// store after an acquire load seen first through a read-modify-write of
+// another thread (the litmus test LB+RMW-a), where running the store
+// first would also let a plain read see it (LB+RMW-b, forbidden); and a
+// release store seen first by a relaxed read, where running it first
+// would release less than the model says to a reader that acquires.
 
 // Reorderer is implemented by an [Env] that lets the interpreter perform a
 // store before an earlier load that the model does not order with it.
