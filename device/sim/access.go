@@ -77,12 +77,12 @@ type Access struct {
 	Shared bool
 	// RMW marks an Atomic that is a read-modify-write (an atom or a
 	// compare-and-swap), not a strong load or store.
-	RMW   bool
-	Order signal.Order
-	Scope signal.Scope
+	RMW bool
 	// SC marks a Fence that is fence.sc (or membar): such fences are
 	// totally ordered with one another.
-	SC bool
+	SC    bool
+	Order signal.Order
+	Scope signal.Scope
 	// Old and New are an Atomic's compare-and-swap operands (a signal put
 	// swaps 0 for 1, a wait 1 for 0).
 	Old, New uint32
