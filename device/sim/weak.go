@@ -43,6 +43,18 @@ import (
 // (a host write, a store of another size) starts again from its current
 // bytes. Plain loads read the newest value: a plain load that could read
 // another is racing, which the race detector reports.
+//
+// The race detector learns which store each strong read returned: a
+// strong write is reported with its stamp ([Access].Stamp; a vector's
+// elements are consecutive stamps), and a strong load some element of
+// which returned an older store than its location's newest with the stamp
+// of the store each element read ([Access].From; 0 for the newest,
+// StoreUnknown for a history's base, which no numbered store wrote). The
+// detector synchronises the read with that store's release sequence and
+// marks that write observed (package race). Read-modify-writes read the
+// newest store, as they report. The loads of the Go twins' WaitU32 are not
+// reported: a wait learns nothing from them but when to retry its
+// compare-and-swap, which reads the newest store.
 
 // maxHistory bounds a location's history (older entries are dropped, which
 // only hides stores).

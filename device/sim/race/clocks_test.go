@@ -16,7 +16,7 @@ func TestWriteClockIsSharedUntilTheThreadLearns(t *testing.T) {
 	var recs []*rec
 	for range 3 {
 		th.step()
-		recs = append(recs, &rec{ep: epoch{th.slot, th.vc.get(th.slot)}, strong: &strong{vc: th.writeClock()}})
+		recs = append(recs, &rec{ep: th.now(), strong: &strong{vc: th.writeClock()}})
 	}
 	if &recs[0].vc[0] != &recs[2].vc[0] {
 		t.Fatal("writes of a thread that learned nothing do not share their clock")
@@ -26,7 +26,7 @@ func TestWriteClockIsSharedUntilTheThreadLearns(t *testing.T) {
 	}
 	th.learn(vclock{4})
 	th.step()
-	r := &rec{ep: epoch{th.slot, th.vc.get(th.slot)}, strong: &strong{vc: th.writeClock()}}
+	r := &rec{ep: th.now(), strong: &strong{vc: th.writeClock()}}
 	if &r.vc[0] == &recs[0].vc[0] || !r.knows(epoch{0, 4}) {
 		t.Fatalf("a thread that learned an event keeps writing the old clock %v", r.vc)
 	}

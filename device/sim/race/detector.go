@@ -362,6 +362,9 @@ func (d *Detector) endThread(task int) {
 // step starts a new event of t.
 func (t *thread) step() { t.vc.set(t.slot, t.vc.get(t.slot)+1) }
 
+// now is t's current event.
+func (t *thread) now() epoch { return epoch{int32(t.slot), t.vc.get(t.slot)} }
+
 // newThread starts task's thread with clock init. A keyed thread takes over
 // the component of the previous thread of the same key when init already
 // knows every event of that thread (it ended, and its end happens before
@@ -557,7 +560,7 @@ func (d *Detector) access(a sim.Access) {
 	} else {
 		x = &rec{}
 	}
-	x.id, x.ep, x.a, x.task = d.next, epoch{t.slot, t.vc.get(t.slot)}, a, d.label(t)
+	x.id, x.ep, x.a, x.task = d.next, t.now(), a, d.label(t)
 	sh := d.shadowOf(a.Phys)
 	lo, hi := a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule
 	sh.grow(hi)

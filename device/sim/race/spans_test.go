@@ -125,7 +125,7 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 	t := d.self(a.Task)
 	t.step()
 	d.next++
-	x := &rec{id: d.next, ep: epoch{t.slot, t.vc.get(t.slot)}, a: a, task: d.label(t)}
+	x := &rec{id: d.next, ep: t.now(), a: a, task: d.label(t)}
 	if a.Kind == sim.Atomic {
 		x.strong = &strong{}
 	}
