@@ -125,6 +125,9 @@ func sameRel(x, y []release) bool {
 // made it): the read then learns nothing, which cannot hide a race.
 func (sh *shadow) stored(a sim.Access, from []uint64, i int) (*rec, []release) {
 	b := a.PhysOffset + uint64(i)*unit(a)
+	if b >= a.PhysOffset+a.Size {
+		return nil, nil // more entries in from than units
+	}
 	s := sh.at(b / granule)
 	if s == nil {
 		return nil, nil

@@ -22,6 +22,9 @@ func fromName(from []uint64) string {
 	if from == nil {
 		return "newest"
 	}
+	if len(from) > 4 {
+		return fmt.Sprintf("%d entries", len(from))
+	}
 	names := make([]string, len(from))
 	for i, s := range from {
 		names[i] = fmt.Sprint(s)
@@ -48,6 +51,7 @@ func TestAcquireOfOlderStore(t *testing.T) {
 		{[]uint64{1}, true},
 		{[]uint64{sim.StoreUnknown}, true},
 		{[]uint64{77}, true}, // older than the detector keeps
+		{append([]uint64{1}, make([]uint64, 999)...), true}, // more entries than units: ignored
 	} {
 		t.Run(fromName(c.from), func(t *testing.T) {
 			l := newLitmus(t, false)
