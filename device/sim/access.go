@@ -77,19 +77,37 @@ type Access struct {
 	Shared bool
 	// RMW marks an Atomic that is a read-modify-write (an atom or a
 	// compare-and-swap), not a strong load or store.
-	RMW   bool
-	Order signal.Order
-	Scope signal.Scope
+	RMW bool
 	// SC marks a Fence that is fence.sc (or membar): such fences are
 	// totally ordered with one another.
-	SC bool
+	SC    bool
+	Order signal.Order
+	Scope signal.Scope
 	// Old and New are an Atomic's compare-and-swap operands (a signal put
 	// swaps 0 for 1, a wait 1 for 0).
 	Old, New uint32
+	// Stamp numbers a strong write (an Atomic that writes) among the
+	// strong stores of the simulator's weak reads: the store of its unit
+	// i (of each Unit bytes, or the whole access) is Stamp+i. 0 for a
+	// strong write that no strong read can return once it is overwritten
+	// (the Go twins' packets, which weak reads leave out).
+	Stamp uint64
+	// From says which store each unit of a strong read (an Atomic that
+	// does not write) returned, when some unit returned a store older
+	// than its location's newest (a weak read): From[i] is the number of
+	// the store unit i read (see Stamp), 0 where it read the newest, or
+	// [StoreUnknown]. nil when every unit read its location's newest
+	// store, the common case, which costs nothing.
+	From []uint64
 	// Line is the PTX source line of the instruction that made a PTX
 	// thread's access; 0 for every other access.
 	Line int
 }
+
+// StoreUnknown in [Access].From is a unit that read a value no numbered
+// strong store wrote: what its location held before the strong stores the
+// simulator keeps (written by a plain store, a copy or the host).
+const StoreUnknown = ^uint64(0)
 
 // emit sends a to the observer, if any.
 func (w *World) emit(a Access) {

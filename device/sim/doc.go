@@ -94,9 +94,8 @@
 // older word only prolongs the wait, and per-word histories made the
 // Go-twin fuzzer 1.6 times and a 64 KiB low-latency all-reduce 6 times
 // slower (the PTX mode covers the same kernel's packets). The race
-// detector still takes a strong read to observe the location's latest
-// strong write, so in an execution where a read returned an older store
-// it may miss a race (never report a false one).
+// detector is told which store each strong load returned ([Access].From)
+// and synchronises the load with that store, not the newest.
 //
 // Observation. [World.Observe] receives every memory access (with device,
 // kernel, block, lane, virtual and physical address, size, direction, order

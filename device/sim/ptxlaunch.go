@@ -333,10 +333,21 @@ func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error
 	for _, sg := range segs {
 		n := copy(dst[at:], sg.b)
 		if strong {
+			// from tells the race detector which store each element
+			// read, once one read an older store than its location's
+			// newest.
+			var from []uint64
 			for e := 0; e+unit <= n; e += unit {
-				storeN(dst[at+e:at+e+unit], w.weakLoad(&l.wv, sg.sub(e, unit), unit, order(sem), scope(sc)))
+				v, f := w.weakLoad(&l.wv, sg.sub(e, unit), unit, order(sem), scope(sc))
+				storeN(dst[at+e:at+e+unit], v)
+				if f != 0 && w.observe != nil {
+					if from == nil {
+						from = make([]uint64, n/unit)
+					}
+					from[e/unit] = f
+				}
 			}
-			l.emitStrong(sg, false, order(sem), scope(sc), unit)
+			l.emitStrong(sg, false, order(sem), scope(sc), unit, 0, from)
 		} else {
 			l.wv.plainLoad(sg)
 			l.emitSeg(Load, sg, false, signal.Relaxed, signal.Block)
@@ -361,13 +372,16 @@ func (l *ptxLane) unit(n int) int {
 }
 
 // emitStrong reports a strong access of the thread; an access of several
-// units (a vector) is a run of unit-byte strong accesses.
-func (l *ptxLane) emitStrong(sg segment, write bool, order signal.Order, scope signal.Scope, unit int) {
+// units (a vector) is a run of unit-byte strong accesses. A write's units
+// are the stores numbered from stamp on; a read's units read the stores
+// from names (nil: each its location's newest).
+func (l *ptxLane) emitStrong(sg segment, write bool, order signal.Order, scope signal.Scope, unit int, stamp uint64, from []uint64) {
 	if l.l.dev.w.observe == nil {
 		return
 	}
 	a := Access{Kind: Atomic, Parent: -1, Addr: sg.addr, Size: uint64(len(sg.b)), Phys: sg.phys.id,
-		PhysOffset: sg.off, Owner: sg.phys.owner, Write: write, Order: order, Scope: scope, Line: l.th.Line()}
+		PhysOffset: sg.off, Owner: sg.phys.owner, Write: write, Order: order, Scope: scope, Line: l.th.Line(),
+		Stamp: stamp, From: from}
 	if len(sg.b) > unit {
 		a.Unit = uint64(unit)
 	}
@@ -464,14 +478,17 @@ func (l *ptxLane) Store(addr uint64, src []byte, sem ptx.Sem, sc ptx.Scope) erro
 			continue
 		}
 		n := min(len(sg.b), len(src)-at)
+		var first uint64 // the stamp of the segment's first element
 		for e := 0; e+unit <= n; e += unit {
 			el := sg.sub(e, unit)
 			v := loadN(src[at+e : at+e+unit])
-			w.weakStore(&l.wv, el, unit, v, order(sem), scope(sc), nil)
+			if stamp := w.weakStore(&l.wv, el, unit, v, order(sem), scope(sc), nil); e == 0 {
+				first = stamp
+			}
 			storeN(el.b, v)
 		}
 		at += copy(sg.b, src[at:])
-		l.emitStrong(sg, true, order(sem), scope(sc), unit)
+		l.emitStrong(sg, true, order(sem), scope(sc), unit, first, nil)
 	}
 	return nil
 }
@@ -515,8 +532,9 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 	write := op != ptx.AtomCAS || old == a
 	o := order(sem)
 	carried := w.weakRMW(&l.wv, sg, size, o, scope(sc))
+	var stamp uint64
 	if write {
-		w.weakStore(&l.wv, sg, size, val, o, scope(sc), carried)
+		stamp = w.weakStore(&l.wv, sg, size, val, o, scope(sc), carried)
 		storeWord(sg.b, val)
 	} else {
 		l.casPolling = true
@@ -524,7 +542,7 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 	}
 	const at = "atom %s %#x phys %d+%d %d %d prev %d %s %s"
 	l.record(blockPrefix+at, lanePrefix+at, op.String(), addr, sg.phys.id, sg.off, a, b, old, o.String(), scope(sc).String())
-	l.emitRMW(sg, write, o, scope(sc), uint32(a), uint32(b))
+	l.emitRMW(sg, write, o, scope(sc), uint32(a), uint32(b), stamp)
 	return old, nil
 }
 

@@ -43,10 +43,28 @@ import (
 // (a host write, a store of another size) starts again from its current
 // bytes. Plain loads read the newest value: a plain load that could read
 // another is racing, which the race detector reports.
+//
+// The race detector learns which store each strong read returned: a
+// strong write is reported with its stamp ([Access].Stamp; a vector's
+// elements are consecutive stamps), and a strong load some element of
+// which returned an older store than its location's newest with the stamp
+// of the store each element read ([Access].From; 0 for the newest,
+// StoreUnknown for a history's base, which no numbered store wrote). The
+// detector synchronises the read with that store's release sequence and
+// marks that write observed (package race). Read-modify-writes read the
+// newest store, as they report. The loads of the Go twins' WaitU32 are not
+// reported: a wait learns nothing from them but when to retry its
+// compare-and-swap, which reads the newest store.
 
 // maxHistory bounds a location's history (older entries are dropped, which
 // only hides stores).
-const maxHistory = 6
+const maxHistory = WeakHistory
+
+// WeakHistory is the most strong stores of one location a strong read
+// chooses from: its newest and up to WeakHistory-1 older ones (the race
+// detector keeps as many per location, to know which one a read
+// returned).
+const WeakHistory = 6
 
 // weakMem is the world's state of weak reads.
 type weakMem struct {
@@ -325,11 +343,14 @@ func (v *weakView) visible(h *history) int {
 }
 
 // weakLoad performs a strong load of size bytes (at most 8) at sg by the
-// thread of v with order o and scope sc, and returns the value it reads.
-func (w *World) weakLoad(v *weakView, sg segment, size int, o signal.Order, sc signal.Scope) uint64 {
+// thread of v with order o and scope sc, and returns the value it reads
+// and, for the race detector, the store that wrote it (see
+// [Access].From): 0 when it is the location's newest, else its stamp, or
+// StoreUnknown for the history's base.
+func (w *World) weakLoad(v *weakView, sg segment, size int, o signal.Order, sc signal.Scope) (val, from uint64) {
 	h := histOf(sg, size)
 	if h == nil {
-		return loadN(sg.b[:size])
+		return loadN(sg.b[:size]), 0
 	}
 	first := v.visible(h)
 	pick := len(h.ents) - 1
@@ -342,7 +363,15 @@ func (w *World) weakLoad(v *weakView, sg segment, size int, o signal.Order, sc s
 	e := &h.ents[pick]
 	v.observe(e, o, sc)
 	h.read(v, e.stamp)
-	return e.val
+	switch {
+	case pick == len(h.ents)-1:
+		from = 0
+	case e.base:
+		from = StoreUnknown
+	default:
+		from = e.stamp
+	}
+	return e.val, from
 }
 
 // observe applies what a strong read of e with order o and scope sc
@@ -364,8 +393,9 @@ func (v *weakView) observe(e *wstore, o signal.Order, sc signal.Scope) {
 // weakStore records a strong store of val (size bytes, at most 8) at sg by
 // the thread of v with order o and scope sc; the caller writes the bytes
 // afterwards. carried is the release sequence a read-modify-write
-// continues.
-func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signal.Order, sc signal.Scope, carried *[signal.System + 1]uint64) {
+// continues. It returns the store's stamp, its number for the race
+// detector ([Access].Stamp).
+func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signal.Order, sc signal.Scope, carried *[signal.System + 1]uint64) uint64 {
 	p := sg.phys
 	h := histOf(sg, size)
 	if h == nil {
@@ -410,6 +440,7 @@ func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signa
 		h.ents = h.ents[:maxHistory-1]
 	}
 	h.ents = append(h.ents, e)
+	return e.stamp
 }
 
 // weakRMW is a read-modify-write's read: the newest store, observed as a

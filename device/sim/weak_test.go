@@ -165,17 +165,27 @@ func TestWeakHistory(t *testing.T) {
 		t.Fatalf("history %+v, want the last %d stores", h, maxHistory)
 	}
 	for i := 0; i < 50; i++ {
-		if v := w.weakLoad(&writer, sg, 8, 0, 2); v != 10 {
+		if v, _ := w.weakLoad(&writer, sg, 8, 0, 2); v != 10 {
 			t.Fatalf("the writer read %d, before its own last store", v)
 		}
 	}
 	last := uint64(0)
+	older := false
 	for i := 0; i < 50; i++ {
-		v := w.weakLoad(&reader, sg, 8, 0, 2)
+		v, from := w.weakLoad(&reader, sg, 8, 0, 2)
 		if v < last || v < 10-maxHistory+1 {
 			t.Fatalf("read %d after %d: back in coherence order, or a dropped store", v, last)
 		}
+		// Store v was the v-th strong store: its stamp is v. The newest
+		// is reported as 0.
+		if want := map[bool]uint64{true: 0, false: v}[v == 10]; from != want {
+			t.Fatalf("read %d from store %d, want %d", v, from, want)
+		}
+		older = older || v < 10
 		last = v
+	}
+	if !older {
+		t.Error("50 reads of a thread that knew none of the stores never read an older one")
 	}
 	if last != 10 {
 		t.Errorf("50 reads never reached the newest store (last %d)", last)
@@ -186,7 +196,10 @@ func TestWeakHistory(t *testing.T) {
 	for i := range views {
 		views[i].start(&w.weak, place{lane: 2 + i})
 		views[i].known = 0
-		for j := 0; j < 20 && w.weakLoad(&views[i], sg, 8, 0, 2) != 10; j++ {
+		for j := 0; j < 20; j++ {
+			if v, _ := w.weakLoad(&views[i], sg, 8, 0, 2); v == 10 {
+				break
+			}
 		}
 	}
 	if n := len(h.readers); n != maxReaders {
@@ -194,17 +207,35 @@ func TestWeakHistory(t *testing.T) {
 	}
 	for i := range views {
 		for j := 0; j < 20; j++ {
-			if v := w.weakLoad(&views[i], sg, 8, 0, 2); v != 10 {
+			if v, _ := w.weakLoad(&views[i], sg, 8, 0, 2); v != 10 {
 				t.Fatalf("reader %d read %d after it read 10", i, v)
 			}
 		}
 	}
 	storeN(sg.b, 99) // a write the history did not see
-	if v := w.weakLoad(&reader, sg, 8, 0, 2); v != 99 || len(ph.weak.wordAt(8, false).locs) != 0 {
+	if v, _ := w.weakLoad(&reader, sg, 8, 0, 2); v != 99 || len(ph.weak.wordAt(8, false).locs) != 0 {
 		t.Errorf("after a host write: read %d, history %v; want 99 and none", v, ph.weak.wordAt(8, false).locs)
 	}
+	// The new history's base (99) is no numbered store: a read of it is
+	// reported as StoreUnknown.
 	w.weakStore(&writer, sg, 8, 5, 0, 2, nil)
 	storeN(sg.b, 5)
+	base := false
+	for i := 0; i < 50 && !base; i++ {
+		fresh := weakView{}
+		fresh.start(&w.weak, place{lane: 20})
+		fresh.known = 0
+		v, from := w.weakLoad(&fresh, sg, 8, 0, 2)
+		switch {
+		case v == 99 && from == StoreUnknown:
+			base = true
+		case v == 99 || (v == 5 && from != 0):
+			t.Fatalf("read %d reported as from store %d", v, from)
+		}
+	}
+	if !base {
+		t.Error("50 fresh readers never read the history's base")
+	}
 	plainStore(sg)
 	storeN(sg.b, 6)
 	if len(ph.weak.wordAt(8, false).locs) != 0 {

@@ -248,6 +248,15 @@ func (r release) with(v vclock) []vclock {
 	return out
 }
 
+// stampAt is the number ([sim.Access].Stamp) of the store that r, a
+// strong write, made at byte b; 0 when none.
+func (r *rec) stampAt(b uint64) uint64 {
+	if r.strong == nil || r.a.Stamp == 0 || b < r.a.PhysOffset || b >= r.a.PhysOffset+r.a.Size {
+		return 0
+	}
+	return r.a.Stamp + (b-r.a.PhysOffset)/unit(r.a)
+}
+
 func same(x, y vclock) bool {
 	return len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
 }
@@ -397,6 +406,9 @@ func (t *thread) knows(e epoch) bool { return e.clock <= t.get(e.slot) }
 
 // now is t's current event.
 func (t *thread) now() epoch { return epoch{t.slot, t.get(t.slot)} }
+
+// now is t's current event.
+func (t *thread) now() epoch { return epoch{int32(t.slot), t.vc.get(t.slot)} }
 
 // newThread starts task's thread with clock init. A keyed thread takes over
 // the component of the previous thread of the same key when init already
@@ -619,11 +631,24 @@ func (d *Detector) access(a sim.Access) {
 	sh.grow(hi)
 	first := sh.at(lo)
 	atomic := a.Kind == sim.Atomic
+	// readFrom says which store each unit of a strong read returned,
+	// when one returned an older store than the newest (nil: all the
+	// newest). It matters only now: the record does not keep it.
+	readFrom := a.From
+	x.a.From = nil
 	if atomic {
-		if a.Order.Acquires() {
-			d.acquire(t, first.releases(), a)
+		if readFrom == nil {
+			d.learnFrom(t, first.releases(), a)
 		} else {
-			d.observeRelease(t, first.releases(), a)
+			// Each unit synchronises with (or observes) the release
+			// sequence as it stood after the store it returned.
+			var last []release
+			for i := range readFrom {
+				if _, rel := sh.stored(a, readFrom, i); !sameRel(rel, last) {
+					d.learnFrom(t, rel, a)
+					last = rel
+				}
+			}
 		}
 		if w := first.lastWrite(); a.Write && w != nil && w.a.Kind == sim.Atomic && w.ep.slot != x.ep.slot {
 			d.comms = append(d.comms, &comm{writer: w, reader: x})
@@ -641,21 +666,22 @@ func (d *Detector) access(a sim.Access) {
 		}
 	}
 	if atomic && (!a.Write || a.RMW) {
-		// A strong read observes the word's last write when the two are
-		// morally strong, and with it the writes that write's
-		// read-modify-write chain observed.
+		// A strong read observes the write that made the store each unit
+		// read (the word's last write, unless readFrom names an older
+		// one) when the two are morally strong, and with it the writes
+		// that write's read-modify-write chain observed. A
+		// read-modify-write reads the newest store.
 		if w := first.lastWrite(); a.RMW && a.Write && w != nil && w.a.Kind == sim.Atomic && !conflict(w, x) {
 			x.from = w
 		}
-		sh.each(lo, hi, func(s *state) {
-			w := s.lastWrite()
-			if w == nil || w.a.Kind != sim.Atomic || conflict(w, x) {
-				return
+		if readFrom == nil {
+			sh.each(lo, hi, func(s *state) { observeWrite(s.lastWrite(), x, t.slot) })
+		} else {
+			for i := range readFrom {
+				w, _ := sh.stored(a, readFrom, i)
+				observeWrite(w, x, t.slot)
 			}
-			for z, n := w, 0; z != nil && n < maxObserveChain; z, n = z.from, n+1 {
-				z.observe(t.slot)
-			}
-		})
+		}
 	}
 	d.pairs = d.pairs[:0]
 	store := a.Write && !atomic // a plain store ends the word's release sequence
@@ -688,6 +714,18 @@ func (d *Detector) access(a sim.Access) {
 		s.gen, s.next = x.id, n
 		return n
 	})
+}
+
+// observeWrite records that the thread of slot observed w, the write
+// whose store x read (nil: none the detector knows), with the writes
+// w's read-modify-write chain observed, when w and x are morally strong.
+func observeWrite(w, x *rec, slot int) {
+	if w == nil || w.a.Kind != sim.Atomic || conflict(w, x) {
+		return
+	}
+	for z, n := w, 0; z != nil && n < maxObserveChain; z, n = z.from, n+1 {
+		z.observe(slot)
+	}
 }
 
 // label is the label of t's task, the running one; nil when no task runs.
@@ -726,6 +764,7 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) 
 		n.accs = append(n.accs, accOf(x))
 		return n
 	}
+	prior := s.priorAfter(x) // before x changes the accesses
 	if whole {
 		old := s.accs
 		s.accs = d.check(old[:0], old, x, t)
@@ -735,6 +774,7 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) 
 		if store {
 			s.rel = nil
 		}
+		s.prior = prior
 		return s
 	}
 	n := newState()
@@ -745,6 +785,7 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) 
 	if !store {
 		n.rel = s.rel
 	}
+	n.prior = prior
 	return n
 }
 
@@ -818,6 +859,17 @@ func needed(x, y sim.Access) signal.Scope {
 	sameDev := x.Device == y.Device
 	sameBlock := sameDev && x.Kernel != "" && x.Launch == y.Launch && x.Block == y.Block
 	return signal.Needed(sameDev, sameBlock)
+}
+
+// learnFrom is what atomic access a learns from a release sequence rel
+// of the word it reads: acquire for an acquiring read, observeRelease for
+// any other.
+func (d *Detector) learnFrom(t *thread, rel []release, a sim.Access) {
+	if a.Order.Acquires() {
+		d.acquire(t, rel, a)
+	} else {
+		d.observeRelease(t, rel, a)
+	}
 }
 
 // acquire: an acquiring atomic read synchronises with what releasing

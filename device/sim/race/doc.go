@@ -24,11 +24,11 @@
 //   - host syncs: a host that learns an op completed (Synchronize, or the
 //     return of Read or Write) knows everything the op did;
 //   - atomics: an atomic read with acquire order synchronises with the
-//     release-ordered atomic writes of the word it reads (the word's release
-//     sequence: compare-and-swaps continue it, plain stores end it), when
-//     both are atomic and both scopes include the other thread
-//     ([signal.Synchronizes]); so a GPU- or block-scoped release never
-//     synchronises with another device;
+//     release-ordered atomic writes of the word up to the store it read
+//     (the word's release sequence: compare-and-swaps continue it, plain
+//     stores end it), when both are atomic and both scopes include the
+//     other thread ([signal.Synchronizes]); so a GPU- or block-scoped
+//     release never synchronises with another device;
 //   - host-side synchronisation objects named by [Detector.Release] and
 //     [Detector.Acquire] (the rank wiring reports Store keys set and read);
 //   - fences, as the PTX model has them: a fence of scope s releases the
@@ -52,12 +52,24 @@
 // reached through different devices' mappings are the same location.
 //
 // A strong load of a kernel thread may return an older store than the
-// latest (the simulator's weak reads, see package sim); the detector still
-// takes every strong read to observe the word's latest strong write and
-// its release sequence. In such an execution it may therefore order more
-// than the model does and miss a race there (the schedules where the read
-// returns the latest store show it); it never reports one the model does
-// not have.
+// latest (the simulator's weak reads, see package sim), and the simulator
+// says which, element by element of a vector ([sim.Access].From, by the
+// numbers of strong writes, [sim.Access].Stamp). Besides a word's latest
+// write and release sequence, the detector keeps the strong writes before
+// it that such a read may return (sim.WeakHistory-1 of them, per 4-byte
+// word), each with the word's release sequence as it stood after it. A
+// read then acquires (or, relaxed, observes for a later fence) the
+// release sequence of the store it returned, not the latest, and only
+// that write counts as observed. A read of a store the detector does not
+// know learns nothing, which cannot hide a race: a value no numbered
+// strong store wrote (what the word held before its strong stores: a
+// plain store, the host, or a strong store of another size, which is not
+// morally strong with the read), or a store older than the writes kept,
+// which happens only when strong stores narrower than 4 bytes to
+// different bytes of one word push each other out of its list (then a
+// race the model does not have may be reported). Reads that return the
+// latest store, and read-modify-writes, which always do, learn what they
+// always did.
 //
 // # The kernel boundary
 //

@@ -1,5 +1,7 @@
 package race
 
+import "github.com/symmem/symmem/device/sim"
+
 // pageShift sets the granules of a shadow page: 128 granules, 512 bytes,
 // the run a block of 32 threads moves with 16-byte vectors.
 const pageShift = 7
@@ -47,11 +49,99 @@ type state struct {
 	accs []acc
 	inl  [3]acc // backs accs while it is short
 	rel  []release
-	refs int32
+	// prior is the strong writes the granules held before their latest
+	// one, oldest first, each with the release sequence as it stood
+	// after it: a strong read may return one of them (the simulator's
+	// weak reads). Shared between states like rel, never modified in
+	// place.
+	prior []wrote
+	refs  int32
 	// gen and next: the access numbered gen replaced this state by next
 	// in the granules it held, so its other holders get next too.
 	gen  uint64
 	next *state
+}
+
+// wrote is a strong write that a granule held before its latest one, and
+// the granule's release sequence as it stood after that write.
+type wrote struct {
+	r   *rec
+	rel []release
+}
+
+// maxPrior bounds a state's prior writes: a strong read returns one of
+// the sim.WeakHistory newest stores of its location, the latest write and
+// maxPrior before it. A read of an older store, which the detector no
+// longer knows, learns nothing (see [Detector.access]).
+const maxPrior = sim.WeakHistory - 1
+
+// priorAfter is the prior writes of the state that follows s once access
+// x is checked: a read keeps them; a strong write that the simulator
+// numbered pushes s's latest write, when that one is numbered too (a
+// read can return an older store only through an unbroken history of
+// numbered stores); any other write ends them.
+func (s *state) priorAfter(x *rec) []wrote {
+	if !x.a.Write {
+		return s.prior
+	}
+	if x.strong == nil || x.a.Stamp == 0 {
+		return nil
+	}
+	w := s.lastWrite()
+	if w == nil || w.strong == nil || w.a.Stamp == 0 {
+		return nil
+	}
+	keep := s.prior[max(0, len(s.prior)-(maxPrior-1)):]
+	out := make([]wrote, len(keep), len(keep)+1)
+	copy(out, keep)
+	return append(out, wrote{w, s.rel})
+}
+
+// samePrior reports whether two states keep the same prior writes.
+func samePrior(x, y []wrote) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if x[i].r != y[i].r || !sameRel(x[i].rel, y[i].rel) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameRel reports whether x and y are the same release list.
+func sameRel(x, y []release) bool {
+	return len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
+}
+
+// stored returns the strong write that unit i of a, a strong read that
+// reports which stores its units read (from, see [sim.Access].From),
+// returned, and the release sequence of the unit's granule as it stood
+// after that write: its latest write and release sequence when the unit
+// read the newest store, else the write, latest or prior, that made the
+// store read. It returns nil, nil when the detector no longer knows that
+// store (it is older than the prior writes kept, or no numbered store
+// made it): the read then learns nothing, which cannot hide a race.
+func (sh *shadow) stored(a sim.Access, from []uint64, i int) (*rec, []release) {
+	b := a.PhysOffset + uint64(i)*unit(a)
+	if b >= a.PhysOffset+a.Size {
+		return nil, nil // more entries in from than units
+	}
+	s := sh.at(b / granule)
+	if s == nil {
+		return nil, nil
+	}
+	w := s.lastWrite()
+	if from[i] == 0 || (w != nil && w.stampAt(b) == from[i]) {
+		return w, s.rel
+	}
+	for k := len(s.prior) - 1; k >= 0; k-- {
+		if p := s.prior[k]; p.r.stampAt(b) == from[i] {
+			return p.r, p.rel
+		}
+	}
+	return nil, nil
 }
 
 // acc is an access a state keeps: its record, with what checking it
@@ -104,12 +194,13 @@ func (s *state) drop(k int32) {
 }
 
 // sameSpan reports whether adjacent granules holding s and o are one span:
-// the same state, or two states with no releases and the same accesses.
+// the same state, or two states with no releases and the same accesses
+// and prior writes.
 func sameSpan(s, o *state) bool {
 	if s == o {
 		return true
 	}
-	if s == nil || o == nil || len(s.rel) != 0 || len(o.rel) != 0 || len(s.accs) != len(o.accs) {
+	if s == nil || o == nil || len(s.rel) != 0 || len(o.rel) != 0 || len(s.accs) != len(o.accs) || !samePrior(s.prior, o.prior) {
 		return false
 	}
 	for i, a := range s.accs {

@@ -50,11 +50,12 @@ func (v vclock) clone() vclock {
 }
 
 // epoch is one event of one thread: (slot, clock). It happens before every
-// event whose clock knows at least clock for slot.
+// event whose clock knows at least clock for slot. It takes 8 bytes: a
+// record holds one, and records are the detector's bulk.
 type epoch struct {
-	slot  int
+	slot  int32
 	clock uint32
 }
 
 // before reports whether e happens before an event with clock v.
-func (e epoch) before(v vclock) bool { return e.clock <= v.get(e.slot) }
+func (e epoch) before(v vclock) bool { return e.clock <= v.get(int(e.slot)) }
