@@ -402,13 +402,10 @@ func (t *thread) share(v vclock) {
 }
 
 // knows reports whether e happens before t's current event.
-func (t *thread) knows(e epoch) bool { return e.clock <= t.get(e.slot) }
+func (t *thread) knows(e epoch) bool { return e.clock <= t.get(int(e.slot)) }
 
 // now is t's current event.
-func (t *thread) now() epoch { return epoch{t.slot, t.get(t.slot)} }
-
-// now is t's current event.
-func (t *thread) now() epoch { return epoch{int32(t.slot), t.vc.get(t.slot)} }
+func (t *thread) now() epoch { return epoch{int32(t.slot), t.get(t.slot)} }
 
 // newThread starts task's thread with clock init. A keyed thread takes over
 // the component of the previous thread of the same key when init already
