@@ -99,6 +99,7 @@ type thread struct {
 	// wsnap is the clock shared by the records of the thread's relaxed
 	// atomic writes since it last learned anything (nil: none taken yet).
 	wsnap vclock
+	org   *origin // who made the thread's last access
 }
 
 type opKey struct {
@@ -125,13 +126,87 @@ type seqClock struct {
 	vc  vclock
 }
 
-// rec is one memory access as the shadow memory keeps it.
+// rec is one memory access as the shadow memory keeps it: the fields of
+// its [sim.Access] (see [rec.access]), who made it shared with the other
+// accesses of its thread's op, so that a record takes 112 bytes.
 type rec struct {
 	id      uint64
 	ep      epoch
-	a       sim.Access
 	task    *actor.Label // the label of its task, shared by its thread; nil outside tasks
 	*strong              // atomics only
+	org     *origin
+	addr    device.Ptr
+	size    uint64
+	phys    uint64
+	off     uint64 // sim.Access.PhysOffset
+	unit    uint32 // sim.Access.Unit
+	line    int32
+	owner   int32
+	kind    kind8
+	order   uint8 // signal.Order
+	scope   uint8 // signal.Scope
+	write   bool
+	shared  bool
+	rmw     bool
+	sc      bool
+}
+
+// kind8 is a [sim.AccessKind] in a byte.
+type kind8 uint8
+
+// atomic reports whether the access is an atomic (strong) one.
+func (k kind8) atomic() bool { return sim.AccessKind(k) == sim.Atomic }
+
+// origin is who made an access: what the accesses of one thread during
+// one stream op share.
+type origin struct {
+	task, parent int
+	device       int
+	stream       device.Stream
+	seq          uint64
+	op, kernel   string
+	launch       uint64
+	block, lane  int
+}
+
+func originOf(a *sim.Access) origin {
+	return origin{task: a.Task, parent: a.Parent, device: a.Device, stream: a.Stream, seq: a.Seq, op: a.Op,
+		kernel: a.Kernel, launch: a.Launch, block: a.Block, lane: a.Lane}
+}
+
+// newRec is the record of a, made by thread t (its origin shared with
+// t's previous access when they have the same).
+func newRec(a *sim.Access, t *thread) *rec {
+	var x *rec
+	if a.Kind == sim.Atomic {
+		ar := &atomicRec{}
+		ar.strong = &ar.st
+		ar.st.stamp, ar.st.old, ar.st.new = a.Stamp, a.Old, a.New
+		x = &ar.rec
+	} else {
+		x = &rec{}
+	}
+	if o := originOf(a); t.org == nil || *t.org != o {
+		t.org = &o
+	}
+	*x = rec{strong: x.strong, org: t.org, addr: a.Addr, size: a.Size, phys: a.Phys, off: a.PhysOffset,
+		unit: uint32(a.Unit), line: int32(a.Line), owner: int32(a.Owner), kind: kind8(a.Kind), order: uint8(a.Order), scope: uint8(a.Scope),
+		write: a.Write, shared: a.Shared, rmw: a.RMW, sc: a.SC}
+	return x
+}
+
+// access is the access r records (its From aside: it mattered only when
+// it was made).
+func (r *rec) access() sim.Access {
+	o := r.org
+	a := sim.Access{Kind: sim.AccessKind(r.kind), Task: o.task, Parent: o.parent, Device: o.device, Stream: o.stream, Seq: o.seq,
+		Op: o.op, Kernel: o.kernel, Launch: o.launch, Block: o.block, Lane: o.lane,
+		Addr: r.addr, Size: r.size, Unit: uint64(r.unit), Phys: r.phys, PhysOffset: r.off, Owner: int(r.owner),
+		Write: r.write, Shared: r.shared, RMW: r.rmw, SC: r.sc, Order: signal.Order(r.order), Scope: signal.Scope(r.scope), Line: int(r.line)}
+	if r.strong != nil {
+		a.Stamp, a.Old, a.New = r.stamp, r.old, r.new
+	}
+	return a
 }
 
 // strong is what the detector keeps of an atomic access besides its rec.
@@ -146,6 +221,9 @@ type strong struct {
 	// from is the strong write a read-modify-write read, when morally
 	// strong: observing this write observes that one too.
 	from *rec
+	// stamp, old and new are the access's Stamp, Old and New.
+	stamp    uint64
+	old, new uint32
 }
 
 // atomicRec allocates a rec and its strong part at once.
@@ -251,10 +329,10 @@ func (r release) with(v vclock) []vclock {
 // stampAt is the number ([sim.Access].Stamp) of the store that r, a
 // strong write, made at byte b; 0 when none.
 func (r *rec) stampAt(b uint64) uint64 {
-	if r.strong == nil || r.a.Stamp == 0 || b < r.a.PhysOffset || b >= r.a.PhysOffset+r.a.Size {
+	if r.strong == nil || r.stamp == 0 || b < r.off || b >= r.off+r.size {
 		return 0
 	}
-	return r.a.Stamp + (b-r.a.PhysOffset)/unit(r.a)
+	return r.stamp + (b-r.off)/r.unitSize()
 }
 
 func same(x, y vclock) bool {
@@ -614,15 +692,8 @@ func (d *Detector) access(a sim.Access) {
 	t := d.self(a.Task)
 	t.step()
 	d.next++
-	var x *rec
-	if a.Kind == sim.Atomic {
-		ar := &atomicRec{}
-		ar.strong = &ar.st
-		x = &ar.rec
-	} else {
-		x = &rec{}
-	}
-	x.id, x.ep, x.a, x.task = d.next, t.now(), a, d.label(t)
+	x := newRec(&a, t)
+	x.id, x.ep, x.task = d.next, t.now(), d.label(t)
 	sh := d.shadowOf(a.Phys)
 	lo, hi := a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule
 	sh.grow(hi)
@@ -632,7 +703,6 @@ func (d *Detector) access(a sim.Access) {
 	// when one returned an older store than the newest (nil: all the
 	// newest). It matters only now: the record does not keep it.
 	readFrom := a.From
-	x.a.From = nil
 	if atomic {
 		if readFrom == nil {
 			d.learnFrom(t, first.releases(), a)
@@ -647,7 +717,7 @@ func (d *Detector) access(a sim.Access) {
 				}
 			}
 		}
-		if w := first.lastWrite(); a.Write && w != nil && w.a.Kind == sim.Atomic && w.ep.slot != x.ep.slot {
+		if w := first.lastWrite(); a.Write && w != nil && w.kind.atomic() && w.ep.slot != x.ep.slot {
 			d.comms = append(d.comms, &comm{writer: w, reader: x})
 			if len(d.comms) > 2*commRing {
 				d.comms = append(d.comms[:0], d.comms[len(d.comms)-commRing:]...)
@@ -668,7 +738,7 @@ func (d *Detector) access(a sim.Access) {
 		// one) when the two are morally strong, and with it the writes
 		// that write's read-modify-write chain observed. A
 		// read-modify-write reads the newest store.
-		if w := first.lastWrite(); a.RMW && a.Write && w != nil && w.a.Kind == sim.Atomic && !conflict(w, x) {
+		if w := first.lastWrite(); a.RMW && a.Write && w != nil && w.kind.atomic() && !conflict(w, x) {
 			x.from = w
 		}
 		if readFrom == nil {
@@ -717,7 +787,7 @@ func (d *Detector) access(a sim.Access) {
 // whose store x read (nil: none the detector knows), with the writes
 // w's read-modify-write chain observed, when w and x are morally strong.
 func observeWrite(w, x *rec, slot int) {
-	if w == nil || w.a.Kind != sim.Atomic || conflict(w, x) {
+	if w == nil || !w.kind.atomic() || conflict(w, x) {
 		return
 	}
 	for z, n := w, 0; z != nil && n < maxObserveChain; z, n = z.from, n+1 {
@@ -790,7 +860,7 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) 
 // appends to dst those x does not supersede, then x. dst may be accs[:0]:
 // the kept accesses then move down in place.
 func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
-	write := x.a.Write
+	write := x.write
 	inPlace := cap(dst) > 0 && len(accs) > 0 && &dst[:1][0] == &accs[0]
 	for i, y := range accs {
 		ordered := y.before(t)
@@ -815,18 +885,18 @@ func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 // accesses are not morally strong), with scopes that include each other's
 // thread.
 func conflict(x, y *rec) bool {
-	if !x.a.Write && !y.a.Write {
+	if !x.write && !y.write {
 		return false
 	}
-	if x.a.Shared != y.a.Shared || x.a.PhysOffset+x.a.Size <= y.a.PhysOffset || y.a.PhysOffset+y.a.Size <= x.a.PhysOffset {
+	if x.shared != y.shared || x.off+x.size <= y.off || y.off+y.size <= x.off {
 		return false // different bytes of a common word
 	}
-	if x.a.Kind == sim.Atomic && y.a.Kind == sim.Atomic {
-		if !sameBytes(x.a, y.a) {
+	if x.kind.atomic() && y.kind.atomic() {
+		if !sameBytes(x, y) {
 			return true
 		}
-		need := needed(x.a, y.a)
-		return x.a.Scope < need || y.a.Scope < need
+		need := neededBy(x.org, y.org)
+		return signal.Scope(x.scope) < need || signal.Scope(y.scope) < need
 	}
 	return true
 }
@@ -834,13 +904,21 @@ func conflict(x, y *rec) bool {
 // sameBytes reports whether two overlapping strong accesses access the
 // same bytes on their overlap: their units (the access itself, or each
 // access of a run) are of one size and line up.
-func sameBytes(x, y sim.Access) bool {
-	ux, uy := unit(x), unit(y)
+func sameBytes(x, y *rec) bool {
+	ux, uy := x.unitSize(), y.unitSize()
 	if ux != uy {
 		return false
 	}
-	d := max(x.PhysOffset, y.PhysOffset) - min(x.PhysOffset, y.PhysOffset)
+	d := max(x.off, y.off) - min(x.off, y.off)
 	return d%ux == 0
+}
+
+// unitSize is the size of each strong access r stands for.
+func (r *rec) unitSize() uint64 {
+	if r.unit > 0 {
+		return uint64(r.unit)
+	}
+	return r.size
 }
 
 // unit is the size of each strong access a reported access stands for.
@@ -851,10 +929,10 @@ func unit(a sim.Access) uint64 {
 	return a.Size
 }
 
-// needed is the narrowest scope covering the threads of two accesses.
-func needed(x, y sim.Access) signal.Scope {
-	sameDev := x.Device == y.Device
-	sameBlock := sameDev && x.Kernel != "" && x.Launch == y.Launch && x.Block == y.Block
+// neededBy is the narrowest scope covering the threads of two accesses.
+func neededBy(x, y *origin) signal.Scope {
+	sameDev := x.device == y.device
+	sameBlock := sameDev && x.kernel != "" && x.launch == y.launch && x.block == y.block
 	return signal.Needed(sameDev, sameBlock)
 }
 

@@ -143,7 +143,8 @@ func (d *Detector) report(w, x *rec, t *thread) {
 	}
 	d.pairs = append(d.pairs, w.id)
 	d.total++
-	k := siteKey{siteOf(w.a), siteOf(x.a)}
+	wa, xa := w.access(), x.access()
+	k := siteKey{siteOf(wa), siteOf(xa)}
 	if i, ok := d.sites[k]; ok {
 		d.races[i].Repeats++
 		return
@@ -151,16 +152,16 @@ func (d *Detector) report(w, x *rec, t *thread) {
 	if len(d.races) >= maxRaces {
 		return
 	}
-	lo := max(w.a.PhysOffset, x.a.PhysOffset)
-	hi := min(w.a.PhysOffset+w.a.Size, x.a.PhysOffset+x.a.Size)
+	lo := max(w.off, x.off)
+	hi := min(w.off+w.size, x.off+x.size)
 	if hi <= lo {
-		lo = max(w.a.PhysOffset, x.a.PhysOffset) / granule * granule
+		lo = max(w.off, x.off) / granule * granule
 		hi = lo + granule
 	}
 	d.sites[k] = len(d.races)
 	d.races = append(d.races, Race{
-		First: w.a, Second: x.a, FirstTask: labelOf(w.task), SecondTask: labelOf(x.task),
-		Phys: x.a.Phys, Offset: lo, Size: hi - lo, Owner: x.a.Owner,
+		First: wa, Second: xa, FirstTask: labelOf(w.task), SecondTask: labelOf(x.task),
+		Phys: x.phys, Offset: lo, Size: hi - lo, Owner: int(x.owner),
 		Missing: d.explain(w, x, t),
 	})
 }
@@ -179,13 +180,13 @@ func labelOf(l *actor.Label) actor.Label {
 // (a barrier or wait is missing).
 func (d *Detector) explain(w, x *rec, t *thread) string {
 	why := d.unordered(w, x, t)
-	if w.a.Kind == sim.Atomic && x.a.Kind == sim.Atomic {
-		if !sameBytes(w.a, x.a) {
+	if w.kind.atomic() && x.kind.atomic() {
+		if !sameBytes(w, x) {
 			return fmt.Sprintf("both accesses are strong, but of different bytes (%d-byte accesses at +%#x and %d-byte at +%#x): mixed-size or partially overlapping strong accesses are not morally strong, so nothing but an order between them keeps them from racing; and %s",
-				unit(w.a), w.a.PhysOffset, unit(x.a), x.a.PhysOffset, why)
+				w.unitSize(), w.off, x.unitSize(), x.off, why)
 		}
 		return fmt.Sprintf("both accesses are strong, but their scopes (%s and %s) do not both include the other's thread, so they are not morally strong; and %s",
-			w.a.Scope, x.a.Scope, why)
+			signal.Scope(w.scope), signal.Scope(x.scope), why)
 	}
 	return why
 }
@@ -200,18 +201,18 @@ func (d *Detector) unordered(w, x *rec, t *thread) string {
 		}
 		return describeComm(c, w)
 	}
-	if w.a.Device != x.a.Device {
+	if w.org.device != x.org.device {
 		return fmt.Sprintf("no signal from device %d made after the first access was received by device %d before the second: nothing orders them (a barrier or a wait is missing)",
-			w.a.Device, x.a.Device)
+			w.org.device, x.org.device)
 	}
-	if w.a.Shared {
-		return fmt.Sprintf("two threads of block %d, and no bar.sync between them orders them", w.a.Block)
+	if w.shared {
+		return fmt.Sprintf("two threads of block %d, and no bar.sync between them orders them", w.org.block)
 	}
-	return fmt.Sprintf("both on device %d, and no stream order, kernel boundary, __syncthreads or signal orders them", w.a.Device)
+	return fmt.Sprintf("both on device %d, and no stream order, kernel boundary, __syncthreads or signal orders them", w.org.device)
 }
 
 func describeComm(c *comm, w *rec) string {
-	wr, rd := c.writer.a, c.reader.a
+	wr, rd := c.writer.access(), c.reader.access()
 	var why []string
 	switch {
 	case wr.Order.Releases():
@@ -224,7 +225,7 @@ func describeComm(c *comm, w *rec) string {
 	if !rd.Order.Acquires() {
 		why = append(why, fmt.Sprintf("the %s is %s (no acquire)", signalOp(rd), rd.Order))
 	}
-	if need := needed(wr, rd); wr.Scope < need || rd.Scope < need {
+	if need := neededBy(c.writer.org, c.reader.org); wr.Scope < need || rd.Scope < need {
 		why = append(why, fmt.Sprintf("scopes %s and %s do not both reach %s", wr.Scope, rd.Scope, need))
 	}
 	if len(why) == 0 {

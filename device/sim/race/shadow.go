@@ -81,14 +81,14 @@ const maxPrior = sim.WeakHistory - 1
 // read can return an older store only through an unbroken history of
 // numbered stores); any other write ends them.
 func (s *state) priorAfter(x *rec) []wrote {
-	if !x.a.Write {
+	if !x.write {
 		return s.prior
 	}
-	if x.strong == nil || x.a.Stamp == 0 {
+	if x.strong == nil || x.stamp == 0 {
 		return nil
 	}
 	w := s.lastWrite()
-	if w == nil || w.strong == nil || w.a.Stamp == 0 {
+	if w == nil || w.strong == nil || w.stamp == 0 {
 		return nil
 	}
 	keep := s.prior[max(0, len(s.prior)-(maxPrior-1)):]
@@ -158,7 +158,7 @@ type acc struct {
 // accOf is the acc of r.
 func accOf(r *rec) acc {
 	y := acc{r: r, tag: uint32(r.ep.slot) << 2, clock: r.ep.clock}
-	if r.a.Write {
+	if r.write {
 		y.tag |= 2
 		if r.strong != nil {
 			y.tag |= 1

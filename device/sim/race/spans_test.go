@@ -43,7 +43,7 @@ func (s spanState) equal(o spanState) bool {
 
 func (s spanState) lastWrite() *rec {
 	for i := len(s.accs) - 1; i >= 0; i-- {
-		if s.accs[i].a.Write {
+		if s.accs[i].write {
 			return s.accs[i]
 		}
 	}
@@ -125,10 +125,8 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 	t := d.self(a.Task)
 	t.step()
 	d.next++
-	x := &rec{id: d.next, ep: t.now(), a: a, task: d.label(t)}
-	if a.Kind == sim.Atomic {
-		x.strong = &strong{}
-	}
+	x := newRec(&a, t)
+	x.id, x.ep, x.task = d.next, t.now(), d.label(t)
 	sh := mem[a.Phys]
 	if sh == nil {
 		sh = &spanShadow{}
@@ -143,7 +141,7 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 		} else {
 			d.observeRelease(t, st.rel, a)
 		}
-		if w := st.lastWrite(); a.Write && w != nil && w.a.Kind == sim.Atomic && w.ep.slot != x.ep.slot {
+		if w := st.lastWrite(); a.Write && w != nil && w.kind.atomic() && w.ep.slot != x.ep.slot {
 			d.comms = append(d.comms, &comm{writer: w, reader: x})
 			if len(d.comms) > 2*commRing {
 				d.comms = append(d.comms[:0], d.comms[len(d.comms)-commRing:]...)
@@ -157,7 +155,7 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 	if atomic && (!a.Write || a.RMW) {
 		for k := i; k < j; k++ {
 			w := sh.spans[k].st.lastWrite()
-			if w == nil || w.a.Kind != sim.Atomic || conflict(w, x) {
+			if w == nil || !w.kind.atomic() || conflict(w, x) {
 				continue
 			}
 			if a.RMW && a.Write && k == i {
@@ -174,10 +172,10 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 		keep := make([]*rec, 0, len(st.accs)+1)
 		for _, y := range st.accs {
 			ordered := t.knows(y.ep) || y.observedBy(t.slot)
-			if !ordered && (y.a.Write || a.Write) && conflict(y, x) {
+			if !ordered && (y.write || a.Write) && conflict(y, x) {
 				d.report(y, x, t)
 			}
-			if !ordered || (!a.Write && y.a.Write) {
+			if !ordered || (!a.Write && y.write) {
 				keep = append(keep, y)
 			}
 		}
