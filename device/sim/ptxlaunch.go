@@ -129,10 +129,12 @@ func (d *simDevice) runPTX(o *op, k *kernels.Kernel, id uint64, grid, threads in
 	return nil
 }
 
-// runPTXBlock runs the block's threads from one block-wide barrier to the
-// next: each thread a task (a lane, for the race detector) that runs until
-// it reaches the barrier or exits; then the block, having joined them,
-// releases the ones at the barrier with the barrier's reduction.
+// runPTXBlock runs the block's threads from one barrier of every thread
+// to the next: each thread a task (a lane, for the race detector) that
+// runs until it stops at such a barrier (bar.sync or bar.red without a
+// thread count) or exits; then the block, having joined them, releases
+// them once the barrier completed. Barriers with a thread count and
+// bar.arrive run inside the threads' tasks ([ptxLane.Arrive]).
 func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params, rec []byte) error {
 	w := c.l.dev.w
 	mem, err := mod.NewBlockMem(entry, params)
@@ -175,27 +177,26 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params, rec []byte
 		c.emit(Access{Kind: BlockSync, Parent: -1})
 		errs := make([]error, n)
 		next := live[:0]
-		var at *ptx.Barrier
-		or := false
 		for i, ln := range live {
 			errs[i] = ln.err
-			if ln.err != nil || ln.stop != ptx.AtBarrier {
-				continue
+			if ln.err == nil && ln.stop == ptx.AtBarrier {
+				next = append(next, ln)
 			}
-			b := ln.th.Barrier()
-			if at == nil {
-				at = &b
-			} else if b.ID != at.ID || b.Red != at.Red {
-				errs[i] = fmt.Errorf("%s: threads wait at different barriers (line %d and line %d)", c.name(), at.Line, b.Line)
-			}
-			or = or || b.Pred
-			next = append(next, ln)
 		}
 		if err := firstError(errs, "threads"); err != nil {
 			return err
 		}
+		// Every thread left waits at a barrier of every thread: either
+		// one that completed (all of them are at it), or none can.
 		for _, ln := range next {
-			ln.th.Release(or)
+			if !ln.th.Barrier().Done {
+				return fmt.Errorf("%s: %w", c.name(), mem.Deadlock())
+			}
+		}
+		for _, ln := range next {
+			if err := ln.th.Release(); err != nil {
+				return fmt.Errorf("%s: %w", c.name(), err)
+			}
 		}
 		live = next
 	}
@@ -556,11 +557,54 @@ func (l *ptxLane) Clock() uint64 {
 	return uint64(l.l.dev.w.sched.Now()) + uint64(time.Second)
 }
 
+var _ ptx.BarrierEnv = (*ptxLane)(nil)
+
 // WaitWarp is [ptx.WarpWaiter]: the lanes of a warp meet at shfl.sync and
 // vote.sync through the scheduler, which reports a wait that cannot end
 // as it reports the block's barriers.
 func (l *ptxLane) WaitWarp(what string, ready func() bool) error {
 	return l.l.dev.w.sched.Wait(l.name()+": "+what, ready, 0)
+}
+
+// Arrive is [ptx.BarrierEnv]: the thread arrived at a barrier with a
+// thread count or at bar.arrive. For the race detector it is a release
+// store to a location of its own for that phase of the barrier (see
+// [BarrierPhys]), which the phase's waiters acquire; for weak reads it
+// releases everything stored so far (weak.go).
+func (l *ptxLane) Arrive(id int, phase uint64, released *uint64) {
+	l.polling, l.casPolling = false, false
+	w := l.l.dev.w
+	*released = max(*released, w.weak.stamp)
+	l.emit(l.barrierAccess(id, phase, uint32(l.lane), true))
+	w.sched.Yield("ptx barrier")
+}
+
+// Leave is [ptx.BarrierEnv]: the thread acquires what the phase's
+// arrivals released.
+func (l *ptxLane) Leave(id int, phase uint64, arrived []uint32, released uint64) {
+	l.polling, l.casPolling = false, false
+	l.wv.learn(released)
+	if l.l.dev.w.observe == nil {
+		return
+	}
+	for _, tid := range arrived {
+		if int(tid) != l.lane {
+			l.emit(l.barrierAccess(id, phase, tid, false))
+		}
+	}
+}
+
+// barrierAccess is the race detector's view of an arrival of thread tid at
+// phase phase of barrier id (a release store) or of a waiter learning it
+// (an acquire load): every arrival has its own 4 bytes.
+func (l *ptxLane) barrierAccess(id int, phase uint64, tid uint32, arrive bool) Access {
+	a := Access{Kind: Atomic, Parent: -1, Size: 4, Phys: BarrierPhys(l.l.id, l.index, id),
+		PhysOffset: 4 * (phase*uint64(l.l.threads) + uint64(tid)), Owner: l.l.dev.index, Write: arrive,
+		Order: signal.Acquire, Scope: signal.Block, Line: l.th.Line()}
+	if arrive {
+		a.Order = signal.Release
+	}
+	return a
 }
 
 func loadWord(b []byte) uint64 {
