@@ -113,10 +113,10 @@ func SharedPhys(launch uint64, block int) uint64 {
 // BarrierPhys is the physical id under which the arrivals at named
 // barrier id of block block of launch launch are reported: a PTX thread
 // that arrives at a barrier with a thread count or at bar.arrive makes a
-// release store (an Atomic) of its own 4 bytes, at offset 4*(phase*threads
-// + thread) for the barrier's phase and the thread's index in its block of
-// threads threads; a thread released from that phase makes an acquire
-// load of each other arrival's bytes. The ids, with the top two bits set,
+// release store (an Atomic) to 4 bytes of that arrival's own, at offset
+// 4*(n*threads + thread) for its n-th arrival there (from 0) and its index
+// in a block of threads threads; a thread released from a phase makes an
+// acquire load of the bytes of each other arrival of that phase. The ids, with the top two bits set,
 // collide neither with real allocations nor with [SharedPhys].
 func BarrierPhys(launch uint64, block, id int) uint64 {
 	return 3<<62 | launch<<28 | uint64(block)<<4 | uint64(id)

@@ -186,6 +186,9 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params, rec []byte
 		if err := firstError(errs, "threads"); err != nil {
 			return err
 		}
+		if err := mem.Err(); err != nil {
+			return fmt.Errorf("%s: %w", c.name(), err) // found when a thread exited
+		}
 		// Every thread left waits at a barrier of every thread: either
 		// one that completed (all of them are at it), or none can.
 		for _, ln := range next {
@@ -566,45 +569,45 @@ func (l *ptxLane) WaitWarp(what string, ready func() bool) error {
 	return l.l.dev.w.sched.Wait(l.name()+": "+what, ready, 0)
 }
 
-// Arrive is [ptx.BarrierEnv]: the thread arrived at a barrier with a
+// Arrive is [ptx.BarrierEnv]: the thread arrives at a barrier with a
 // thread count or at bar.arrive. For the race detector it is a release
-// store to a location of its own for that phase of the barrier (see
-// [BarrierPhys]), which the phase's waiters acquire; for weak reads it
-// releases everything stored so far (weak.go).
-func (l *ptxLane) Arrive(id int, phase uint64, released *uint64) {
+// store to bytes of that arrival's own (see [BarrierPhys]), which the
+// threads its phase releases acquire; for weak reads it releases every
+// strong store so far (weak.go).
+func (l *ptxLane) Arrive(id int, n uint64, released *uint64) {
 	l.polling, l.casPolling = false, false
 	w := l.l.dev.w
 	*released = max(*released, w.weak.stamp)
-	l.emit(l.barrierAccess(id, phase, uint32(l.lane), true))
+	l.emit(l.barrierAccess(id, ptx.Arrival{Thread: uint32(l.lane), N: n}, true))
 	w.sched.Yield("ptx barrier")
 }
 
-// Leave is [ptx.BarrierEnv]: the thread acquires what the phase's
-// arrivals released.
-func (l *ptxLane) Leave(id int, phase uint64, arrived []uint32, released uint64) {
+// Leave is [ptx.BarrierEnv]: the thread acquires what the arrivals of
+// the phase that released it released.
+func (l *ptxLane) Leave(id int, arrivals []ptx.Arrival, released uint64) {
 	l.polling, l.casPolling = false, false
 	l.wv.learn(released)
 	if l.l.dev.w.observe == nil {
 		return
 	}
-	for _, tid := range arrived {
-		if int(tid) != l.lane {
-			l.emit(l.barrierAccess(id, phase, tid, false))
+	for _, a := range arrivals {
+		if int(a.Thread) != l.lane {
+			l.emit(l.barrierAccess(id, a, false))
 		}
 	}
 }
 
-// barrierAccess is the race detector's view of an arrival of thread tid at
-// phase phase of barrier id (a release store) or of a waiter learning it
-// (an acquire load): every arrival has its own 4 bytes.
-func (l *ptxLane) barrierAccess(id int, phase uint64, tid uint32, arrive bool) Access {
-	a := Access{Kind: Atomic, Parent: -1, Size: 4, Phys: BarrierPhys(l.l.id, l.index, id),
-		PhysOffset: 4 * (phase*uint64(l.l.threads) + uint64(tid)), Owner: l.l.dev.index, Write: arrive,
+// barrierAccess is the race detector's view of arrival a at barrier id
+// (a release store) or of a thread released by its phase learning it (an
+// acquire load).
+func (l *ptxLane) barrierAccess(id int, a ptx.Arrival, arrive bool) Access {
+	acc := Access{Kind: Atomic, Parent: -1, Size: 4, Phys: BarrierPhys(l.l.id, l.index, id),
+		PhysOffset: 4 * (a.N*uint64(l.l.threads) + uint64(a.Thread)), Owner: l.l.dev.index, Write: arrive,
 		Order: signal.Acquire, Scope: signal.Block, Line: l.th.Line()}
 	if arrive {
-		a.Order = signal.Release
+		acc.Order = signal.Release
 	}
-	return a
+	return acc
 }
 
 func loadWord(b []byte) uint64 {

@@ -46,13 +46,10 @@ type BlockMem struct {
 	dynBase int // offset of the dynamic shared memory in Shared
 	warps   []*warp
 
-	// The named barriers: each one's current phase (nil: none started)
-	// and the number of its next.
-	bars      [NumBarriers]*barPhase
-	barPhases [NumBarriers]uint64
-	live      int   // threads that have not exited
-	running   int   // threads that neither exited, failed nor wait at a barrier
-	failure   error // the first error of a thread of the block
+	bars    [NumBarriers]*barState // the named barriers, made on first use
+	live    int                    // threads that have not exited
+	running int                    // threads that neither exited, failed nor wait at a barrier
+	failure error                  // the first error of a thread of the block
 }
 
 // NewBlockMem returns the memory of one block of a launch of entry with
@@ -128,9 +125,9 @@ type Thread struct {
 	mem *BlockMem
 	dim Dim
 	*stacks
-	bar     *barPhase // the barrier phase the thread waits at
-	barInst *inst     // the instruction that waits there
-	loops   uint64    // backward branches taken
+	barInst *inst  // the barrier instruction the thread is at
+	barID   int    // the barrier it names
+	loops   uint64 // backward branches taken
 	// Budget bounds the instructions a Run executes between two calls
 	// into Env or barriers: a loop that never touches memory would hang
 	// the simulator. 0 means DefaultBudget.
@@ -241,27 +238,31 @@ func (t *Thread) Loops() uint64 { return t.loops }
 // Barrier is the barrier the thread waits at after Run returned
 // AtBarrier.
 func (t *Thread) Barrier() Barrier {
-	if t.bar == nil {
+	if t.barInst == nil {
 		return Barrier{}
 	}
-	return Barrier{ID: t.bar.id, Line: t.barInst.line, Phase: t.bar.n, Done: t.bar.done}
+	b := Barrier{ID: t.barID, Line: t.barInst.line}
+	if ph := t.mem.warps[t.dim.Tid/32].barAt[t.dim.Tid%32]; ph != nil {
+		b.Phase, b.Done = ph.n, ph.done
+	}
+	return b
 }
 
 // Release resumes a thread stopped at a barrier whose phase completed
 // (bar.red's destination gets the reduction over the threads that
 // arrived); it returns an error when the phase has not.
 func (t *Thread) Release() error {
-	if t.stacks == nil || t.bar == nil {
+	if t.stacks == nil || t.barInst == nil {
 		return errors.New("ptx: the thread waits at no barrier")
 	}
-	if !t.bar.done {
-		return fmt.Errorf("ptx: barrier %d (line %d) has not completed: %s", t.bar.id, t.barInst.line, t.bar.progress())
+	ph := t.mem.warps[t.dim.Tid/32].barAt[t.dim.Tid%32]
+	if ph == nil || !ph.done {
+		return fmt.Errorf("ptx: barrier %d (line %d) has not completed: %s", t.barID, t.barInst.line, t.mem.bars[t.barID].progress())
 	}
 	t.mem.leave(t.dim, laneRunning, 0)
-	t.leaveBarrier()
+	t.leaveBarrier(ph)
 	return nil
 }
-
 
 // ExecError is an error of a running thread: where it happened.
 type ExecError struct {

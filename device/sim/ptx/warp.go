@@ -30,6 +30,8 @@ type warp struct {
 	lanes   uint32 // the lanes that exist (a last warp may be partial)
 	state   [32]uint8
 	barLine [32]int
+	barAt   [32]*barPhase // the phase each lane's arrival at a barrier joined (nil: its warp has yet to arrive)
+	barN    [32]uint64    // which of the lane's arrivals at its barrier that is
 
 	waiting uint32 // lanes waiting at a collective
 	inst    [32]*inst
