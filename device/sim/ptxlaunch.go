@@ -563,8 +563,8 @@ func (l *ptxLane) Clock() uint64 {
 var _ ptx.BarrierEnv = (*ptxLane)(nil)
 
 // WaitWarp is [ptx.WarpWaiter]: the lanes of a warp meet at shfl.sync and
-// vote.sync through the scheduler, which reports a wait that cannot end
-// as it reports the block's barriers.
+// vote.sync, and threads wait at barriers with a thread count, through the
+// scheduler, which reports a wait that cannot end with what it waited for.
 func (l *ptxLane) WaitWarp(what string, ready func() bool) error {
 	return l.l.dev.w.sched.Wait(l.name()+": "+what, ready, 0)
 }
