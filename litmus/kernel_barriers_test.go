@@ -46,13 +46,13 @@ func (p *barrierPlan) warps(gpu, cta int) int {
 
 // litmusBarrier names a barrier of a litmus test: a CTA's instance and id.
 type litmusBarrier struct {
-	gpu, cta        int
-	instance, id    int64
-	hasID           bool
-	quorum          int64 // 0: none
-	arrivalsOf      map[int][]int // thread -> its arrivals (instruction indices), in order
-	threads         []int         // the threads that arrive, in order of appearance
-	firstLine       int
+	gpu, cta     int
+	instance, id int64
+	hasID        bool
+	quorum       int64         // 0: none
+	arrivalsOf   map[int][]int // thread -> its arrivals (instruction indices), in order
+	threads      []int         // the threads that arrive, in order of appearance
+	firstLine    int
 }
 
 // planBarriers plans the barriers of p; nil when it has none.
