@@ -3,6 +3,8 @@ package sim_test
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -141,6 +143,84 @@ func TestNamedBarrierRaces(t *testing.T) {
 			}
 			if !shared || !global {
 				t.Errorf("%s, seed %d: races in shared memory %v, in global memory %v; want both (races %v)", wait, seed, shared, global, races)
+			}
+		}
+	}
+}
+
+// pipeline: warp 0 produces a value per lane in shared memory for ten
+// rounds, announcing each with bar.arrive 1 and waiting for warp 1's
+// bar.arrive 2 before overwriting it; warp 1 waits at bar.sync 1 (or, in
+// round LATE, does not) and adds up what it read.
+const pipeline = `.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<5>;
+	.reg .pred %p<4>;
+	.shared .align 4 .b8 buf[128];
+	ld.param.u64 %rd1, [p];
+	mov.u32 %r1, %tid.x;
+	and.b32 %r2, %r1, 31;
+	mul.wide.u32 %rd4, %r2, 4;
+	mov.u64 %rd2, buf;
+	add.s64 %rd2, %rd2, %rd4;
+	add.s64 %rd3, %rd1, %rd4;
+	mov.u32 %r5, 0;
+	mov.u32 %r7, 0;
+	setp.ge.u32 %p1, %r1, 32;
+	@%p1 bra CONSUMER;
+PRODUCER:
+	add.u32 %r6, %r5, %r2;
+	st.shared.u32 [%rd2], %r6;
+	bar.arrive 1, 64;
+	bar.sync 2, 64;
+	add.u32 %r5, %r5, 1;
+	setp.lt.u32 %p2, %r5, 10;
+	@%p2 bra PRODUCER;
+	ret;
+CONSUMER:
+	setp.eq.u32 %p3, %r5, LATE;
+	@%p3 bar.arrive 1, 64;
+	@!%p3 bar.sync 1, 64;
+	ld.shared.u32 %r6, [%rd2];
+	add.u32 %r7, %r7, %r6;
+	bar.arrive 2, 64;
+	add.u32 %r5, %r5, 1;
+	setp.lt.u32 %p2, %r5, 10;
+	@%p2 bra CONSUMER;
+	st.global.u32 [%rd3], %r7;
+	ret;
+}
+`
+
+// TestNamedBarrierPipeline: ten rounds of named barriers (more than the
+// race detector's slots per thread, BarrierSlots) order every read after
+// its round's store, with no race reported; a consumer that does not
+// wait in one round races with that round's store.
+func TestNamedBarrierPipeline(t *testing.T) {
+	for _, late := range []int{-1, 6} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			text := strings.Replace(pipeline, "LATE", strconv.Itoa(late), 1)
+			buf, races, err := runBarrierKernel(t, text, 64, seed)
+			if err != nil {
+				t.Fatalf("late round %d, seed %d: %v", late, seed, err)
+			}
+			if late < 0 {
+				for _, r := range races {
+					t.Errorf("seed %d: race reported:\n%s", seed, r)
+				}
+				for lane := 0; lane < 32; lane++ {
+					if got, want := binary.LittleEndian.Uint32(buf[4*lane:]), uint32(45+10*lane); got != want {
+						t.Fatalf("seed %d: lane %d added up %d, want %d", seed, lane, got, want)
+					}
+				}
+				continue
+			}
+			if !slices.ContainsFunc(races, func(r race.Race) bool { return r.First.Shared && r.First.Lane/32 != r.Second.Lane/32 }) {
+				t.Errorf("late round %d, seed %d: no race in shared memory reported (races %v)", late, seed, races)
 			}
 		}
 	}

@@ -602,7 +602,7 @@ func (l *ptxLane) Leave(id int, arrivals []ptx.Arrival, released uint64) {
 // acquire load).
 func (l *ptxLane) barrierAccess(id int, a ptx.Arrival, arrive bool) Access {
 	acc := Access{Kind: Atomic, Parent: -1, Size: 4, Phys: BarrierPhys(l.l.id, l.index, id),
-		PhysOffset: 4 * (a.N*uint64(l.l.threads) + uint64(a.Thread)), Owner: l.l.dev.index, Write: arrive,
+		PhysOffset: 4 * (a.N%BarrierSlots*uint64(l.l.threads) + uint64(a.Thread)), Owner: l.l.dev.index, Write: arrive,
 		Order: signal.Acquire, Scope: signal.Block, Line: l.th.Line()}
 	if arrive {
 		acc.Order = signal.Release

@@ -164,7 +164,8 @@ type frame struct {
 }
 
 // NewThread starts a thread at the entry point entry with the block's
-// memory mem.
+// memory mem. Every thread of a block is started before any of them runs:
+// the block's barriers and warps count them.
 func (m *Module) NewThread(entry string, env Env, mem *BlockMem, dim Dim) (*Thread, error) {
 	fn, err := m.Func(entry)
 	if err != nil {
