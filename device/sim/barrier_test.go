@@ -252,9 +252,9 @@ B:
 		a, b string
 		want []string
 	}{
-		{"bar.sync 1, 64", "bar.sync 2, 64", []string{"threads 0-31 at line 11", "threads 32-63 at line 14",
+		{"bar.sync 1, 64", "bar.sync 2, 64", []string{"threads 0-31 wait at barrier 1 (line 11)", "threads 32-63 wait at barrier 2 (line 14)",
 			"barrier 1 has 32 of 64 threads", "barrier 2 has 32 of 64 threads"}},
-		{"bar.sync 0", "bar.sync 1", []string{"threads 0-31 at line 11", "threads 32-63 at line 14",
+		{"bar.sync 0", "bar.sync 1", []string{"threads 0-31 wait at barrier 0 (line 11)", "threads 32-63 wait at barrier 1 (line 14)",
 			"barrier 0 has 32 arrivals of every thread", "barrier 1 has 32 arrivals"}},
 		{"mov.u32 %r1, 0", "bar.arrive 3, 64;\n\tbar.arrive 3, 64", []string{"warp 1 arrives at barrier 3 again (line 15) before its phase 0 completed"}},
 	} {

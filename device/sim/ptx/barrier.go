@@ -275,7 +275,7 @@ func (mem *BlockMem) stuck() bool { return mem.running == 0 }
 func (mem *BlockMem) Deadlock() error {
 	type wait struct {
 		from, to uint32
-		line     int
+		id, line int
 	}
 	var waits []wait
 	for wi, w := range mem.warps {
@@ -284,10 +284,10 @@ func (mem *BlockMem) Deadlock() error {
 				continue
 			}
 			tid := uint32(wi)*32 + l
-			if n := len(waits); n > 0 && waits[n-1].to+1 == tid && waits[n-1].line == w.barLine[l] {
+			if n := len(waits); n > 0 && waits[n-1].to+1 == tid && waits[n-1].id == w.barID[l] && waits[n-1].line == w.barLine[l] {
 				waits[n-1].to = tid
 			} else {
-				waits = append(waits, wait{tid, tid, w.barLine[l]})
+				waits = append(waits, wait{tid, tid, w.barID[l], w.barLine[l]})
 			}
 		}
 	}
@@ -297,13 +297,13 @@ func (mem *BlockMem) Deadlock() error {
 			s.WriteString("; ")
 		}
 		if wt.from == wt.to {
-			fmt.Fprintf(&s, "thread %d", wt.from)
+			fmt.Fprintf(&s, "thread %d waits", wt.from)
 		} else {
-			fmt.Fprintf(&s, "threads %d-%d", wt.from, wt.to)
+			fmt.Fprintf(&s, "threads %d-%d wait", wt.from, wt.to)
 		}
-		fmt.Fprintf(&s, " at line %d", wt.line)
+		fmt.Fprintf(&s, " at barrier %d (line %d)", wt.id, wt.line)
 	}
-	s.WriteString(" wait, and no thread can arrive:")
+	s.WriteString(", and no thread can arrive:")
 	for _, b := range mem.bars {
 		if b != nil {
 			if p := b.progress(); p != "" {
@@ -372,6 +372,7 @@ func (t *Thread) barrier(f *frame, in *inst) (stop bool, err error) {
 	w, lane := t.dim.Tid/32, t.dim.Tid%32
 	wp := t.mem.warps[w]
 	t.barInst, t.barID = in, int(id)
+	wp.barID[lane] = int(id)
 	if count > 0 {
 		env.Arrive(int(id), n, &b.pend[w].released)
 	}

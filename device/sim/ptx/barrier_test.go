@@ -397,6 +397,7 @@ func TestBarrierErrors(t *testing.T) {
 		{"barrier id of a register", "\tmov.u32 %r2, 17;\n\tbar.sync %r2, 32;\n\tret;\n}\n", 32, false, []string{"barrier 17"}},
 		{"bar.arrive without a count", "\tbar.arrive 1;\n\tret;\n}\n", 32, true, []string{"line 10", "needs a thread count"}},
 		{"bar.red without an operation", "\tbar.red.u32 %r2, 1, %p1;\n\tret;\n}\n", 32, true, []string{"needs an operation"}},
+		{"bar.warp.sync", "\tbar.warp.sync -1;\n\tret;\n}\n", 32, true, []string{"line 10", "unsupported instruction bar.warp.sync"}},
 		{"bar.red.popc of a predicate", "\tbar.red.popc.pred %p2, 1, %p1;\n\tret;\n}\n", 32, true, []string{"bar.red.popc is .u32"}},
 		{"mismatched counts", "\t@%p1 bra.uni B;\n\tbar.sync 1, 64;\n\tret;\nB:\n\tbar.arrive 1, 96;\n\tret;\n}\n", 96,
 			false, []string{"barrier 1 expects", "in this phase, but an arrival at line", "64 threads", "96 threads"}},
@@ -413,9 +414,9 @@ func TestBarrierErrors(t *testing.T) {
 		{"mismatched counts and an exit", "\tsetp.eq.u32 %p2, %r1, 63;\n\t@%p2 ret;\n\tsetp.lt.u32 %p2, %r1, 64;\n\tand.pred %p1, %p1, %p2;\n\t@%p1 bra.uni B;\n\tbar.sync 1, 96;\n\tret;\nB:\n\tbar.arrive 1, 64;\n\tret;\n}\n", 96,
 			false, []string{"barrier 1 expects", "in this phase, but an arrival at line", "96 threads", "64 threads"}},
 		{"deadlock of two named barriers", "\t@%p1 bra.uni B;\n\tbar.sync 1, 64;\n\tret;\nB:\n\tbar.sync 2, 64;\n\tret;\n}\n", 64,
-			false, []string{"barrier deadlock", "threads 0-31 at line 11", "threads 32-63 at line 14", "barrier 1 has 32 of 64 threads (phase 0)", "barrier 2 has 32 of 64 threads"}},
+			false, []string{"barrier deadlock", "threads 0-31 wait at barrier 1 (line 11)", "threads 32-63 wait at barrier 2 (line 14)", "barrier 1 has 32 of 64 threads (phase 0)", "barrier 2 has 32 of 64 threads"}},
 		{"deadlock of two barriers of every thread", "\t@%p1 bra.uni B;\n\tbar.sync 0;\n\tret;\nB:\n\tbar.sync 1;\n\tret;\n}\n", 64,
-			false, []string{"barrier deadlock", "threads 0-31 at line 11", "threads 32-63 at line 14", "barrier 0 has 32 arrivals of every thread"}},
+			false, []string{"barrier deadlock", "threads 0-31 wait at barrier 0 (line 11)", "threads 32-63 wait at barrier 1 (line 14)", "barrier 0 has 32 arrivals of every thread"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			text := header + entry + c.body

@@ -73,9 +73,10 @@
 // bar.arrive, or mix reductions; a warp that arrives again before the
 // phase completed; and a deadlock ([ErrDeadlock]: every thread that has
 // not exited waits at a barrier none of which can complete), which says
-// which threads wait at which line and how far each barrier is. .aligned
-// (the promise that the warp runs the same barrier instruction) is
-// accepted and not checked.
+// which threads wait at which barrier and line and how far each barrier
+// is. .aligned (the promise that the warp runs the same barrier
+// instruction) is accepted and not checked. bar.warp.sync and the cluster
+// forms are refused.
 //
 // Arithmetic is exact: every operation computes its result once, rounded
 // in its mode (the narrower formats through float64 with rounding to odd,

@@ -30,6 +30,7 @@ type warp struct {
 	lanes   uint32 // the lanes that exist (a last warp may be partial)
 	state   [32]uint8
 	barLine [32]int
+	barID   [32]int       // the barrier each lane waits at
 	barAt   [32]*barPhase // the phase each lane's arrival at a barrier joined (nil: its warp has yet to arrive)
 	barN    [32]uint64    // which of the lane's arrivals at its barrier that is
 
@@ -152,7 +153,7 @@ func (w *warp) stuck(mask uint32) string {
 		case w.state[l] == laneExited:
 			return fmt.Sprintf("lane %d exited", l)
 		case w.state[l] == laneAtBarrier:
-			return fmt.Sprintf("lane %d waits at the block barrier of line %d", l, w.barLine[l])
+			return fmt.Sprintf("lane %d waits at barrier %d (line %d)", l, w.barID[l], w.barLine[l])
 		case w.state[l] == laneFailed && failed == "":
 			failed = fmt.Sprintf("lane %d failed", l)
 		case other == "" && w.waiting>>l&1 == 1 && w.mask[l] != mask:
