@@ -127,3 +127,25 @@ func (w *World) emit(a Access) {
 func SharedPhys(launch uint64, block int) uint64 {
 	return 1<<63 | launch<<24 | uint64(block)
 }
+
+// BarrierPhys is the physical id under which the arrivals at named
+// barrier id of block block of launch launch are reported: a PTX thread
+// that arrives at a barrier with a thread count or at bar.arrive makes a
+// release store (an Atomic) to 4 bytes of its own, at offset
+// 4*((n%BarrierSlots)*threads + thread) for its n-th arrival there (from
+// 0) and its index in a block of threads threads; a thread released from
+// a phase makes an acquire load of the bytes of each other arrival of
+// that phase. The ids, with the top two bits set, collide neither with
+// real allocations nor with [SharedPhys].
+func BarrierPhys(launch uint64, block, id int) uint64 {
+	return 3<<62 | launch<<28 | uint64(block)<<4 | uint64(id)
+}
+
+// BarrierSlots is how many slots a thread's arrivals at a barrier take
+// turns over (see [BarrierPhys]), which bounds what the race detector
+// keeps of them. A thread released from a phase reads an arrival's slot
+// when it resumes; if that arrival's thread arrived BarrierSlots times
+// more by then, it learns the later arrival, which knows more (a race
+// may go unreported; none is invented). A waiter that also arrives at
+// the barrier's next phase always resumes in time.
+const BarrierSlots = 4

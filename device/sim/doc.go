@@ -40,7 +40,12 @@
 //
 // PTX mode. With Config.Kernels.PTX a launch runs the kernels' PTX (package
 // ptx) instead of the Go twin: the block's threads run as lane tasks from
-// one block-wide barrier to the next, global accesses and atomics go
+// one barrier of every thread of the block to the next (bar.sync or
+// bar.red without a thread count: the block joins them and forks them
+// again), named barriers with a thread count and bar.arrive wait inside
+// the lane tasks (package ptx, Barriers; a deadlock at barriers fails the
+// launch with an error that says which threads wait where), global
+// accesses and atomics go
 // through the device's address space (each reported to the observer with
 // its order and scope), a strong load that keeps reading the same bytes
 // sleeps until they change or the launch's timeout would pass, and the
@@ -55,11 +60,20 @@
 // ordered with the earlier morally strong fence.sc; strong accesses of
 // different sizes or partly overlapping are not morally strong; shared
 // memory accesses are reported ([Access.Shared], [SharedPhys]) with
-// bar.sync as their synchronisation, and each is a scheduling point.
+// barriers as their synchronisation, and each is a scheduling point. A
+// barrier of every thread is the join and fork of the block's lanes; an
+// arrival at a named barrier with a thread count or at bar.arrive is a
+// release store to bytes of that arrival's own ([BarrierPhys]), and a
+// thread its phase releases makes an acquire load of each of the phase's
+// arrivals, so it learns what those threads did before arriving and
+// nothing else (a consumer that only arrives learns nothing; arriving
+// orders nothing after it). Weak reads over-approximate a phase's
+// arrivals as every strong store before the last of them.
 // Covered: weak, relaxed, acquire, release and acq_rel accesses, .volatile
 // (relaxed at system scope), atomics and reductions, fence.sc,
-// fence.acq_rel and membar at cta, gpu and sys scope, bar.sync and
-// bar.red. Not covered: proxies (texture, surface, constant memory and
+// fence.acq_rel and membar at cta, gpu and sys scope, bar.sync, bar.arrive
+// and bar.red on the 16 named barriers, with and without thread counts.
+// Not covered: proxies (texture, surface, constant memory and
 // fence.proxy), which the PTX interpreter refuses.
 //
 // Weak reads. The value a strong load returns is the memory model's too:

@@ -135,10 +135,12 @@ func (d *simDevice) runPTX(o *op, k *kernels.Kernel, id uint64, grid, threads in
 	return nil
 }
 
-// runPTXBlock runs the block's threads from one block-wide barrier to the
-// next: each thread a task (a lane, for the race detector) that runs until
-// it reaches the barrier or exits; then the block, having joined them,
-// releases the ones at the barrier with the barrier's reduction.
+// runPTXBlock runs the block's threads from one barrier of every thread
+// to the next: each thread a task (a lane, for the race detector) that
+// runs until it stops at such a barrier (bar.sync or bar.red without a
+// thread count) or exits; then the block, having joined them, releases
+// them once the barrier completed. Barriers with a thread count and
+// bar.arrive run inside the threads' tasks ([ptxLane.Arrive]).
 func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params, rec []byte) error {
 	w := c.l.dev.w
 	mem, err := mod.NewBlockMem(entry, params)
@@ -181,27 +183,29 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params, rec []byte
 		c.emit(Access{Kind: BlockSync, Parent: -1})
 		errs := make([]error, n)
 		next := live[:0]
-		var at *ptx.Barrier
-		or := false
 		for i, ln := range live {
 			errs[i] = ln.err
-			if ln.err != nil || ln.stop != ptx.AtBarrier {
-				continue
+			if ln.err == nil && ln.stop == ptx.AtBarrier {
+				next = append(next, ln)
 			}
-			b := ln.th.Barrier()
-			if at == nil {
-				at = &b
-			} else if b.ID != at.ID || b.Red != at.Red {
-				errs[i] = fmt.Errorf("%s: threads wait at different barriers (line %d and line %d)", c.name(), at.Line, b.Line)
-			}
-			or = or || b.Pred
-			next = append(next, ln)
 		}
 		if err := firstError(errs, "threads"); err != nil {
 			return err
 		}
+		if err := mem.Err(); err != nil {
+			return fmt.Errorf("%s: %w", c.name(), err) // found when a thread exited
+		}
+		// Every thread left waits at a barrier of every thread: either
+		// one that completed (all of them are at it), or none can.
 		for _, ln := range next {
-			ln.th.Release(or)
+			if !ln.th.Barrier().Done {
+				return fmt.Errorf("%s: %w", c.name(), mem.Deadlock())
+			}
+		}
+		for _, ln := range next {
+			if err := ln.th.Release(); err != nil {
+				return fmt.Errorf("%s: %w", c.name(), err)
+			}
 		}
 		live = next
 	}
@@ -581,11 +585,54 @@ func (l *ptxLane) Clock() uint64 {
 	return uint64(l.l.dev.w.sched.Now()) + uint64(time.Second)
 }
 
+var _ ptx.BarrierEnv = (*ptxLane)(nil)
+
 // WaitWarp is [ptx.WarpWaiter]: the lanes of a warp meet at shfl.sync and
-// vote.sync through the scheduler, which reports a wait that cannot end
-// as it reports the block's barriers.
+// vote.sync, and threads wait at barriers with a thread count, through the
+// scheduler, which reports a wait that cannot end with what it waited for.
 func (l *ptxLane) WaitWarp(what string, ready func() bool) error {
 	return l.l.dev.w.sched.Wait(l.name()+": "+what, ready, 0)
+}
+
+// Arrive is [ptx.BarrierEnv]: the thread arrives at a barrier with a
+// thread count or at bar.arrive. For the race detector it is a release
+// store to bytes of that arrival's own (see [BarrierPhys]), which the
+// threads its phase releases acquire; for weak reads it releases every
+// strong store so far (weak.go).
+func (l *ptxLane) Arrive(id int, n uint64, released *uint64) {
+	l.polling, l.casPolling = false, false
+	w := l.l.dev.w
+	*released = max(*released, w.weak.stamp)
+	l.emit(l.barrierAccess(id, ptx.Arrival{Thread: uint32(l.lane), N: n}, true))
+	w.sched.Yield("ptx barrier")
+}
+
+// Leave is [ptx.BarrierEnv]: the thread acquires what the arrivals of
+// the phase that released it released.
+func (l *ptxLane) Leave(id int, arrivals []ptx.Arrival, released uint64) {
+	l.polling, l.casPolling = false, false
+	l.wv.learn(released)
+	if l.l.dev.w.observe == nil {
+		return
+	}
+	for _, a := range arrivals {
+		if int(a.Thread) != l.lane {
+			l.emit(l.barrierAccess(id, a, false))
+		}
+	}
+}
+
+// barrierAccess is the race detector's view of arrival a at barrier id
+// (a release store) or of a thread released by its phase learning it (an
+// acquire load).
+func (l *ptxLane) barrierAccess(id int, a ptx.Arrival, arrive bool) Access {
+	acc := Access{Kind: Atomic, Parent: -1, Size: 4, Phys: BarrierPhys(l.l.id, l.index, id),
+		PhysOffset: 4 * (a.N%BarrierSlots*uint64(l.l.threads) + uint64(a.Thread)), Owner: l.l.dev.index, Write: arrive,
+		Order: signal.Acquire, Scope: signal.Block, Line: l.th.Line()}
+	if arrive {
+		acc.Order = signal.Release
+	}
+	return acc
 }
 
 func loadWord(b []byte) uint64 {

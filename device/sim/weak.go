@@ -250,6 +250,9 @@ func (v *weakView) start(wm *weakMem, who place) {
 // which the view over-approximates as everything stored so far.
 func (v *weakView) sync(wm *weakMem) { v.known = max(v.known, wm.stamp) }
 
+// learn makes v know every strong store up to stamp (a barrier's phase).
+func (v *weakView) learn(stamp uint64) { v.known = max(v.known, stamp) }
+
 // fence is a fence of scope sc (fence.sc or membar when isSC).
 func (v *weakView) fence(wm *weakMem, sc signal.Scope, isSC bool) {
 	for s := signal.Block; s <= sc; s++ {

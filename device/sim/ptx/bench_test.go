@@ -96,19 +96,19 @@ func launch(m *ptx.Module, entry string, env ptx.Env, params []byte, grid, threa
 		}
 		for len(live) > 0 {
 			next := live[:0]
-			or := false
 			for _, th := range live {
 				stop, err := th.Run()
 				if err != nil {
 					return err
 				}
 				if stop == ptx.AtBarrier {
-					or = or || th.Barrier().Pred
 					next = append(next, th)
 				}
 			}
 			for _, th := range next {
-				th.Release(or)
+				if err := th.Release(); err != nil {
+					return err
+				}
 			}
 			live = next
 		}

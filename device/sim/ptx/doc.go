@@ -12,7 +12,8 @@
 // packing and unpacking, predicates and branches, ld/st in the global,
 // shared, local and param spaces with vector forms and cache hints
 // (ld.global.nc), atom and red with memory order and scope, membar/fence,
-// bar.sync and bar.red.or, shfl.sync, vote.sync and activemask, special
+// bar and barrier (sync, arrive, red.popc/.and/.or; see Barriers below),
+// shfl.sync, vote.sync and activemask, special
 // registers (%clock and %clock64 included), calls with parameters and
 // return values, trap and __assertfail (reaching them is a [TrapError]).
 // Anything else is refused when a function is decoded, never guessed:
@@ -29,9 +30,9 @@
 // live at once rather than by those declared (a kernel that inlines every
 // case declares tens of thousands). A [Thread] runs one CUDA thread of an
 // entry: it executes instructions until it exits, fails, or reaches a
-// block barrier, where it stops so that its block can release it once
-// every thread arrived (see [Thread.Run]); one that exits hands its
-// registers and frames to the module's next thread. Global
+// barrier of every thread of the block, where it stops so that its block
+// can release it once the barrier completed (see [Thread.Run]); one that
+// exits hands its registers and frames to the module's next thread. Global
 // memory, atomics, fences and the clock go through an [Env], which the
 // simulator implements over its address spaces, scheduler and race
 // detector; shared memory and parameters live in the thread's block
@@ -48,6 +49,34 @@
 // of the warp can still move; once none can, that is an error too.
 // activemask gives the lanes of the warp that have neither exited nor
 // stopped at a block barrier.
+//
+// Barriers: each block has the 16 named barriers of the PTX ISA, and bar
+// and barrier run in every form: bar.sync and barrier.sync{.aligned}
+// with or without a thread count b, bar.arrive and barrier.arrive (with
+// one), bar.red.popc.u32 and bar.red.and/.or.pred (a destination, the
+// barrier, optionally b, and a predicate, possibly negated), .cta
+// anywhere. A barrier counts arrivals per warp, as the ISA does: a lane
+// that arrives waits for every lane of its warp that has not exited, and
+// the warp's arrival then joins the barrier's current phase, which
+// completes once b threads' worth of warps arrived or, without b, once
+// every thread that has not exited did; the next arrival starts the next
+// phase. bar.arrive goes on once its warp arrived; bar.sync and bar.red
+// wait for the phase, and bar.red's result is its reduction over the
+// threads that arrived in it. A barrier without b stops the thread (its
+// block resumes it, [Thread.Release]); any other waits inside the thread
+// through the [BarrierEnv], which also carries the memory model's view
+// of barriers: an arrival releases what its thread did to the threads the
+// phase releases, and nothing else. Errors, each naming the barrier and
+// its lines: an id outside 0..15; b not a positive multiple of 32 or
+// larger than the block (immediates at decode, registers when run); one
+// phase whose arrivals differ in b, mix bar.red with bar.sync or
+// bar.arrive, or mix reductions; a warp that arrives again before the
+// phase completed; and a deadlock ([ErrDeadlock]: every thread that has
+// not exited waits at a barrier none of which can complete), which says
+// which threads wait at which barrier and line and how far each barrier
+// is. .aligned (the promise that the warp runs the same barrier
+// instruction) is accepted and not checked. bar.warp.sync and the cluster
+// forms are refused.
 //
 // Arithmetic is exact: every operation computes its result once, rounded
 // in its mode (the narrower formats through float64 with rounding to odd,

@@ -45,6 +45,11 @@ type BlockMem struct {
 
 	dynBase int // offset of the dynamic shared memory in Shared
 	warps   []*warp
+
+	bars    [NumBarriers]*barState // the named barriers, made on first use
+	live    int                    // threads that have not exited
+	running int                    // threads that neither exited, failed nor wait at a barrier
+	failure error                  // the first error of a thread of the block
 }
 
 // NewBlockMem returns the memory of one block of a launch of entry with
@@ -97,17 +102,20 @@ type Stop int
 const (
 	// Exited: the thread returned from its entry.
 	Exited Stop = iota
-	// AtBarrier: the thread waits at a bar.sync or bar.red; its block
-	// resumes it with [Thread.Release] once every thread arrived.
+	// AtBarrier: the thread waits at a barrier without a thread count
+	// (bar.sync or bar.red of every thread of the block); its block
+	// resumes it with [Thread.Release] once the barrier completed.
 	AtBarrier
 )
 
 // Barrier describes the barrier a stopped thread waits at.
 type Barrier struct {
-	ID   int
-	Red  bool // bar.red.or: Pred is this thread's contribution
-	Pred bool
-	Line int
+	ID    int
+	Line  int
+	Phase uint64 // the barrier's phase: 0 for its first
+	// Done: the phase completed (every thread of the block that has not
+	// exited arrived), so [Thread.Release] may resume the thread.
+	Done bool
 }
 
 // Thread is one CUDA thread running a function of a module.
@@ -117,9 +125,9 @@ type Thread struct {
 	mem *BlockMem
 	dim Dim
 	*stacks
-	bar    Barrier
-	barDst int    // bar.red's destination register
-	loops  uint64 // backward branches taken
+	barInst *inst  // the barrier instruction the thread is at
+	barID   int    // the barrier it names
+	loops   uint64 // backward branches taken
 	// Budget bounds the instructions a Run executes between two calls
 	// into Env or barriers: a loop that never touches memory would hang
 	// the simulator. 0 means DefaultBudget.
@@ -156,7 +164,8 @@ type frame struct {
 }
 
 // NewThread starts a thread at the entry point entry with the block's
-// memory mem.
+// memory mem. Every thread of a block is started before any of them runs:
+// the block's barriers and warps count them.
 func (m *Module) NewThread(entry string, env Env, mem *BlockMem, dim Dim) (*Thread, error) {
 	fn, err := m.Func(entry)
 	if err != nil {
@@ -227,19 +236,33 @@ func (t *Thread) exit() {
 // between two accesses when it changed.
 func (t *Thread) Loops() uint64 { return t.loops }
 
-// Barrier is the barrier the thread waits at after Run returned AtBarrier.
-func (t *Thread) Barrier() Barrier { return t.bar }
+// Barrier is the barrier the thread waits at after Run returned
+// AtBarrier.
+func (t *Thread) Barrier() Barrier {
+	if t.barInst == nil {
+		return Barrier{}
+	}
+	b := Barrier{ID: t.barID, Line: t.barInst.line}
+	if ph := t.mem.warps[t.dim.Tid/32].barAt[t.dim.Tid%32]; ph != nil {
+		b.Phase, b.Done = ph.n, ph.done
+	}
+	return b
+}
 
-// Release resumes a thread stopped at a barrier; for bar.red.or, result
-// is the OR of the predicates of the block's threads.
-func (t *Thread) Release(result bool) {
-	if t.stacks == nil {
-		return // exited
+// Release resumes a thread stopped at a barrier whose phase completed
+// (bar.red's destination gets the reduction over the threads that
+// arrived); it returns an error when the phase has not.
+func (t *Thread) Release() error {
+	if t.stacks == nil || t.barInst == nil {
+		return errors.New("ptx: the thread waits at no barrier")
+	}
+	ph := t.mem.warps[t.dim.Tid/32].barAt[t.dim.Tid%32]
+	if ph == nil || !ph.done {
+		return fmt.Errorf("ptx: barrier %d (line %d) has not completed: %s", t.barID, t.barInst.line, t.mem.bars[t.barID].progress())
 	}
 	t.mem.leave(t.dim, laneRunning, 0)
-	if t.bar.Red {
-		t.frames[len(t.frames)-1].regs[t.barDst] = b2u(result)
-	}
+	t.leaveBarrier(ph)
+	return nil
 }
 
 // ExecError is an error of a running thread: where it happened.
@@ -298,17 +321,17 @@ func (t *Thread) Run() (Stop, error) {
 			left = budget
 			t.env.Fence(in.sem, in.scope)
 		case opBar:
-			id := int(t.value(f, &in.ops[boolInt(in.red)], tU32))
-			t.bar = Barrier{ID: id, Red: in.red, Line: in.line}
-			if in.red {
-				t.barDst = in.ops[0].reg
-				t.bar.Pred = t.value(f, &in.ops[len(in.ops)-1], tPred) != 0
+			left = budget
+			stop, err := t.barrier(f, in)
+			switch {
+			case err == errAbandoned:
+				t.mem.leave(t.dim, laneFailed, 0)
+				return 0, t.mem.failure
+			case err != nil:
+				return 0, t.fail(f, in, err)
+			case stop:
+				return AtBarrier, nil
 			}
-			if (in.red && len(in.ops) == 4) || (!in.red && len(in.ops) == 2) {
-				return 0, t.fail(f, in, errors.New("barriers with a thread count are not supported"))
-			}
-			t.mem.leave(t.dim, laneAtBarrier, in.line)
-			return AtBarrier, nil
 		case opBra:
 			if in.target < f.pc {
 				t.loops++
@@ -318,6 +341,7 @@ func (t *Thread) Run() (Stop, error) {
 			t.frames = t.frames[:len(t.frames)-1]
 			if len(t.frames) == 0 {
 				t.mem.leave(t.dim, laneExited, 0)
+				t.mem.exited(t.dim)
 				t.exit()
 				return Exited, nil
 			}
@@ -366,8 +390,15 @@ func (t *Thread) Run() (Stop, error) {
 
 const maxDepth = 64
 
+// fail returns the error of the thread at in, which ends it: the block's
+// barriers no longer wait for it.
 func (t *Thread) fail(f *frame, in *inst, err error) error {
-	return &ExecError{Func: f.fn.Name, Line: in.line, Inst: in.text, Err: err}
+	e := &ExecError{Func: f.fn.Name, Line: in.line, Inst: in.text, Err: err}
+	t.mem.leave(t.dim, laneFailed, 0)
+	if t.mem.failure == nil {
+		t.mem.failure = e
+	}
+	return e
 }
 
 // value reads operand o as type ty.

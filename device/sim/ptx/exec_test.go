@@ -138,16 +138,16 @@ func TestInterpreter(t *testing.T) {
 		}
 		ths = append(ths, th)
 	}
-	or := false
 	for _, th := range ths {
 		stop, err := th.Run()
 		if err != nil || stop != AtBarrier {
 			t.Fatalf("first run: %v, %v; want a barrier", stop, err)
 		}
-		or = or || th.Barrier().Pred
 	}
 	for _, th := range ths {
-		th.Release(or)
+		if err := th.Release(); err != nil {
+			t.Fatal(err)
+		}
 		if stop, err := th.Run(); err != nil || stop != Exited {
 			t.Fatalf("second run: %v, %v; want an exit", stop, err)
 		}

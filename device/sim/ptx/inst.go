@@ -356,8 +356,8 @@ type inst struct {
 	vec     int // 1, 2 or 4
 	aop     AtomOp
 	noDst   bool  // red: an atom without a result
-	red     bool  // bar.red
-	mode    uint8 // prmt, shfl or vote mode
+	bar     uint8 // opBar: barSync, barArrive or barRed
+	mode    uint8 // prmt, shfl or vote mode; bar.red's operation
 	dstSize uint8 // bytes of the destination register (ld and cvt extend to it)
 	guard   int   // predicate register, -1 for none
 	neg     bool  // @!p
@@ -506,10 +506,16 @@ func (d *decoder) mnemonic(in *inst) error {
 		case (op == opLd || op == opSt || op == opAtom || op == opMembar) && scopeNames[m] != 0:
 			in.scope = scopeNames[m] - 1
 			sawScope = true
-		case op == opBar && (m == "sync" || m == "aligned" || m == "cta"):
-		case op == opBar && m == "red":
-			in.red = true
-		case op == opBar && in.red && m == "or":
+		case op == opBar && m == "cta":
+		case op == opBar && m == "aligned" && parts[0] == "barrier":
+		case op == opBar && m == "sync" && !sawSync && in.bar == barSync:
+			sawSync = true
+		case op == opBar && m == "arrive" && !sawSync && in.bar == barSync:
+			in.bar = barArrive
+		case op == opBar && m == "red" && !sawSync && in.bar == barSync:
+			in.bar = barRed
+		case op == opBar && in.bar == barRed && redNames[m] != 0 && in.mode == 0:
+			in.mode = redNames[m]
 		case op == opPrmt && prmtModes[m] != 0:
 			in.mode = prmtModes[m]
 		case (op == opShfl || op == opVote) && m == "sync":
@@ -532,8 +538,12 @@ func (d *decoder) mnemonic(in *inst) error {
 			return unsupported(in)
 		}
 		return decodeCvt(in)
-	case opBar, opBra, opRet, opCall, opMembar, opTrap:
-		if len(types) > 0 && !(op == opBar && in.red && types[0] == tPred) {
+	case opBar:
+		if err := decodeBar(in, types, sawSync); err != nil {
+			return err
+		}
+	case opBra, opRet, opCall, opMembar, opTrap:
+		if len(types) > 0 {
 			return unsupported(in)
 		}
 	case opShfl, opVote:
@@ -626,10 +636,6 @@ func (d *decoder) checkModifiers(in *inst, parts []string, sawSem, sawScope bool
 			}
 			in.sem = SC
 		} else if !sawScope || (in.sem != SC && in.sem != AcqRel) {
-			return unsupported(in)
-		}
-	case opBar:
-		if parts[0] == "barrier" && !strings.Contains(in.text, "sync") {
 			return unsupported(in)
 		}
 	case opAdd, opSub, opMul, opMad, opFma, opDiv:
@@ -1028,13 +1034,7 @@ func checkArity(in *inst) error {
 			return bad()
 		}
 	case opBar:
-		if in.red {
-			if n != 3 && n != 4 {
-				return bad()
-			}
-		} else if n != 1 && n != 2 {
-			return bad()
-		}
+		return checkBarOperands(in)
 	case opLd, opSt:
 		if n != 2 {
 			return bad()

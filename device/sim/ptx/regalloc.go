@@ -60,7 +60,7 @@ func (in *inst) regRefs(use, def func(r *int)) {
 			useOp(&ops[i])
 		}
 	case opBar:
-		if !in.red {
+		if in.bar != barRed {
 			for i := range ops {
 				useOp(&ops[i])
 			}

@@ -19,6 +19,7 @@ const (
 	laneRunning uint8 = iota
 	laneAtBarrier
 	laneExited
+	laneFailed
 )
 
 // warp is the meeting point of the lanes of one warp of a block: a lane
@@ -29,6 +30,9 @@ type warp struct {
 	lanes   uint32 // the lanes that exist (a last warp may be partial)
 	state   [32]uint8
 	barLine [32]int
+	barID   [32]int       // the barrier each lane waits at
+	barAt   [32]*barPhase // the phase each lane's arrival at a barrier joined (nil: its warp has yet to arrive)
+	barN    [32]uint64    // which of the lane's arrivals at its barrier that is
 
 	waiting uint32 // lanes waiting at a collective
 	inst    [32]*inst
@@ -51,12 +55,20 @@ func (mem *BlockMem) join(dim Dim) {
 	n := min(dim.Ntid-32*uint32(wi), 32)
 	w.lanes = uint32(1<<n - 1)
 	w.state[dim.Tid%32] = laneRunning
+	mem.live++
+	mem.running++
 }
 
-// leave records that the thread of dim stopped at a barrier of line, exited
-// or runs again.
+// leave records that the thread of dim waits at a barrier of line, exited,
+// failed or runs again.
 func (mem *BlockMem) leave(dim Dim, state uint8, line int) {
 	w := mem.warps[dim.Tid/32]
+	if w.state[dim.Tid%32] == laneRunning {
+		mem.running--
+	}
+	if state == laneRunning {
+		mem.running++
+	}
 	w.state[dim.Tid%32] = state
 	w.barLine[dim.Tid%32] = line
 }
@@ -132,7 +144,7 @@ func (t *Thread) warpOp(f *frame, in *inst) error {
 // the warp diverged in) holds it up only while no lane of the warp can
 // move: once that collective completes, the member comes here too.
 func (w *warp) stuck(mask uint32) string {
-	var other string
+	var other, failed string
 	for l := uint32(0); l < 32; l++ {
 		if mask>>l&1 == 0 {
 			continue
@@ -141,10 +153,15 @@ func (w *warp) stuck(mask uint32) string {
 		case w.state[l] == laneExited:
 			return fmt.Sprintf("lane %d exited", l)
 		case w.state[l] == laneAtBarrier:
-			return fmt.Sprintf("lane %d waits at the block barrier of line %d", l, w.barLine[l])
+			return fmt.Sprintf("lane %d waits at barrier %d (line %d)", l, w.barID[l], w.barLine[l])
+		case w.state[l] == laneFailed && failed == "":
+			failed = fmt.Sprintf("lane %d failed", l)
 		case other == "" && w.waiting>>l&1 == 1 && w.mask[l] != mask:
 			other = fmt.Sprintf("lane %d waits at %s line %d with member mask %#08x", l, w.inst[l].text, w.inst[l].line, w.mask[l])
 		}
+	}
+	if failed != "" {
+		return failed
 	}
 	if other == "" {
 		return ""
