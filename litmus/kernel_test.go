@@ -452,6 +452,11 @@ func TestWeakShapesAsKernels(t *testing.T) {
  ld.weak r0, x | ld.weak r0, y ;
  st.weak y, 1  | st.weak x, 1  ;
 `, "P0:r0 == 1 /\\ P1:r0 == 1", true},
+		{"LB with data computed after the load", `
+ ld.relaxed.sys r0, x | ld.relaxed.sys r0, y ;
+ mov r1, 1           | mov r1, 1           ;
+ st.relaxed.sys y, r1 | st.relaxed.sys x, r1 ;
+`, "P0:r0 == 1 /\\ P1:r0 == 1", true},
 		{"LB with a data dependency", `
  ld.relaxed.sys r0, x | ld.relaxed.sys r0, y ;
  st.relaxed.sys y, r0 | st.relaxed.sys x, r0 ;
