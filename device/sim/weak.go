@@ -30,7 +30,9 @@ import (
 //
 // Views grow as the model says: a thread starts knowing everything stored
 // before its kernel started (the launch is a system-scope release, as the
-// race detector has it) and learns the same at every bar.sync; a release
+// race detector has it) and learns the same at every block-wide bar.sync
+// (at a named barrier: every strong store up to its phase's last
+// arrival); a release
 // store (or a strong store after a fence) carries the stamp of its
 // release; a strong read of it with a scope that covers both threads
 // observes it (pend), and an acquire read, or a later fence of a wide

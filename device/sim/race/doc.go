@@ -40,8 +40,13 @@
 //     acquire. A fence.sc (or membar) also acquires what every earlier
 //     fence.sc released when both scopes include the other's thread (the
 //     fence-SC order of the run);
-//   - bar.sync: the block's threads join and fork there, so shared-memory
-//     accesses (reported per block) are ordered only by it.
+//   - barriers: at a block-wide bar.sync (or bar.red) the block's threads
+//     join and fork; at a named barrier (an id other than the kernels'
+//     block-wide one, a thread count, bar.arrive) each arrival is a
+//     release and a thread released from a phase acquires the arrivals of
+//     that phase only (a thread that only arrives learns nothing).
+//     Shared-memory accesses (reported per block) are ordered by barriers
+//     alone.
 //
 // Plain loads and stores never synchronise. Two accesses to a common 4-byte
 // word race when at least one writes, they are not morally strong (both

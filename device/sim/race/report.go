@@ -206,7 +206,7 @@ func (d *Detector) unordered(w, x *rec, t *thread) string {
 			w.org.device, x.org.device)
 	}
 	if w.shared {
-		return fmt.Sprintf("two threads of block %d, and no bar.sync between them orders them", w.org.block)
+		return fmt.Sprintf("two threads of block %d, and no bar.sync or other barrier between them orders them", w.org.block)
 	}
 	return fmt.Sprintf("both on device %d, and no stream order, kernel boundary, __syncthreads or signal orders them", w.org.device)
 }
