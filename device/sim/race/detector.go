@@ -704,9 +704,12 @@ func (d *Detector) access(a sim.Access) {
 	// newest). It matters only now: the record does not keep it.
 	readFrom := a.From
 	if atomic {
-		if readFrom == nil {
+		switch {
+		case a.Write && !a.RMW:
+			// A strong store reads nothing, so it observes no release.
+		case readFrom == nil:
 			d.learnFrom(t, first.releases(), a)
-		} else {
+		default:
 			// Each unit synchronises with (or observes) the release
 			// sequence as it stood after the store it returned.
 			var last []release

@@ -298,3 +298,28 @@ func TestObservedWritesPrecedeTheReader(t *testing.T) {
 		l.wantRace(true)
 	})
 }
+
+// A strong store reads nothing: overwriting a released flag, then a
+// fence, acquires nothing of the release (the model's observation needs a
+// read). A strong load of the flag in its place does acquire through the
+// fence.
+func TestStrongStoreObservesNoRelease(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		read bool
+	}{{"strong store, fence, load", false}, {"strong load, fence, load", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			l := newLitmus(t, false)
+			l.st(writer, x)
+			l.mem(writer, sim.Atomic, true, f, 4, signal.Release, signal.System)
+			if c.read {
+				l.ldRelaxed(reader, f)
+			} else {
+				l.stRelaxed(reader, f)
+			}
+			l.fence(reader, signal.System, false)
+			l.ld(reader, x)
+			l.wantRace(!c.read)
+		})
+	}
+}

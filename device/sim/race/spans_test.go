@@ -136,9 +136,11 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 	atomic := a.Kind == sim.Atomic
 	if atomic {
 		st := &sh.spans[i].st
-		if a.Order.Acquires() {
+		switch {
+		case a.Write && !a.RMW: // a strong store observes nothing
+		case a.Order.Acquires():
 			d.acquire(t, st.rel, a)
-		} else {
+		default:
 			d.observeRelease(t, st.rel, a)
 		}
 		if w := st.lastWrite(); a.Write && w != nil && w.kind.atomic() && w.ep.slot != x.ep.slot {
