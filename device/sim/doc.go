@@ -99,10 +99,18 @@
 // runs, and what the model forbids does not (package litmus runs the
 // shared corpus as kernels to check both).
 //
-// Not covered, each only losing outcomes the model allows: stores kept
-// after an acquire load, release stores kept after earlier loads, and
-// stores whose operands are computed after the load (the model allows
-// some of those); plain loads that return an older store (a race); the
+// A load followed by register arithmetic it does not feed moves after
+// that arithmetic at decode, so a store whose address or data is computed
+// between the two can go first too.
+//
+// Not covered, each only losing outcomes the model allows: a weak store
+// kept after an acquire load even where a read-modify-write of another
+// thread could see it first (litmus LB+RMW-a; running it first in general
+// would let a plain read see it too, which the model forbids), a release
+// store kept after earlier loads (running it first would release less to
+// a reader that acquires); a read-modify-write placed earlier in a
+// location's coherence order than when it ran (MICRO24-Fig4b); plain loads
+// that return an older store (a race the detector reports); the
 // Go twins' packets (StoreU64s, WaitU64s), which read the newest words:
 // in the low-latency protocol every word carries its call's flag, so an
 // older word only prolongs the wait, and per-word histories made the
