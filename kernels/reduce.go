@@ -1,18 +1,13 @@
 package kernels
 
-import (
-	"encoding/binary"
-	"math"
-
-	"github.com/symmem/symmem/device"
-)
+import "github.com/symmem/symmem/device"
 
 // reducer combines the same elements of several ranks into dst following the
-// package's arithmetic rules. acc is scratch reused between calls.
+// package's arithmetic rules. acc and x are scratch reused between calls.
 type reducer struct {
-	dt  device.DType
-	op  device.ReduceOp
-	acc []float32
+	dt     device.DType
+	op     device.ReduceOp
+	acc, x []float32
 }
 
 // reduce writes into dst the reduction of srcs, which are in rank order and
@@ -20,12 +15,13 @@ type reducer struct {
 func (r *reducer) reduce(dst []byte, srcs [][]byte) {
 	n := len(dst) / r.dt.Size()
 	if cap(r.acc) < n {
-		r.acc = make([]float32, n)
+		r.acc, r.x = make([]float32, n), make([]float32, n)
 	}
-	acc := r.acc[:n]
-	r.decode(acc, srcs[0])
+	acc, x := r.acc[:n], r.x[:n]
+	decodeInto(r.dt, acc, srcs[0])
 	for _, src := range srcs[1:] {
-		r.combine(acc, src)
+		decodeInto(r.dt, x, src)
+		r.combine(acc, x)
 	}
 	if r.op == device.Avg {
 		w := float32(len(srcs))
@@ -33,40 +29,27 @@ func (r *reducer) reduce(dst []byte, srcs [][]byte) {
 			acc[i] = float32(acc[i] / w)
 		}
 	}
-	for i, v := range acc {
-		store(r.dt, dst, i, v)
-	}
+	storeAll(r.dt, dst, acc)
 }
 
-func (r *reducer) decode(acc []float32, src []byte) {
-	switch r.dt {
-	case device.Float32:
-		for i := range acc {
-			acc[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
-		}
-	default:
-		for i := range acc {
-			acc[i] = load(r.dt, src, i)
-		}
-	}
-}
-
-func (r *reducer) combine(acc []float32, src []byte) {
+// combine folds the next rank's values x into acc.
+func (r *reducer) combine(acc, x []float32) {
+	x = x[:len(acc)]
 	switch r.op {
 	case device.Sum, device.Avg:
 		for i := range acc {
-			acc[i] = float32(acc[i] + load(r.dt, src, i))
+			acc[i] = float32(acc[i] + x[i])
 		}
 	case device.Max:
-		for i := range acc {
-			if x := load(r.dt, src, i); x != x || x > acc[i] {
-				acc[i] = x
+		for i, v := range x {
+			if v != v || v > acc[i] {
+				acc[i] = v
 			}
 		}
 	case device.Min:
-		for i := range acc {
-			if x := load(r.dt, src, i); x != x || x < acc[i] {
-				acc[i] = x
+		for i, v := range x {
+			if v != v || v < acc[i] {
+				acc[i] = v
 			}
 		}
 	}

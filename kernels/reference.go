@@ -14,12 +14,17 @@ func Reference(dt device.DType, op device.ReduceOp, inputs [][]byte) ([]byte, er
 	if err := checkInputs(dt, op, inputs); err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
 	}
-	out := make([]byte, len(inputs[0]))
-	n := len(out) / dt.Size()
-	for i := 0; i < n; i++ {
-		acc := load(dt, inputs[0], i)
-		for _, in := range inputs[1:] {
-			x := load(dt, in, i)
+	n := len(inputs[0]) / dt.Size()
+	vals := make([][]float32, len(inputs))
+	for r, in := range inputs {
+		vals[r] = make([]float32, n)
+		decodeInto(dt, vals[r], in)
+	}
+	res := make([]float32, n)
+	for i := range res {
+		acc := vals[0][i]
+		for _, v := range vals[1:] {
+			x := v[i]
 			switch op {
 			case device.Sum, device.Avg:
 				acc = float32(acc + x)
@@ -36,8 +41,10 @@ func Reference(dt device.DType, op device.ReduceOp, inputs [][]byte) ([]byte, er
 		if op == device.Avg {
 			acc = float32(acc / float32(len(inputs)))
 		}
-		store(dt, out, i, acc)
+		res[i] = acc
 	}
+	out := make([]byte, len(inputs[0]))
+	storeAll(dt, out, res)
 	return out, nil
 }
 
