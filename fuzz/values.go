@@ -68,19 +68,22 @@ func makeInput(seed uint64, r, step, idx, it int, c Coll) []byte {
 	rng.seed(call, uint64(r)+1)
 	numel := int(c.Bytes / uint64(c.DType.Size()))
 	b := make([]byte, numel*c.DType.Size())
-	// Each plain value is rounded to the dtype as [kernels.Encode] does.
-	switch c.DType {
-	case device.BFloat16:
-		for i := range numel {
-			binary.LittleEndian.PutUint16(b[2*i:], kernels.BF16FromFloat32(plainValue(&rng, i)))
+	// Element i is a small integer when i is a multiple of 17, else a
+	// value in [-1, 1), rounded to the dtype as [kernels.Encode] does.
+	for i := range numel {
+		var v float32
+		if i%17 == 0 {
+			v = float32(rng.intN(9) - 4)
+		} else {
+			v = float32(rng.float64()*2 - 1)
 		}
-	case device.Float16:
-		for i := range numel {
-			binary.LittleEndian.PutUint16(b[2*i:], kernels.F16FromFloat32(plainValue(&rng, i)))
-		}
-	default:
-		for i := range numel {
-			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(plainValue(&rng, i)))
+		switch c.DType {
+		case device.BFloat16:
+			binary.LittleEndian.PutUint16(b[2*i:], kernels.BF16FromFloat32(v))
+		case device.Float16:
+			binary.LittleEndian.PutUint16(b[2*i:], kernels.F16FromFloat32(v))
+		default:
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
 		}
 	}
 	// The themes are drawn from a generator every rank shares.
@@ -102,14 +105,6 @@ func makeInput(seed uint64, r, step, idx, it int, c Coll) []byte {
 		}
 	}
 	return b
-}
-
-// plainValue is element i of a plain input.
-func plainValue(rng *source, i int) float32 {
-	if i%17 == 0 {
-		return float32(rng.intN(9) - 4)
-	}
-	return float32(rng.float64()*2 - 1)
 }
 
 // specialBits draws a value of theme th for rank r; ok is false when the

@@ -185,3 +185,27 @@ func randSpecialBits(rng *rand.Rand, db bitsOf, th theme, base, r int) (bits uin
 	}
 	return 0, false
 }
+
+// benchmarkInputs draws rank 1's input to a 4 KiB collective of each
+// dtype per iteration, a fresh seed each time, a quarter of them with
+// special values as in fuzz runs; it reports ns per element.
+func benchmarkInputs(b *testing.B, draw func(seed uint64, r, step, idx, it int, c Coll) []byte) {
+	for _, dt := range []device.DType{device.Float32, device.BFloat16, device.Float16} {
+		c := Coll{Bytes: 4096, DType: dt}
+		b.Run(dt.String(), func(b *testing.B) {
+			seed := uint64(0)
+			for b.Loop() {
+				seed++
+				draw(seed, 1, 0, 0, 0, c)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(4096/dt.Size()), "ns/element")
+		})
+	}
+}
+
+// BenchmarkMakeInput is the cost of drawing inputs.
+func BenchmarkMakeInput(b *testing.B) { benchmarkInputs(b, makeInput) }
+
+// BenchmarkRandInput is the same through math/rand/v2's Rand and
+// x448/float16, as inputs were first drawn.
+func BenchmarkRandInput(b *testing.B) { benchmarkInputs(b, randInput) }

@@ -218,3 +218,56 @@ func TestDecodeMatchesElementwise(t *testing.T) {
 		}
 	}
 }
+
+// benchmarkReductions reduces 4 KiB from each of 4 ranks per iteration,
+// for each dtype, with sums, and reports ns per element.
+func benchmarkReductions(b *testing.B, reduce func(dt device.DType, inputs [][]byte) []byte) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, dt := range allDTypes {
+		n := 4096 / dt.Size()
+		inputs := make([][]byte, 4)
+		for r := range inputs {
+			vals := make([]float32, n)
+			for i := range vals {
+				vals[i] = float32(rng.Float64()*2 - 1)
+			}
+			inputs[r], _ = Encode(dt, vals)
+		}
+		b.Run(dt.String(), func(b *testing.B) {
+			for b.Loop() {
+				reduce(dt, inputs)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/element")
+		})
+	}
+}
+
+// BenchmarkReference is the cost of the fuzzer's reference results.
+func BenchmarkReference(b *testing.B) {
+	benchmarkReductions(b, func(dt device.DType, inputs [][]byte) []byte {
+		out, err := Reference(dt, device.Sum, inputs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return out
+	})
+}
+
+// BenchmarkReducer is the cost of the Go kernels' reductions.
+func BenchmarkReducer(b *testing.B) {
+	red := reducer{op: device.Sum}
+	out := make([]byte, 4096)
+	benchmarkReductions(b, func(dt device.DType, inputs [][]byte) []byte {
+		red.dt = dt
+		red.reduce(out, inputs)
+		return out
+	})
+}
+
+// BenchmarkElementwiseReference is the same element by element through
+// x448/float16, as the reference and the reducer first converted.
+func BenchmarkElementwiseReference(b *testing.B) {
+	benchmarkReductions(b, func(dt device.DType, inputs [][]byte) []byte {
+		return elementwiseReference(dt, device.Sum, inputs)
+	})
+}

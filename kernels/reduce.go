@@ -2,12 +2,16 @@ package kernels
 
 import "github.com/symmem/symmem/device"
 
+// chunkLen is how many elements of a rank the reductions convert at a
+// time, into scratch on the stack.
+const chunkLen = 256
+
 // reducer combines the same elements of several ranks into dst following the
-// package's arithmetic rules. acc and x are scratch reused between calls.
+// package's arithmetic rules. acc is scratch reused between calls.
 type reducer struct {
-	dt     device.DType
-	op     device.ReduceOp
-	acc, x []float32
+	dt  device.DType
+	op  device.ReduceOp
+	acc []float32
 }
 
 // reduce writes into dst the reduction of srcs, which are in rank order and
@@ -15,13 +19,18 @@ type reducer struct {
 func (r *reducer) reduce(dst []byte, srcs [][]byte) {
 	n := len(dst) / r.dt.Size()
 	if cap(r.acc) < n {
-		r.acc, r.x = make([]float32, n), make([]float32, n)
+		r.acc = make([]float32, n)
 	}
-	acc, x := r.acc[:n], r.x[:n]
+	acc := r.acc[:n]
 	decodeInto(r.dt, acc, srcs[0])
+	var chunk [chunkLen]float32
 	for _, src := range srcs[1:] {
-		decodeInto(r.dt, x, src)
-		r.combine(acc, x)
+		for first := 0; first < n; first += chunkLen {
+			a := acc[first:min(first+chunkLen, n)]
+			x := chunk[:len(a)]
+			decodeInto(r.dt, x, src[first*r.dt.Size():])
+			r.combine(a, x)
+		}
 	}
 	if r.op == device.Avg {
 		w := float32(len(srcs))

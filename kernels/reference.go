@@ -14,37 +14,44 @@ func Reference(dt device.DType, op device.ReduceOp, inputs [][]byte) ([]byte, er
 	if err := checkInputs(dt, op, inputs); err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
 	}
-	n := len(inputs[0]) / dt.Size()
-	vals := make([][]float32, len(inputs))
-	for r, in := range inputs {
-		vals[r] = make([]float32, n)
-		decodeInto(dt, vals[r], in)
-	}
-	res := make([]float32, n)
-	for i := range res {
-		acc := vals[0][i]
-		for _, v := range vals[1:] {
-			x := v[i]
+	// Rank by rank, a chunk of elements at a time: acc holds every
+	// element's reduction of the ranks so far.
+	acc := make([]float32, len(inputs[0])/dt.Size())
+	decodeInto(dt, acc, inputs[0])
+	var chunk [chunkLen]float32
+	for _, in := range inputs[1:] {
+		for first := 0; first < len(acc); first += chunkLen {
+			a := acc[first:min(first+chunkLen, len(acc))]
+			x := chunk[:len(a)]
+			decodeInto(dt, x, in[first*dt.Size():])
 			switch op {
 			case device.Sum, device.Avg:
-				acc = float32(acc + x)
+				for i, v := range x {
+					a[i] = float32(a[i] + v)
+				}
 			case device.Max:
-				if math.IsNaN(float64(x)) || x > acc {
-					acc = x
+				for i, v := range x {
+					if math.IsNaN(float64(v)) || v > a[i] {
+						a[i] = v
+					}
 				}
 			case device.Min:
-				if math.IsNaN(float64(x)) || x < acc {
-					acc = x
+				for i, v := range x {
+					if math.IsNaN(float64(v)) || v < a[i] {
+						a[i] = v
+					}
 				}
 			}
 		}
-		if op == device.Avg {
-			acc = float32(acc / float32(len(inputs)))
+	}
+	if op == device.Avg {
+		w := float32(len(inputs))
+		for i := range acc {
+			acc[i] = float32(acc[i] / w)
 		}
-		res[i] = acc
 	}
 	out := make([]byte, len(inputs[0]))
-	storeAll(dt, out, res)
+	storeAll(dt, out, acc)
 	return out, nil
 }
 
