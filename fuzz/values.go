@@ -100,7 +100,7 @@ func makeInput(seed uint64, r, step, idx, it int, c Coll) []byte {
 		if th >= numThemes {
 			continue
 		}
-		if v, ok := specialBits(&rng, db, th, base, r); ok {
+		if v, ok := specialBits(&rng, &db, th, base, r); ok {
 			putBits(b, i, db.size, v)
 		}
 	}
@@ -109,7 +109,7 @@ func makeInput(seed uint64, r, step, idx, it int, c Coll) []byte {
 
 // specialBits draws a value of theme th for rank r; ok is false when the
 // element keeps its plain value.
-func specialBits(rng *source, db bitsOf, th theme, base, r int) (bits uint32, ok bool) {
+func specialBits(rng *source, db *bitsOf, th theme, base, r int) (bits uint32, ok bool) {
 	sign := uint32(0)
 	if rng.intN(2) == 0 {
 		sign = db.sign
