@@ -56,3 +56,7 @@ func (s *source) intN(n int) int {
 	}
 	return int(hi)
 }
+
+// intPow2 is intN for n a power of two, which masks: small enough to be
+// inlined where intN is not.
+func (s *source) intPow2(n int) int { return int(s.uint64() & uint64(n-1)) }

@@ -111,12 +111,12 @@ func makeInput(seed uint64, r, step, idx, it int, c Coll) []byte {
 // element keeps its plain value.
 func specialBits(rng *source, db *bitsOf, th theme, base, r int) (bits uint32, ok bool) {
 	sign := uint32(0)
-	if rng.intN(2) == 0 {
+	if rng.intPow2(2) == 0 {
 		sign = db.sign
 	}
 	switch th {
 	case themeZero:
-		if rng.intN(8) == 0 {
+		if rng.intPow2(8) == 0 {
 			return sign | 1, true
 		}
 		return sign, true
@@ -126,21 +126,21 @@ func specialBits(rng *source, db *bitsOf, th theme, base, r int) (bits uint32, o
 		}
 		return sign | db.inf, true
 	case themeNaN:
-		if r == 0 && rng.intN(3) != 0 || rng.intN(2) == 0 {
+		if r == 0 && rng.intN(3) != 0 || rng.intPow2(2) == 0 {
 			return 0, false // most NaNs arrive from ranks other than 0
 		}
 		payload := rng.uint32() & db.payload
-		if rng.intN(2) == 0 {
+		if rng.intPow2(2) == 0 {
 			return sign | db.inf | db.quiet | payload, true
 		}
 		return sign | db.inf | max(payload, 1), true // signalling: a payload but no quiet bit
 	case themeHuge:
-		if rng.intN(2) == 0 {
+		if rng.intPow2(2) == 0 {
 			return sign | db.maxFin, true
 		}
 		return sign | (db.maxFin - 1<<db.mantBits), true // half of it, about
 	case themeTiny:
-		switch rng.intN(4) {
+		switch rng.intPow2(4) {
 		case 0:
 			return sign | db.minNorm, true
 		case 1:
@@ -157,7 +157,7 @@ func specialBits(rng *source, db *bitsOf, th theme, base, r int) (bits uint32, o
 		}
 		exp := uint32(e+(1<<(db.size*8-db.mantBits-2))-1) << db.mantBits
 		mant := uint32(0)
-		if rng.intN(2) == 0 {
+		if rng.intPow2(2) == 0 {
 			mant = 1 << (db.mantBits - 1)
 		}
 		return sign | exp | mant, true

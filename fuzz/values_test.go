@@ -19,7 +19,8 @@ import (
 
 // TestSourceMatchesRand: source and rand.Rand over PCGs seeded alike draw
 // the same numbers, for every method, bounds small and large (the largest
-// reject about a quarter of their draws), in random interleavings.
+// reject about a quarter of their draws), in random interleavings;
+// intPow2 draws what IntN does for powers of two.
 func TestSourceMatchesRand(t *testing.T) {
 	bounds := []int{1, 2, 3, 4, 5, 8, 9, 14, 17, 100, 117, 1 << 20, 1<<31 - 1, 1<<62 + 1, 3 << 61, math.MaxInt}
 	pick := rand.New(rand.NewPCG(9, 10))
@@ -28,7 +29,12 @@ func TestSourceMatchesRand(t *testing.T) {
 		var got source
 		got.seed(s*0x9e3779b97f4a7c15, s+1)
 		for i := 0; i < 1<<18; i++ {
-			switch k := pick.IntN(len(bounds) + 2); k {
+			switch k := pick.IntN(len(bounds) + 3); k {
+			case len(bounds) + 2:
+				n := 1 << pick.IntN(63)
+				if g, w := got.intPow2(n), want.IntN(n); g != w {
+					t.Fatalf("seed %d draw %d: intPow2(%d) %d, Rand says %d", s, i, n, g, w)
+				}
 			case len(bounds):
 				if g, w := got.float64(), want.Float64(); math.Float64bits(g) != math.Float64bits(w) {
 					t.Fatalf("seed %d draw %d: float64 %v, Rand says %v", s, i, g, w)

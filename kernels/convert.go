@@ -45,7 +45,8 @@ func F16FromFloat32(f float32) uint16 {
 		a += 0xfff + (a>>13)&1 - (127-15)<<23
 		return sign | uint16(a>>13)
 	case a < f16HalfMinSub:
-		// At most half the smallest subnormal: zero (a tie goes to even).
+		// Below half the smallest subnormal: zero. (Half of it exactly is
+		// a tie, which the next case rounds to even: zero too.)
 		return sign
 	case a < f16MinNormal:
 		// A subnormal result: the significand with its implicit bit,
