@@ -4,8 +4,9 @@ import "math/bits"
 
 // source is the generator inputs are drawn from: math/rand/v2's PCG
 // (a 128-bit LCG with the DXSM output function) and the methods of its
-// Rand that inputs use, computed here so that a draw is a few inlined
-// multiplications, not calls through the Source interface. Inputs are
+// Rand that inputs use, computed here so that a draw is a few
+// multiplications (inlined where they fit), not calls through the Source
+// interface. Inputs are
 // drawn per element, and a seed's inputs must never change: a test holds
 // source to rand.Rand over rand.PCG over millions of draws.
 type source struct{ hi, lo uint64 }
