@@ -2,7 +2,7 @@ package fuzz
 
 import (
 	"encoding/binary"
-	"math/rand/v2"
+	"math"
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
@@ -64,95 +64,100 @@ var dtypeBits = map[device.DType]bitsOf{
 // makeInput is rank r's input to collective idx of a step in replay it.
 func makeInput(seed uint64, r, step, idx, it int, c Coll) []byte {
 	call := seed ^ uint64(step)<<40 ^ uint64(idx)<<32 ^ uint64(it)<<24
-	rng := rand.New(rand.NewPCG(call, uint64(r)+1))
-	numel := c.Bytes / uint64(c.DType.Size())
-	vals := make([]float32, numel)
-	for i := range vals {
-		vals[i] = plainValue(rng, i)
-	}
-	b, err := kernels.Encode(c.DType, vals)
-	if err != nil {
-		panic(err) // unreachable: the dtype was validated
+	var rng source
+	rng.seed(call, uint64(r)+1)
+	numel := int(c.Bytes / uint64(c.DType.Size()))
+	b := make([]byte, numel*c.DType.Size())
+	// Element i is a small integer when i is a multiple of 17, else a
+	// value in [-1, 1), rounded to the dtype as [kernels.Encode] does.
+	for i := range numel {
+		var v float32
+		if i%17 == 0 {
+			v = float32(rng.intN(9) - 4)
+		} else {
+			v = float32(rng.float64()*2 - 1)
+		}
+		switch c.DType {
+		case device.BFloat16:
+			binary.LittleEndian.PutUint16(b[2*i:], kernels.BF16FromFloat32(v))
+		case device.Float16:
+			binary.LittleEndian.PutUint16(b[2*i:], kernels.F16FromFloat32(v))
+		default:
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+		}
 	}
 	// The themes are drawn from a generator every rank shares.
-	shared := rand.New(rand.NewPCG(call, 0x5bec1a1))
-	if shared.IntN(specialShare) != 0 {
+	var shared source
+	shared.seed(call, 0x5bec1a1)
+	if shared.intN(specialShare) != 0 {
 		return b
 	}
 	db := dtypeBits[c.DType]
 	// The largest exponent of the rounding theme, shared.
-	base := db.minExp + 12 + shared.IntN(db.maxExp-db.minExp-11)
-	for i := range vals {
-		th := theme(shared.IntN(2 * int(numThemes)))
+	base := db.minExp + 12 + shared.intN(db.maxExp-db.minExp-11)
+	for i := range numel {
+		th := theme(shared.intN(2 * int(numThemes)))
 		if th >= numThemes {
 			continue
 		}
-		if v, ok := specialBits(rng, db, th, base, r); ok {
+		if v, ok := specialBits(&rng, &db, th, base, r); ok {
 			putBits(b, i, db.size, v)
 		}
 	}
 	return b
 }
 
-// plainValue is element i of a plain input.
-func plainValue(rng *rand.Rand, i int) float32 {
-	if i%17 == 0 {
-		return float32(rng.IntN(9) - 4)
-	}
-	return float32(rng.Float64()*2 - 1)
-}
-
 // specialBits draws a value of theme th for rank r; ok is false when the
 // element keeps its plain value.
-func specialBits(rng *rand.Rand, db bitsOf, th theme, base, r int) (bits uint32, ok bool) {
+func specialBits(rng *source, db *bitsOf, th theme, base, r int) (bits uint32, ok bool) {
 	sign := uint32(0)
-	if rng.IntN(2) == 0 {
+	if rng.intPow2(2) == 0 {
 		sign = db.sign
 	}
 	switch th {
 	case themeZero:
-		if rng.IntN(8) == 0 {
+		if rng.intPow2(8) == 0 {
 			return sign | 1, true
 		}
 		return sign, true
 	case themeInf:
-		if rng.IntN(3) == 0 {
+		if rng.intN(3) == 0 {
 			return 0, false
 		}
 		return sign | db.inf, true
 	case themeNaN:
-		if r == 0 && rng.IntN(3) != 0 || rng.IntN(2) == 0 {
+		if r == 0 && rng.intN(3) != 0 || rng.intPow2(2) == 0 {
 			return 0, false // most NaNs arrive from ranks other than 0
 		}
-		payload := rng.Uint32() & db.payload
-		if rng.IntN(2) == 0 {
+		payload := rng.uint32() & db.payload
+		if rng.intPow2(2) == 0 {
 			return sign | db.inf | db.quiet | payload, true
 		}
 		return sign | db.inf | max(payload, 1), true // signalling: a payload but no quiet bit
 	case themeHuge:
-		if rng.IntN(2) == 0 {
+		if rng.intPow2(2) == 0 {
 			return sign | db.maxFin, true
 		}
 		return sign | (db.maxFin - 1<<db.mantBits), true // half of it, about
 	case themeTiny:
-		switch rng.IntN(4) {
+		switch rng.intPow2(4) {
 		case 0:
 			return sign | db.minNorm, true
 		case 1:
 			return sign | db.maxSub, true
 		}
-		return sign | (1 + rng.Uint32()%db.maxSub), true
+		return sign | (1 + rng.uint32()%db.maxSub), true
 	case themeRounding:
 		// 2^(base-k) for k in {0, 12, 24, 25, 30}, times 1 or 1.5: the
 		// float32 accumulator cannot hold the exact sum of values that
 		// far apart, so it depends on the order of additions.
-		e := base - []int{0, 12, 24, 25, 30}[rng.IntN(5)]
+		e := base - []int{0, 12, 24, 25, 30}[rng.intN(5)]
 		if e < db.minExp || e > db.maxExp {
 			return 0, false
 		}
 		exp := uint32(e+(1<<(db.size*8-db.mantBits-2))-1) << db.mantBits
 		mant := uint32(0)
-		if rng.IntN(2) == 0 {
+		if rng.intPow2(2) == 0 {
 			mant = 1 << (db.mantBits - 1)
 		}
 		return sign | exp | mant, true

@@ -1,11 +1,10 @@
 package kernels
 
-import (
-	"encoding/binary"
-	"math"
+import "github.com/symmem/symmem/device"
 
-	"github.com/symmem/symmem/device"
-)
+// chunkLen is how many elements of a rank the reductions convert at a
+// time, into scratch on the stack.
+const chunkLen = 256
 
 // reducer combines the same elements of several ranks into dst following the
 // package's arithmetic rules. acc is scratch reused between calls.
@@ -23,9 +22,15 @@ func (r *reducer) reduce(dst []byte, srcs [][]byte) {
 		r.acc = make([]float32, n)
 	}
 	acc := r.acc[:n]
-	r.decode(acc, srcs[0])
+	decodeInto(r.dt, acc, srcs[0])
+	var chunk [chunkLen]float32
 	for _, src := range srcs[1:] {
-		r.combine(acc, src)
+		for first := 0; first < n; first += chunkLen {
+			a := acc[first:min(first+chunkLen, n)]
+			x := chunk[:len(a)]
+			decodeInto(r.dt, x, src[first*r.dt.Size():])
+			r.combine(a, x)
+		}
 	}
 	if r.op == device.Avg {
 		w := float32(len(srcs))
@@ -33,40 +38,27 @@ func (r *reducer) reduce(dst []byte, srcs [][]byte) {
 			acc[i] = float32(acc[i] / w)
 		}
 	}
-	for i, v := range acc {
-		store(r.dt, dst, i, v)
-	}
+	storeAll(r.dt, dst, acc)
 }
 
-func (r *reducer) decode(acc []float32, src []byte) {
-	switch r.dt {
-	case device.Float32:
-		for i := range acc {
-			acc[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
-		}
-	default:
-		for i := range acc {
-			acc[i] = load(r.dt, src, i)
-		}
-	}
-}
-
-func (r *reducer) combine(acc []float32, src []byte) {
+// combine folds the next rank's values x into acc.
+func (r *reducer) combine(acc, x []float32) {
+	x = x[:len(acc)]
 	switch r.op {
 	case device.Sum, device.Avg:
 		for i := range acc {
-			acc[i] = float32(acc[i] + load(r.dt, src, i))
+			acc[i] = float32(acc[i] + x[i])
 		}
 	case device.Max:
-		for i := range acc {
-			if x := load(r.dt, src, i); x != x || x > acc[i] {
-				acc[i] = x
+		for i, v := range x {
+			if v != v || v > acc[i] {
+				acc[i] = v
 			}
 		}
 	case device.Min:
-		for i := range acc {
-			if x := load(r.dt, src, i); x != x || x < acc[i] {
-				acc[i] = x
+		for i, v := range x {
+			if v != v || v < acc[i] {
+				acc[i] = v
 			}
 		}
 	}
