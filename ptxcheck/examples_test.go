@@ -1,6 +1,7 @@
 package ptxcheck
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -88,5 +89,41 @@ func TestSameSeedSameTrace(t *testing.T) {
 		if len(a.Findings) == 0 || a.Findings[0].Kind != "race" {
 			t.Errorf("%s: no race found: %+v", strategy, a.Findings)
 		}
+	}
+}
+
+// TestJobsGiveTheSameReport: runs made several at a time give the report
+// one at a time gives (runs, findings with their first world, seed and
+// count, shapes) and call Progress in the same order.
+func TestJobsGiveTheSameReport(t *testing.T) {
+	p, err := LoadHarness("../examples/kernels/twostage_volatile.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := load(t, p.PTX)
+	report := func(jobs int) (string, []Run) {
+		var progress []Run
+		rep, err := RunProgram(p, src, Options{Worlds: []int{2, 3}, Seeds: 3, Vars: map[string]Expr{"n": "64"}, Jobs: jobs,
+			Progress: func(r Run) { progress = append(progress, r) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, r := range rep.Runs {
+			fmt.Fprintf(&b, "run %d %d %s %d %d\n", r.World, r.Seed, r.Trace, r.Steps, r.Findings)
+		}
+		for _, f := range rep.Findings {
+			fmt.Fprintf(&b, "finding %s world %d seed %d schedules %d runs %d\n", f.Title, f.World, f.Seed, f.Schedules, f.Runs)
+		}
+		fmt.Fprintf(&b, "shapes %v\n", rep.Shapes)
+		return b.String(), progress
+	}
+	one, p1 := report(1)
+	four, p4 := report(4)
+	if one != four {
+		t.Fatalf("one run at a time:\n%s\nfour:\n%s", one, four)
+	}
+	if !strings.Contains(one, "finding") || len(p1) != 6 || fmt.Sprint(p1) != fmt.Sprint(p4) {
+		t.Fatalf("progress one at a time %v, four at a time %v; report:\n%s", p1, p4, one)
 	}
 }

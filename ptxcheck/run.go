@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/actor/store"
@@ -51,8 +52,12 @@ type Options struct {
 	// these scheduling decisions and the default policy between them
 	// (see [fuzz.Replay]), as a shrunk reproduction does.
 	Decisions fuzz.Schedule
-	// Progress, when set, is called after every run.
+	// Progress, when set, is called after every run, in the order of
+	// worlds and seeds.
 	Progress func(Run)
+	// Jobs is how many runs go at once (0: 1). Each run is a simulation of
+	// its own; the report is the same whatever Jobs is.
+	Jobs int
 }
 
 // DefaultMaxSteps is the default [Options].MaxSteps.
@@ -172,12 +177,17 @@ func RunProgram(prog *Program, src *Source, opts Options) (*Report, error) {
 	rep := &Report{Source: src.Name, Worlds: worlds, Seeds: opts.Seeds, Cap: caps.Capped()}
 	byKey := map[string]*Finding{}
 	shapes := map[string]bool{}
-	for _, world := range worlds {
+	outs := c.runAll(worlds, opts)
+	for i, world := range worlds {
 		for k := 0; k < opts.Seeds; k++ {
 			seed := opts.FirstSeed + uint64(k)
-			run, found, _, err := c.runOnce(world, seed, opts, shapes, false)
-			if err != nil {
-				return nil, err
+			o := outs[i*opts.Seeds+k]
+			if o.err != nil {
+				return nil, o.err
+			}
+			run, found := o.run, o.found
+			for s := range o.shapes {
+				shapes[s] = true
 			}
 			inRun := map[string]bool{}
 			for _, f := range found {
@@ -194,9 +204,6 @@ func RunProgram(prog *Program, src *Source, opts Options) (*Report, error) {
 				rep.Findings = append(rep.Findings, f)
 			}
 			rep.Runs = append(rep.Runs, run)
-			if opts.Progress != nil {
-				opts.Progress(run)
-			}
 		}
 	}
 	for s := range shapes {
@@ -204,6 +211,64 @@ func RunProgram(prog *Program, src *Source, opts Options) (*Report, error) {
 	}
 	sort.Strings(rep.Shapes)
 	return rep, nil
+}
+
+// outcome is what one run of [compiled.runAll] gave.
+type outcome struct {
+	run    Run
+	found  []*Finding
+	shapes map[string]bool
+	err    error
+	done   bool
+}
+
+// runAll runs every seed of opts at every world, opts.Jobs at a time,
+// and returns their outcomes in the order of worlds, then seeds; it calls
+// opts.Progress in that order as the runs end. After a run that fails to
+// run at all, no new run starts.
+func (c *compiled) runAll(worlds []int, opts Options) []outcome {
+	n := len(worlds) * opts.Seeds
+	outs := make([]outcome, n)
+	var (
+		mu     sync.Mutex
+		next   int // the next run to start
+		shown  int // the runs passed to Progress
+		failed bool
+		wg     sync.WaitGroup
+	)
+	work := func() {
+		defer wg.Done()
+		for {
+			mu.Lock()
+			i := next
+			if i == n || failed {
+				mu.Unlock()
+				return
+			}
+			next++
+			mu.Unlock()
+			world, seed := worlds[i/opts.Seeds], opts.FirstSeed+uint64(i%opts.Seeds)
+			o := outcome{shapes: map[string]bool{}, done: true}
+			o.run, o.found, _, o.err = c.runOnce(world, seed, opts, o.shapes, false)
+			mu.Lock()
+			outs[i] = o
+			failed = failed || o.err != nil
+			for shown < n && outs[shown].done && outs[shown].err == nil {
+				if opts.Progress != nil {
+					opts.Progress(outs[shown].run)
+				}
+				shown++
+			}
+			mu.Unlock()
+		}
+	}
+	jobs := min(max(opts.Jobs, 1), max(n, 1))
+	wg.Add(jobs)
+	for range jobs {
+		go work()
+	}
+	wg.Wait()
+	return outs
 }
 
 // prepare compiles prog with the vars of opts, refuses what cannot run,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ type checkFlags struct {
 	maxSteps   int64
 	race       bool
 	showRuns   bool
+	jobs       int
 	vars       []string
 	faults     string
 	faultPlan  string
@@ -73,7 +75,7 @@ cannot run, and runs nothing.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
-			a.procs(1) // one run at a time
+			a.procs(f.jobs)
 			return runCheck(cmd.OutOrStdout(), f, args, fl.Changed("seed"), fl.Changed("fault-plan"), fl.Changed("decisions"))
 		},
 	}
@@ -91,6 +93,7 @@ cannot run, and runs nothing.`,
 	fl.Int64Var(&f.maxSteps, "max-steps", ptxcheck.DefaultMaxSteps, "scheduling steps a run may take before it counts as a hang")
 	fl.BoolVar(&f.race, "race", true, "run the race detector")
 	fl.BoolVar(&f.showRuns, "runs", false, "print every run's world, seed, steps and trace hash")
+	fl.IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "runs made at once (the report is the same)")
 	fl.StringArrayVar(&f.vars, "var", nil, "NAME=EXPR: replace (or add) a var of the harness (repeatable)")
 	fl.StringVar(&f.faults, "faults", "none", "fault kinds to draw one of per run: stall,die,lose-write,dup-write, all or none")
 	fl.StringVar(&f.faultPlan, "fault-plan", "", "the faults of every run, KIND:RANK:AT[,...] (stall:RANK:AT:DURATION); replaces --faults")
@@ -100,6 +103,9 @@ cannot run, and runs nothing.`,
 	fl.IntVar(&f.shrinkRuns, "shrink-runs", ptxcheck.DefaultShrinkRuns, "runs each shrink may take")
 	return cmd
 }
+
+// maxCheckJobs bounds -j: each run holds a whole simulated job.
+const maxCheckJobs = 256
 
 // runCheck runs symmem check.
 func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed, planSet, decided bool) error {
@@ -116,6 +122,9 @@ func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed, planSet, dec
 		return errors.New("--ptx goes with --list-unsupported: a harness names its PTX file")
 	}
 	var bad []error
+	if f.jobs < 1 || f.jobs > maxCheckJobs {
+		bad = append(bad, fmt.Errorf("-j/--jobs %d: want 1 to %d runs at once", f.jobs, maxCheckJobs))
+	}
 	if f.seeds < 1 {
 		bad = append(bad, fmt.Errorf("--seeds %d: want at least 1", f.seeds))
 	}
@@ -199,7 +208,7 @@ func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed, planSet, dec
 	}
 	opts := ptxcheck.Options{Worlds: worlds, Seeds: f.seeds, FirstSeed: f.firstSeed, Strategy: f.strategy, Depth: f.depth,
 		MaxThreads: f.maxThreads, MaxBlocks: f.maxBlocks, MaxSteps: f.maxSteps, NoRace: !f.race, Vars: vars,
-		Faults: kinds, Plan: plan, Decisions: decisions}
+		Faults: kinds, Plan: plan, Decisions: decisions, Jobs: f.jobs}
 	if len(repeats) > 0 {
 		opts.Repeats = repeats
 	}
