@@ -33,7 +33,7 @@ type Kernels struct {
 	// PlainYield makes every PlainYield-th plain (weak) global access of a
 	// thread a scheduling point (1: every one). 0, the default, makes a
 	// plain access one only once the thread went round
-	// DefaultPTXPlainYield loops since its last scheduling point, so that
+	// DefaultPTXPlainLoops loops since its last scheduling point, so that
 	// a loop of plain accesses (a spin on a plain load) lets the others
 	// run. Atomics, strong loads and stores, fences, shared-memory accesses
 	// and barriers always are. Plain accesses order nothing, so where they
@@ -57,10 +57,10 @@ func (k Kernels) Capped() string {
 	return "none"
 }
 
-// DefaultPTXPlainYield is how many loops a thread goes round between
+// DefaultPTXPlainLoops is how many loops a thread goes round between
 // two scheduling points at most, when it makes plain accesses and
 // [Kernels].PlainYield is 0.
-const DefaultPTXPlainYield = 16
+const DefaultPTXPlainLoops = 16
 
 // The cap of the suite's PTX sweeps (conformance, the fuzzer's PTX mode):
 // two warps and three blocks, so that code for a second warp and for
@@ -262,7 +262,7 @@ func (l *ptxLane) point(strong bool, what string) {
 			if l.plain++; l.plain < every {
 				return
 			}
-		} else if l.th.Loops()-l.pointLoops < DefaultPTXPlainYield {
+		} else if l.th.Loops()-l.pointLoops < DefaultPTXPlainLoops {
 			return
 		}
 	}
