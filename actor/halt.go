@@ -51,8 +51,7 @@ func (s *Scheduler) halt(t *Task, reason string) {
 func (s *Scheduler) haltNew(t *Task) bool {
 	for _, match := range s.halts {
 		if match(t) {
-			t.halted = true
-			s.trace.Add(s.steps, t.id, "halt", fmt.Sprintf("%s: started after its halt", t.label.Name))
+			s.halt(t, "started after its halt") // not listed yet: nothing to take off a list
 			return true
 		}
 	}

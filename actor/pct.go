@@ -134,17 +134,10 @@ func (p *PCT) Next(step int64, runnable []*Task) int {
 	return best
 }
 
-// seeNew gives the tasks of runnable seen for the first time a random
-// initial priority each, in ID order. Tasks appear in runnable sets in the
-// order they were started (a scheduler shows a task at its first step
-// after it started, and never shows a halted one), so the new ones are
-// those past the highest ID seen so far, at the end of runnable.
+// seeNew gives the tasks of runnable seen for the first time ([Unseen])
+// a random initial priority each, in ID order.
 func (p *PCT) seeNew(runnable []*Task) {
-	i := len(runnable)
-	for i > 0 && runnable[i-1].id > p.maxSeen {
-		i--
-	}
-	for _, t := range runnable[i:] {
+	for _, t := range Unseen(runnable, p.maxSeen) {
 		if t.id >= len(p.prio) {
 			p.prio = append(p.prio, make([]int64, t.id+1-len(p.prio))...)
 		}
@@ -213,8 +206,7 @@ func (p *PCT) highest(runnable []*Task) int {
 		if t.state == taskBlocked && !t.wakeable {
 			continue // not in a scheduler's runnable list
 		}
-		i, found := slices.BinarySearchFunc(runnable, t.id, func(x *Task, id int) int { return x.id - id })
-		if found && runnable[i] == t {
+		if i, found := IndexOf(runnable, t.id); found && runnable[i] == t {
 			return i
 		}
 	}

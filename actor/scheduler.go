@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -447,10 +448,8 @@ func (s *Scheduler) enlist(t *Task) {
 		return
 	}
 	l := s.list(t)
-	i := search(*l, t.id)
-	*l = append(*l, nil)
-	copy((*l)[i+1:], (*l)[i:])
-	(*l)[i] = t
+	i, _ := IndexOf(*l, t.id)
+	*l = slices.Insert(*l, i, t)
 }
 
 // delist removes t from the list of its state, if it is there.
@@ -459,26 +458,9 @@ func (s *Scheduler) delist(t *Task) {
 		return
 	}
 	l := s.list(t)
-	if i := search(*l, t.id); i < len(*l) && (*l)[i] == t {
-		copy((*l)[i:], (*l)[i+1:])
-		(*l)[len(*l)-1] = nil
-		*l = (*l)[:len(*l)-1]
+	if i, found := IndexOf(*l, t.id); found && (*l)[i] == t {
+		*l = slices.Delete(*l, i, i+1)
 	}
-}
-
-// search is the index of the first task of l (in ID order) whose ID is at
-// least id.
-func search(l []*Task, id int) int {
-	lo, hi := 0, len(l)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if l[m].id < id {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
 }
 
 // reap drops the finished tasks from s.tasks.
@@ -512,14 +494,15 @@ func (s *Scheduler) fireTimers() bool {
 		s.now = next
 	}
 	s.trace.Add(s.steps, -1, "clock", s.now.String())
-	for _, t := range append([]*Task(nil), s.blocked...) {
-		if t.deadline >= 0 && t.deadline <= s.now {
-			s.delist(t)
-			t.state = taskReady
-			t.timedOut = true
-			s.enlist(t)
+	s.blocked = slices.DeleteFunc(s.blocked, func(t *Task) bool {
+		if t.deadline < 0 || t.deadline > s.now {
+			return false
 		}
-	}
+		t.state = taskReady
+		t.timedOut = true
+		s.enlist(t)
+		return true
+	})
 	return true
 }
 

@@ -186,16 +186,11 @@ func (p *promptStrategy) Next(step int64, runnable []*actor.Task) int {
 }
 
 // firstOwn is the index of the first of the injector's tasks in runnable
-// (which is in ID order), or -1. A task shows up in a scheduler's runnable
-// sets at its first step after it started, after the tasks started before
-// it, so the tasks not seen yet are those past the highest ID seen, at
-// the end of runnable.
+// (which is in ID order), or -1. It sorts the tasks it has not seen yet
+// ([actor.Unseen]) as it first sees them.
 func (p *promptStrategy) firstOwn(runnable []*actor.Task) int {
-	i := len(runnable)
-	for i > 0 && runnable[i-1].ID() > p.seen {
-		i--
-	}
-	for _, t := range runnable[i:] {
+	unseen := actor.Unseen(runnable, p.seen)
+	for _, t := range unseen {
 		switch t.Label().Kind {
 		case actor.FaultTask:
 			p.faults = append(p.faults, t)
@@ -208,8 +203,8 @@ func (p *promptStrategy) firstOwn(runnable []*actor.Task) int {
 			p.own = append(p.own, t)
 		}
 	}
-	if i < len(runnable) {
-		p.seen = runnable[len(runnable)-1].ID()
+	if len(unseen) > 0 {
+		p.seen = unseen[len(unseen)-1].ID()
 	}
 	if p.gen != p.in.ownGen {
 		p.gen = p.in.ownGen
@@ -222,7 +217,7 @@ func (p *promptStrategy) firstOwn(runnable []*actor.Task) int {
 		slices.SortFunc(p.own, func(a, b *actor.Task) int { return cmp.Compare(a.ID(), b.ID()) })
 	}
 	for _, t := range p.own {
-		if j, ok := slices.BinarySearchFunc(runnable, t.ID(), func(x *actor.Task, id int) int { return cmp.Compare(x.ID(), id) }); ok {
+		if j, ok := actor.IndexOf(runnable, t.ID()); ok {
 			return j
 		}
 	}

@@ -1,7 +1,6 @@
 package fuzz
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -85,9 +84,7 @@ func (c *runCounts) ran(id int) {
 // defaultChoice is the default policy: the task that ran last if it is
 // runnable (no preemption), else the runnable task with the lowest ID.
 func defaultChoice(last int, runnable []*actor.Task) int {
-	// runnable is in ID order.
-	i, found := slices.BinarySearchFunc(runnable, last, func(t *actor.Task, id int) int { return cmp.Compare(t.ID(), id) })
-	if found {
+	if i, found := actor.IndexOf(runnable, last); found {
 		return i
 	}
 	return 0
