@@ -14,44 +14,11 @@ func Reference(dt device.DType, op device.ReduceOp, inputs [][]byte) ([]byte, er
 	if err := checkInputs(dt, op, inputs); err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
 	}
-	// Rank by rank, a chunk of elements at a time: acc holds every
-	// element's reduction of the ranks so far.
-	acc := make([]float32, len(inputs[0])/dt.Size())
-	decodeInto(dt, acc, inputs[0])
-	var chunk [chunkLen]float32
-	for _, in := range inputs[1:] {
-		for first := 0; first < len(acc); first += chunkLen {
-			a := acc[first:min(first+chunkLen, len(acc))]
-			x := chunk[:len(a)]
-			decodeInto(dt, x, in[first*dt.Size():])
-			switch op {
-			case device.Sum, device.Avg:
-				for i, v := range x {
-					a[i] = float32(a[i] + v)
-				}
-			case device.Max:
-				for i, v := range x {
-					if math.IsNaN(float64(v)) || v > a[i] {
-						a[i] = v
-					}
-				}
-			case device.Min:
-				for i, v := range x {
-					if math.IsNaN(float64(v)) || v < a[i] {
-						a[i] = v
-					}
-				}
-			}
-		}
-	}
-	if op == device.Avg {
-		w := float32(len(inputs))
-		for i := range acc {
-			acc[i] = float32(acc[i] / w)
-		}
-	}
+	// The Go twins' reducer: tests hold both to an element-by-element
+	// reduction through x448/float16 (TestReductionsMatchElementwise).
 	out := make([]byte, len(inputs[0]))
-	storeAll(dt, out, acc)
+	r := reducer{dt: dt, op: op}
+	r.reduce(out, inputs)
 	return out, nil
 }
 
