@@ -136,9 +136,9 @@ func (c *blockCtx) emitRMW(sg segment, write bool, order signal.Order, scope sig
 	if c.l.dev.w.observe == nil {
 		return
 	}
-	c.emit(Access{Kind: Atomic, Parent: -1, Addr: sg.addr, Size: uint64(len(sg.b)), Phys: sg.phys.id,
-		PhysOffset: sg.off, Owner: sg.phys.owner, Write: write, RMW: true, Order: order, Scope: scope, Old: old, New: new,
-		Stamp: stamp})
+	a := segAccess(Atomic, sg, write, order, scope, old, new)
+	a.RMW, a.Stamp = true, stamp
+	c.emit(a)
 }
 
 // Load copies device memory at p into dst.

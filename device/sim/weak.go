@@ -58,14 +58,11 @@ import (
 // reported: a wait learns nothing from them but when to retry its
 // compare-and-swap, which reads the newest store.
 
-// maxHistory bounds a location's history (older entries are dropped, which
-// only hides stores).
-const maxHistory = WeakHistory
-
 // WeakHistory is the most strong stores of one location a strong read
 // chooses from: its newest and up to WeakHistory-1 older ones (the race
 // detector keeps as many per location, to know which one a read
-// returned).
+// returned). It bounds a location's history: older entries are dropped,
+// which only hides stores.
 const WeakHistory = 6
 
 // weakMem is the world's state of weak reads.
@@ -293,7 +290,7 @@ func (v *weakView) fence(wm *weakMem, sc signal.Scope, isSC bool) {
 	}
 }
 
-// rngOf returns the world's generator of weak decisions.
+// weakRand returns the world's generator of weak decisions.
 func (w *World) weakRand() *rand.Rand {
 	if w.weak.rng == nil {
 		seed := w.sched.Seed()
@@ -336,15 +333,12 @@ func histOf(sg segment, size int) *history {
 // visible returns the index of the oldest entry of h that v may read.
 func (v *weakView) visible(h *history) int {
 	lo := max(v.known, h.floor(v))
-	first := 0
 	for i := len(h.ents) - 1; i > 0; i-- {
-		e := &h.ents[i]
-		if e.stamp <= lo || (!e.base && e.who == v.who) {
-			first = i
-			break
+		if e := &h.ents[i]; e.stamp <= lo || (!e.base && e.who == v.who) {
+			return i
 		}
 	}
-	return first
+	return 0
 }
 
 // weakLoad performs a strong load of size bytes (at most 8) at sg by the
@@ -440,9 +434,9 @@ func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signa
 		}
 		e.rel[s] = r
 	}
-	if len(h.ents) == maxHistory {
+	if len(h.ents) == WeakHistory {
 		copy(h.ents, h.ents[1:])
-		h.ents = h.ents[:maxHistory-1]
+		h.ents = h.ents[:WeakHistory-1]
 	}
 	h.ents = append(h.ents, e)
 	return e.stamp

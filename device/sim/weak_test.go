@@ -141,7 +141,7 @@ func TestWeakVectorElements(t *testing.T) {
 	}
 }
 
-// TestWeakHistory: a location keeps at most maxHistory strong stores; a
+// TestWeakHistory: a location keeps at most WeakHistory strong stores; a
 // thread never reads before its own store, nor before what it read; a
 // plain store ends the history; bytes changed behind the history (a host
 // write) start it again.
@@ -161,8 +161,8 @@ func TestWeakHistory(t *testing.T) {
 		storeN(sg.b, v)
 	}
 	h := histOf(sg, 8)
-	if h == nil || len(h.ents) != maxHistory || h.newest().val != 10 {
-		t.Fatalf("history %+v, want the last %d stores", h, maxHistory)
+	if h == nil || len(h.ents) != WeakHistory || h.newest().val != 10 {
+		t.Fatalf("history %+v, want the last %d stores", h, WeakHistory)
 	}
 	for i := 0; i < 50; i++ {
 		if v, _ := w.weakLoad(&writer, sg, 8, 0, 2); v != 10 {
@@ -173,7 +173,7 @@ func TestWeakHistory(t *testing.T) {
 	older := false
 	for i := 0; i < 50; i++ {
 		v, from := w.weakLoad(&reader, sg, 8, 0, 2)
-		if v < last || v < 10-maxHistory+1 {
+		if v < last || v < 10-WeakHistory+1 {
 			t.Fatalf("read %d after %d: back in coherence order, or a dropped store", v, last)
 		}
 		// Store v was the v-th strong store: its stamp is v. The newest

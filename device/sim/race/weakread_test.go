@@ -17,6 +17,16 @@ func (l *litmus) strongAt(task int, write bool, off, size, unit uint64, o signal
 		Order: o, Scope: signal.System, Stamp: stamp, From: from}))
 }
 
+// publish is the writer of message passing over a flag of size bytes in
+// units of unit bytes (0: one unit): it stores the flag relaxed (stores
+// numbered from 1), then the data x, then the flag with release (stores
+// numbered from release).
+func (l *litmus) publish(size, unit, release uint64) {
+	l.strongAt(writer, true, f, size, unit, signal.Relaxed, 1, nil)
+	l.st(writer, x)
+	l.strongAt(writer, true, f, size, unit, signal.Release, release, nil)
+}
+
 // fromName shows a From list in a subtest's name.
 func fromName(from []uint64) string {
 	if from == nil {
@@ -55,9 +65,7 @@ func TestAcquireOfOlderStore(t *testing.T) {
 	} {
 		t.Run(fromName(c.from), func(t *testing.T) {
 			l := newLitmus(t, false)
-			l.strongAt(writer, true, f, 4, 0, signal.Relaxed, 1, nil)
-			l.st(writer, x)
-			l.strongAt(writer, true, f, 4, 0, signal.Release, 2, nil)
+			l.publish(4, 0, 2)
 			l.strongAt(reader, false, f, 4, 0, signal.Acquire, 0, c.from)
 			l.ld(reader, x)
 			l.wantRace(c.race)
@@ -74,9 +82,7 @@ func TestFenceAfterReadOfOlderStore(t *testing.T) {
 	}{{nil, false}, {[]uint64{1}, true}} {
 		t.Run(fromName(c.from), func(t *testing.T) {
 			l := newLitmus(t, false)
-			l.strongAt(writer, true, f, 4, 0, signal.Relaxed, 1, nil)
-			l.st(writer, x)
-			l.strongAt(writer, true, f, 4, 0, signal.Release, 2, nil)
+			l.publish(4, 0, 2)
 			l.strongAt(reader, false, f, 4, 0, signal.Relaxed, 0, c.from)
 			l.fence(reader, signal.System, false)
 			l.ld(reader, x)
@@ -123,9 +129,7 @@ func TestVectorUnitsReadTheirOwnStores(t *testing.T) {
 	} {
 		t.Run(fromName(c.from), func(t *testing.T) {
 			l := newLitmus(t, false)
-			l.strongAt(writer, true, f, 8, 4, signal.Relaxed, 1, nil)
-			l.st(writer, x)
-			l.strongAt(writer, true, f, 8, 4, signal.Release, 3, nil)
+			l.publish(8, 4, 3)
 			l.strongAt(reader, false, f, 8, 4, signal.Acquire, 0, c.from)
 			l.ld(reader, x)
 			l.wantRace(c.race)
