@@ -309,7 +309,7 @@ func (t *Thread) Run() (Stop, error) {
 				f.hoisted = 0 // done before an earlier load
 				continue
 			}
-			if in.op != opSt {
+			if in.hoist != 0 {
 				if st, err := t.hoist(f, in); err != nil {
 					return 0, t.fail(f, st, err)
 				}
