@@ -371,8 +371,7 @@ func (t *Thread) barrier(f *frame, in *inst) (stop bool, err error) {
 	b := t.mem.bars[id]
 	w, lane := t.dim.Tid/32, t.dim.Tid%32
 	wp := t.mem.warps[w]
-	t.barInst, t.barID = in, int(id)
-	wp.barID[lane] = int(id)
+	t.barInst, wp.barID[lane] = in, int(id)
 	if count > 0 {
 		env.Arrive(int(id), n, &b.pend[w].released)
 	}
