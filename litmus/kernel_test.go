@@ -375,7 +375,7 @@ type kernelReach struct {
 
 // runKernel runs test as a kernel over seeds and compares what it
 // observed with the exact model.
-func runKernel(t *testing.T, test *Test, seeds uint64) (*kernelReach, error) {
+func runKernel(test *Test, seeds uint64) (*kernelReach, error) {
 	k, err := translate(test)
 	if err != nil {
 		return nil, err
@@ -526,7 +526,7 @@ func checkShapes(t *testing.T, head string, shapes []shape) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		r, err := runKernel(t, test, kernelSeeds)
+		r, err := runKernel(test, kernelSeeds)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -570,7 +570,7 @@ func corpusAsKernels(t *testing.T, csvPath string, seeds uint64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := runKernel(t, test, seeds)
+		r, err := runKernel(test, seeds)
 		if err != nil {
 			skipped = append(skipped, v.Path+" ("+err.Error()+")")
 			continue
