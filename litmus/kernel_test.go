@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -162,17 +163,13 @@ func threadPTX(b, decls *strings.Builder, i int, th *memmodel.Thread, loc map[st
 			reg(in.Dst)
 		}
 	}
-	for r := range th.Regs {
+	for _, r := range slices.Sorted(maps.Keys(th.Regs)) {
 		reg(r)
 	}
 	if len(regs) > regSlots {
 		return nil, fmt.Errorf("%d registers", len(regs))
 	}
-	names := make([]string, 0, len(regs))
-	for r := range regs {
-		names = append(names, r)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(regs))
 	for _, r := range names {
 		fmt.Fprintf(decls, "\t.reg .b64 %s;\n", reg(r))
 	}
