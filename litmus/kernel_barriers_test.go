@@ -1,6 +1,7 @@
 package litmus
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -113,12 +114,8 @@ func planBarriers(p *memmodel.Program) (*barrierPlan, error) {
 	plan := &barrierPlan{at: map[[2]int]ptxBarrier{}, warpsOfCT: map[[2]int]int{}}
 	// PTX ids per CTA, in a fixed order of the litmus barriers.
 	slices.SortFunc(bars, func(a, b *litmusBarrier) int {
-		for _, d := range []int64{int64(a.gpu - b.gpu), int64(a.cta - b.cta), a.instance - b.instance, int64(boolInt(a.hasID) - boolInt(b.hasID)), a.id - b.id} {
-			if d != 0 {
-				return int(max(-1, min(1, d)))
-			}
-		}
-		return 0
+		return cmp.Or(cmp.Compare(a.gpu, b.gpu), cmp.Compare(a.cta, b.cta), cmp.Compare(a.instance, b.instance),
+			cmp.Compare(boolInt(a.hasID), boolInt(b.hasID)), cmp.Compare(a.id, b.id))
 	})
 	next := map[[2]int]int{}
 	for _, b := range bars {

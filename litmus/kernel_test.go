@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -162,17 +163,13 @@ func threadPTX(b, decls *strings.Builder, i int, th *memmodel.Thread, loc map[st
 			reg(in.Dst)
 		}
 	}
-	for r := range th.Regs {
+	for _, r := range slices.Sorted(maps.Keys(th.Regs)) {
 		reg(r)
 	}
 	if len(regs) > regSlots {
 		return nil, fmt.Errorf("%d registers", len(regs))
 	}
-	names := make([]string, 0, len(regs))
-	for r := range regs {
-		names = append(names, r)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(regs))
 	for _, r := range names {
 		fmt.Fprintf(decls, "\t.reg .b64 %s;\n", reg(r))
 	}
@@ -375,7 +372,7 @@ type kernelReach struct {
 
 // runKernel runs test as a kernel over seeds and compares what it
 // observed with the exact model.
-func runKernel(t *testing.T, test *Test, seeds uint64) (*kernelReach, error) {
+func runKernel(test *Test, seeds uint64) (*kernelReach, error) {
 	k, err := translate(test)
 	if err != nil {
 		return nil, err
@@ -526,7 +523,7 @@ func checkShapes(t *testing.T, head string, shapes []shape) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		r, err := runKernel(t, test, kernelSeeds)
+		r, err := runKernel(test, kernelSeeds)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -570,7 +567,7 @@ func corpusAsKernels(t *testing.T, csvPath string, seeds uint64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := runKernel(t, test, seeds)
+		r, err := runKernel(test, seeds)
 		if err != nil {
 			skipped = append(skipped, v.Path+" ("+err.Error()+")")
 			continue

@@ -239,17 +239,13 @@ type ptxLane struct {
 
 func (l *ptxLane) reset() { l.polling, l.casPolling, l.spinning = false, false, false }
 
-// emitSeg and emitAtomic report an access of the thread as blockCtx's do,
-// with the PTX line of the instruction that made it.
+// emitSeg reports an access of the thread as blockCtx's does, with the
+// PTX line of the instruction that made it.
 func (l *ptxLane) emitSeg(kind AccessKind, sg segment, write bool, order signal.Order, scope signal.Scope) {
-	l.emitAtomic(kind, sg, write, order, scope, 0, 0)
-}
-
-func (l *ptxLane) emitAtomic(kind AccessKind, sg segment, write bool, order signal.Order, scope signal.Scope, old, new uint32) {
 	if l.l.dev.w.observe == nil {
 		return
 	}
-	a := segAccess(kind, sg, write, order, scope, old, new)
+	a := segAccess(kind, sg, write, order, scope, 0, 0)
 	a.Line = l.th.Line()
 	l.emit(a)
 }
@@ -383,9 +379,8 @@ func (l *ptxLane) emitStrong(sg segment, write bool, order signal.Order, scope s
 	if l.l.dev.w.observe == nil {
 		return
 	}
-	a := Access{Kind: Atomic, Parent: -1, Addr: sg.addr, Size: uint64(len(sg.b)), Phys: sg.phys.id,
-		PhysOffset: sg.off, Owner: sg.phys.owner, Write: write, Order: order, Scope: scope, Line: l.th.Line(),
-		Stamp: stamp, From: from}
+	a := segAccess(Atomic, sg, write, order, scope, 0, 0)
+	a.Line, a.Stamp, a.From = l.th.Line(), stamp, from
 	if len(sg.b) > unit {
 		a.Unit = uint64(unit)
 	}

@@ -90,10 +90,10 @@ type barWarp struct {
 // from the first until the count it expects is reached, which completes
 // it.
 type barPhase struct {
-	id     int
-	n      uint64 // 0 for the barrier's first phase
-	all    bool   // no thread count: every thread that has not exited
-	count  int    // the thread count, a multiple of the warp size
+	n uint64 // 0 for the barrier's first phase
+	// count is the thread count, a multiple of the warp size; 0 for
+	// every thread of the block that has not exited.
+	count  int
 	red    uint8  // bar.red's operation; 0 for bar.sync and bar.arrive
 	line   int    // the line of the first arrival
 	warps  []bool // the warps that arrived
@@ -187,7 +187,7 @@ func (mem *BlockMem) checkWarp(b *barState, w int) error {
 	}
 	ph := b.cur
 	if ph == nil {
-		ph = &barPhase{id: b.id, n: b.next, all: p.count == 0, count: p.count, red: p.red, line: p.line, warps: make([]bool, len(mem.warps))}
+		ph = &barPhase{n: b.next, count: p.count, red: p.red, line: p.line, warps: make([]bool, len(mem.warps))}
 		b.cur, b.next = ph, b.next+1
 	} else if why := compatible(b.id, ph.count, ph.red, ph.line, p.count, p.red, p.line); why != "" {
 		return errors.New(why)
@@ -222,7 +222,7 @@ func (mem *BlockMem) checkWarp(b *barState, w int) error {
 // can run again.
 func (mem *BlockMem) checkPhase(b *barState) {
 	ph := b.cur
-	if ph == nil || ph.all && len(ph.arrivals) < mem.live || !ph.all && 32*ph.nwarps < ph.count {
+	if ph == nil || ph.count == 0 && len(ph.arrivals) < mem.live || ph.count > 0 && 32*ph.nwarps < ph.count {
 		return
 	}
 	ph.done = true
@@ -254,7 +254,7 @@ func (mem *BlockMem) exited(dim Dim) {
 		if err := mem.checkWarp(b, int(dim.Tid/32)); err != nil && mem.failure == nil {
 			mem.failure = fmt.Errorf("ptx: thread %d exited: %w", dim.Tid, err)
 		}
-		if b.cur != nil && b.cur.all {
+		if b.cur != nil && b.cur.count == 0 {
 			mem.checkPhase(b)
 		}
 	}
@@ -319,7 +319,7 @@ func (mem *BlockMem) Deadlock() error {
 func (b *barState) progress() string {
 	var s strings.Builder
 	if ph := b.cur; ph != nil {
-		if ph.all {
+		if ph.count == 0 {
 			fmt.Fprintf(&s, "%d arrivals of every thread that has not exited (phase %d)", len(ph.arrivals), ph.n)
 		} else {
 			fmt.Fprintf(&s, "%d of %d threads (phase %d)", 32*ph.nwarps, ph.count, ph.n)
@@ -371,8 +371,7 @@ func (t *Thread) barrier(f *frame, in *inst) (stop bool, err error) {
 	b := t.mem.bars[id]
 	w, lane := t.dim.Tid/32, t.dim.Tid%32
 	wp := t.mem.warps[w]
-	t.barInst, t.barID = in, int(id)
-	wp.barID[lane] = int(id)
+	t.barInst, wp.barID[lane] = in, int(id)
 	if count > 0 {
 		env.Arrive(int(id), n, &b.pend[w].released)
 	}
@@ -403,7 +402,7 @@ func (t *Thread) barrier(f *frame, in *inst) (stop bool, err error) {
 	t.mem.leave(t.dim, laneRunning, 0)
 	if in.bar != barArrive {
 		ph := wp.barAt[lane]
-		env.Leave(ph.id, ph.arrivals, ph.released)
+		env.Leave(int(id), ph.arrivals, ph.released)
 		t.leaveBarrier(ph)
 	}
 	return false, nil

@@ -126,7 +126,6 @@ type Thread struct {
 	dim Dim
 	*stacks
 	barInst *inst  // the barrier instruction the thread is at
-	barID   int    // the barrier it names
 	loops   uint64 // backward branches taken
 	// Budget bounds the instructions a Run executes between two calls
 	// into Env or barriers: a loop that never touches memory would hang
@@ -242,8 +241,9 @@ func (t *Thread) Barrier() Barrier {
 	if t.barInst == nil {
 		return Barrier{}
 	}
-	b := Barrier{ID: t.barID, Line: t.barInst.line}
-	if ph := t.mem.warps[t.dim.Tid/32].barAt[t.dim.Tid%32]; ph != nil {
+	w, lane := t.mem.warps[t.dim.Tid/32], t.dim.Tid%32
+	b := Barrier{ID: w.barID[lane], Line: t.barInst.line}
+	if ph := w.barAt[lane]; ph != nil {
 		b.Phase, b.Done = ph.n, ph.done
 	}
 	return b
@@ -256,9 +256,11 @@ func (t *Thread) Release() error {
 	if t.stacks == nil || t.barInst == nil {
 		return errors.New("ptx: the thread waits at no barrier")
 	}
-	ph := t.mem.warps[t.dim.Tid/32].barAt[t.dim.Tid%32]
+	w, lane := t.mem.warps[t.dim.Tid/32], t.dim.Tid%32
+	ph := w.barAt[lane]
 	if ph == nil || !ph.done {
-		return fmt.Errorf("ptx: barrier %d (line %d) has not completed: %s", t.barID, t.barInst.line, t.mem.bars[t.barID].progress())
+		id := w.barID[lane]
+		return fmt.Errorf("ptx: barrier %d (line %d) has not completed: %s", id, t.barInst.line, t.mem.bars[id].progress())
 	}
 	t.mem.leave(t.dim, laneRunning, 0)
 	t.leaveBarrier(ph)
@@ -309,7 +311,7 @@ func (t *Thread) Run() (Stop, error) {
 				f.hoisted = 0 // done before an earlier load
 				continue
 			}
-			if in.op != opSt {
+			if in.hoist != 0 {
 				if st, err := t.hoist(f, in); err != nil {
 					return 0, t.fail(f, st, err)
 				}

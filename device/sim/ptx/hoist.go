@@ -135,13 +135,10 @@ func sinkLoad(code []inst, i int, targets map[int]bool) bool {
 }
 
 // hoist performs, before the load or atom ld (the instruction at f.pc-1),
-// the store markHoists found for it when it runs, the addresses differ and
-// the environment agrees; Run then skips that store. It returns the store
-// and the error it failed with, if it did.
+// the store markHoists found for it (ld.hoist is not 0) when it runs, the
+// addresses differ and the environment agrees; Run then skips that store.
+// It returns the store and the error it failed with, if it did.
 func (t *Thread) hoist(f *frame, ld *inst) (*inst, error) {
-	if ld.hoist == 0 {
-		return nil, nil
-	}
 	r, ok := t.env.(Reorderer)
 	if !ok {
 		return nil, nil
