@@ -274,3 +274,38 @@ B:
 		}
 	}
 }
+
+// TestAtomicRaceNamesItsPTXLine: a race between a plain store and an atom
+// of another thread reports the PTX line of each, the atom's included.
+func TestAtomicRaceNamesItsPTXLine(t *testing.T) {
+	const text = `.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 buf)
+{
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<2>;
+	.reg .pred %p<2>;
+	ld.param.u64 %rd1, [buf];
+	mov.u32 %r1, %tid.x;
+	setp.eq.u32 %p1, %r1, 0;
+	@%p1 st.global.u32 [%rd1], 5;
+	@!%p1 atom.relaxed.gpu.global.add.u32 %r2, [%rd1], 1;
+	ret;
+}
+`
+	_, races, err := runBarrierKernel(t, text, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(races) == 0 {
+		t.Fatal("no race between the plain store and the atom")
+	}
+	for _, r := range races {
+		for _, a := range []sim.Access{r.First, r.Second} {
+			if want := map[bool]int{false: 12, true: 13}[a.RMW]; a.Line != want {
+				t.Errorf("%s: line %d, want %d", race.Describe(a, ""), a.Line, want)
+			}
+		}
+	}
+}

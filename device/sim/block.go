@@ -131,13 +131,14 @@ func segAccess(kind AccessKind, sg segment, write bool, order signal.Order, scop
 }
 
 // emitRMW reports a read-modify-write (write: it stored, the store
-// numbered stamp). Its read returned the newest store, as the model has it.
-func (c *blockCtx) emitRMW(sg segment, write bool, order signal.Order, scope signal.Scope, old, new uint32, stamp uint64) {
+// numbered stamp) made at PTX line line (0 for a Go twin). Its read
+// returned the newest store, as the model has it.
+func (c *blockCtx) emitRMW(sg segment, write bool, order signal.Order, scope signal.Scope, old, new uint32, stamp uint64, line int) {
 	if c.l.dev.w.observe == nil {
 		return
 	}
 	a := segAccess(Atomic, sg, write, order, scope, old, new)
-	a.RMW, a.Stamp = true, stamp
+	a.RMW, a.Stamp, a.Line = true, stamp, line
 	c.emit(a)
 }
 
@@ -217,7 +218,7 @@ func (c *blockCtx) CAS32(p device.Ptr, old, new uint32, order signal.Order, scop
 	}
 	const cas = "cas %#x phys %d+%d %d->%d prev %d %s %s"
 	c.record(blockPrefix+cas, lanePrefix+cas, uint64(p), sg.phys.id, sg.off, old, new, prev, order.String(), scope.String())
-	c.emitRMW(sg, swapped, order, scope, old, new, stamp)
+	c.emitRMW(sg, swapped, order, scope, old, new, stamp, 0)
 	return prev, nil
 }
 

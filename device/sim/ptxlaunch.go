@@ -541,7 +541,7 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 	}
 	const at = "atom %s %#x phys %d+%d %d %d prev %d %s %s"
 	l.record(blockPrefix+at, lanePrefix+at, op.String(), addr, sg.phys.id, sg.off, a, b, old, o.String(), scope(sc).String())
-	l.emitRMW(sg, write, o, scope(sc), uint32(a), uint32(b), stamp)
+	l.emitRMW(sg, write, o, scope(sc), uint32(a), uint32(b), stamp, l.th.Line())
 	return old, nil
 }
 
