@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/internal/pool"
 	"github.com/symmem/symmem/signal"
 )
 
@@ -26,7 +25,8 @@ type physical struct {
 	id      uint64
 	owner   int // device that created it
 	data    []byte
-	filled  []uint64 // bit per page: garbage written
+	host    *hostBytes // the region data lies in, handed back when freed
+	filled  []uint64   // bit per page: garbage written
 	handles int
 	maps    int
 	fds     int
@@ -39,35 +39,14 @@ type physical struct {
 // so that a run touching a few bytes of a 2 MiB granule fills little.
 const pageSize = 4 << 10
 
-func newPhysical(id uint64, owner int, size uint64) *physical {
+func newPhysical(id uint64, owner int, size uint64) (*physical, error) {
 	p := &physical{id: id, owner: owner, handles: 1}
-	if size == device.Granularity {
-		p.data = newGranule()
-	} else {
-		p.data = make([]byte, size)
+	if err := hostRegions.get(p, size); err != nil {
+		return nil, err
 	}
 	pages := (size + pageSize - 1) / pageSize
 	p.filled = make([]uint64, (pages+63)/64)
-	return p
-}
-
-// granules recycles the bytes of one-granule allocations, the common
-// size: clearing 2 MiB for every new allocation dominated the cost of short
-// simulations. Bytes come back when an allocation is freed, or when
-// [World.Release] frees what a run left behind (a crashed rank never frees
-// its memory). Stale bytes never show, because every page gets its garbage
-// on first touch. It keeps at most maxPooledGranules.
-var granules = pool.Bounded[[]byte]{Max: maxPooledGranules}
-
-// maxPooledGranules bounds the bytes the pool keeps (128 MiB).
-const maxPooledGranules = 64
-
-// newGranule returns a granule's bytes, pooled or new.
-func newGranule() []byte {
-	if b, ok := granules.Get(); ok {
-		return b
-	}
-	return make([]byte, device.Granularity)
+	return p, nil
 }
 
 // touch gives every page of [off, off+n) its garbage if it has none yet.
@@ -90,10 +69,10 @@ func (p *physical) size() uint64 { return uint64(len(p.data)) }
 func (p *physical) freed() bool { return p.data == nil }
 
 func (p *physical) free() {
-	if p.size() == device.Granularity {
-		granules.Put(p.data)
+	if p.host != nil {
+		hostRegions.put(p.host)
 	}
-	p.data, p.filled, p.weak = nil, nil, nil
+	p.data, p.host, p.filled, p.weak = nil, nil, nil, nil
 }
 
 // garbage fills b with a pattern derived from seed, standing in for the

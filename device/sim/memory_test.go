@@ -3,8 +3,10 @@ package sim
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
@@ -347,18 +349,19 @@ func TestMemsetCopy(t *testing.T) {
 // however many handles, mappings and fds refer to it) and closes its
 // devices, and recycled bytes hold fresh garbage.
 func TestGranulesAreRecycled(t *testing.T) {
-	granules.Drain()               // room for what the test pools, whatever ran before
-	pooled := func(b []byte) int { // how many times the pool holds b
+	pooled := func(b []byte) int { // how many times the cache holds b
 		n := 0
-		for _, f := range granules.Drain() {
-			if &f[0] == &b[0] {
+		for _, r := range hostRegions.idleRegions() {
+			if &r.b[0] == &b[0] {
 				n++
 			}
-			granules.Put(f)
 		}
 		return n
 	}
-	p := newPhysical(1, 0, device.Granularity)
+	p, err := newPhysical(1, 0, device.Granularity)
+	if err != nil {
+		t.Fatal(err)
+	}
 	freed := p.data
 	p.free()
 	p.free()
@@ -396,7 +399,10 @@ func TestGranulesAreRecycled(t *testing.T) {
 		t.Fatal("a released world's device still allocates")
 	}
 
-	fresh := newPhysical(3, 0, device.Granularity)
+	fresh, err := newPhysical(3, 0, device.Granularity)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer fresh.free()
 	fresh.touch(0, pageSize)
 	want := make([]byte, pageSize)
@@ -407,4 +413,68 @@ func TestGranulesAreRecycled(t *testing.T) {
 	if bytes.Equal(want, make([]byte, pageSize)) {
 		t.Fatal("garbage is all zero")
 	}
+}
+
+// TestRegionsBySize: a freed allocation's region goes to the next
+// allocation of its size, never to one of another size; idle regions past
+// the resident bound give their pages back (they read as zeros, with the
+// host's mapping) and are reused all the same.
+func TestRegionsBySize(t *testing.T) {
+	c := regionCache{resident: device.Granularity}
+	alloc := func(n uint64) *physical {
+		p := &physical{}
+		if err := c.get(p, n); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	big, small := alloc(3*device.Granularity), alloc(device.Granularity)
+	big.data[0], small.data[0] = 7, 9
+	bigBytes, smallBytes := big.data, small.data
+	c.put(big.host)
+	c.put(big.host) // a second hand-back is a no-op
+	c.put(small.host)
+	if got := len(c.idleRegions()); got != 2 {
+		t.Fatalf("%d idle regions after freeing two allocations (one twice), want 2", got)
+	}
+	if p := alloc(device.Granularity); &p.data[0] != &smallBytes[0] {
+		t.Fatal("a 1-granule allocation did not get the freed 1-granule region")
+	}
+	p := alloc(3 * device.Granularity)
+	if &p.data[0] != &bigBytes[0] {
+		t.Fatal("a 3-granule allocation did not get the freed 3-granule region")
+	}
+	if mapped && p.data[0] != 0 {
+		t.Fatalf("a region past the resident bound kept its pages (first byte %d, want 0)", p.data[0])
+	}
+	if c.warmBytes() != 0 {
+		t.Fatalf("%d warm bytes idle with every region in use", c.warmBytes())
+	}
+}
+
+// TestUnfreedRegionComesBack: the region of an allocation that becomes
+// unreachable without being freed (a world never released) returns to the
+// cache.
+func TestUnfreedRegionComesBack(t *testing.T) {
+	if !mapped {
+		t.Skip("regions are Go heap memory here: the garbage collector takes them back")
+	}
+	c := regionCache{resident: device.Granularity}
+	p := &physical{}
+	if err := c.get(p, device.Granularity); err != nil {
+		t.Fatal(err)
+	}
+	first := &p.data[0]
+	p = nil
+	for range 100 {
+		runtime.GC()
+		if regs := c.idleRegions(); len(regs) == 1 {
+			if &regs[0].b[0] != first {
+				t.Fatal("the cache holds another region than the lost allocation's")
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the region of an unreachable allocation never came back")
 }

@@ -1,10 +1,13 @@
 package sim
 
-import "github.com/symmem/symmem/device"
-
-// PooledBytes returns how many bytes the process-wide pool of recycled
-// granules holds: memory that stays live between simulations by design
-// (at most 128 MiB), which a leak check of the host heap leaves out.
+// PooledBytes returns how many bytes of the Go heap the process-wide cache
+// of recycled allocations holds: memory that stays live between
+// simulations by design (at most 128 MiB), which a leak check of the host
+// heap leaves out. Where allocations are mapped outside the heap (Linux),
+// it holds none.
 func PooledBytes() uint64 {
-	return uint64(granules.Len()) * device.Granularity
+	if mapped {
+		return 0
+	}
+	return hostRegions.warmBytes()
 }
