@@ -12,7 +12,7 @@ import (
 // knows still answers exactly for the thread's own events (which the
 // shared clock lags behind).
 func TestWriteClockIsSharedUntilTheThreadLearns(t *testing.T) {
-	th := &thread{slot: 1, vc: vclock{3, 5}}
+	th := &thread{slot: 1, vc: clockOf(3, 5)}
 	var recs []*rec
 	for range 3 {
 		th.step()
@@ -24,7 +24,7 @@ func TestWriteClockIsSharedUntilTheThreadLearns(t *testing.T) {
 	if !recs[2].knows(epoch{1, 8}) || recs[1].knows(epoch{1, 8}) || !recs[1].knows(epoch{0, 3}) || recs[1].knows(epoch{0, 4}) {
 		t.Fatalf("knows is wrong: records %v %v", recs[1], recs[2])
 	}
-	th.learn(vclock{4})
+	th.learn(clockOf(4))
 	th.step()
 	r := &rec{ep: th.now(), strong: &strong{vc: th.writeClock()}}
 	if &r.vc[0] == &recs[0].vc[0] || !r.knows(epoch{0, 4}) {
@@ -40,25 +40,25 @@ func TestWriteClockIsSharedUntilTheThreadLearns(t *testing.T) {
 // acquire learns the join of them all.
 func TestAddReleaseSharesClocks(t *testing.T) {
 	a := sim.Access{Device: 0, Scope: signal.System}
-	fence := vclock{2, 2}
+	fence := clockOf(2, 2)
 	rel := addRelease(nil, a, fence)
 	if len(rel) != 1 || len(rel[0].vcs) != 1 || !same(rel[0].vcs[0], fence) {
 		t.Fatalf("a released clock was copied: %v", rel)
 	}
-	if got := addRelease(rel, a, vclock{1, 2}); &got[0] != &rel[0] {
+	if got := addRelease(rel, a, clockOf(1, 2)); &got[0] != &rel[0] {
 		t.Fatal("a release that adds nothing made a new list")
 	}
-	other := vclock{1, 3}
+	other := clockOf(1, 3)
 	got := addRelease(rel, a, other)
 	if len(rel[0].vcs) != 1 || len(got[0].vcs) != 2 || !same(got[0].vcs[0], fence) || !same(got[0].vcs[1], other) {
 		t.Fatalf("adding a second writer's clock: %v from %v", got, rel)
 	}
 	var learned vclock
 	got[0].learnInto(&learned)
-	if want := (vclock{2, 3}); !learned.leq(want) || !want.leq(learned) {
+	if want := (clockOf(2, 3)); !learned.leq(want) || !want.leq(learned) {
 		t.Fatalf("an acquire learns %v, want %v", learned, want)
 	}
-	later := vclock{3, 3}
+	later := clockOf(3, 3)
 	if got = addRelease(got, a, later); len(got[0].vcs) != 1 || !same(got[0].vcs[0], later) {
 		t.Fatalf("a clock holding the others did not replace them: %v", got[0].vcs)
 	}
@@ -68,10 +68,10 @@ func TestAddReleaseSharesClocks(t *testing.T) {
 		t.Fatalf("a new place: got %v from %v", got, rel)
 	}
 	rel = nil
-	want := vclock{}
+	want := clockOf()
 	for i := range maxReleaseClocks + 1 {
-		v := make(vclock, maxReleaseClocks+1)
-		v[i] = 1
+		v := clockOf()
+		v.set(i, 1)
 		want.join(v)
 		rel = addRelease(rel, a, v)
 	}
@@ -87,7 +87,7 @@ func TestAddReleaseSharesClocks(t *testing.T) {
 // were); joining a lane that learned nothing gives the parent the lane's
 // own events only, and one that learned gives it everything.
 func TestForkedThreadsShareTheirParentsClock(t *testing.T) {
-	parent := &thread{slot: 0, vc: vclock{7, 0, 0, 4}}
+	parent := &thread{slot: 0, vc: clockOf(7, 0, 0, 4)}
 	snap := parent.clock().clone()
 	a, b := &thread{slot: 1, parent: parent}, &thread{slot: 2, parent: parent}
 	a.share(snap)
@@ -101,7 +101,7 @@ func TestForkedThreadsShareTheirParentsClock(t *testing.T) {
 	if !a.knows(epoch{0, 7}) || a.knows(epoch{0, 8}) || !a.knows(epoch{1, 2}) || a.knows(epoch{1, 3}) {
 		t.Fatal("a sharing lane knows the wrong events")
 	}
-	b.learn(vclock{0, 0, 0, 9})
+	b.learn(clockOf(0, 0, 0, 9))
 	if &b.vc[0] == &snap[0] || b.get(3) != 9 || b.get(2) != 1 || snap.get(3) != 4 || a.get(3) != 4 {
 		t.Fatalf("a lane that learned: %v; its sibling %v; the snapshot %v", b.vc, a.vc, snap)
 	}

@@ -465,9 +465,8 @@ func (t *thread) get(i int) uint32 {
 // keep it only as long as t does not).
 func (t *thread) clock() vclock {
 	if t.shared {
-		v := make(vclock, max(len(t.vc), t.slot+1))
-		copy(v, t.vc)
-		v[t.slot] = t.own
+		v := t.vc.clone()
+		v.set(t.slot, t.own)
 		t.vc, t.shared = v, false
 	}
 	return t.vc
