@@ -187,7 +187,8 @@ func newRec(a *sim.Access, t *thread) *rec {
 		x = &rec{}
 	}
 	if o := originOf(a); t.org == nil || *t.org != o {
-		t.org = &o
+		t.org = &origin{}
+		*t.org = o
 	}
 	*x = rec{strong: x.strong, org: t.org, addr: a.Addr, size: a.Size, phys: a.Phys, off: a.PhysOffset,
 		unit: uint32(a.Unit), line: int32(a.Line), owner: int32(a.Owner), kind: kind8(a.Kind), order: uint8(a.Order), scope: uint8(a.Scope),
