@@ -39,14 +39,13 @@ type Detector struct {
 	// fresh is the state that granules no access touched before take in
 	// access freshGen.
 	fresh    *state
-	freshGen uint64
+	freshGen *rec
 	comms    []*comm   // ring of recent signal communications
 	sc       []release // what sc fences released, per scope and place
-	next     uint64    // access counter
 	races    []Race
 	sites    map[siteKey]int // index in races
 	total    int
-	pairs    []uint64 // first accesses already reported for the current access
+	pairs    []*rec // first accesses already reported for the current access
 }
 
 type threadKind int
@@ -128,20 +127,18 @@ type seqClock struct {
 
 // rec is one memory access as the shadow memory keeps it: the fields of
 // its [sim.Access] (see [rec.access]), who made it shared with the other
-// accesses of its thread's op, so that a record takes 112 bytes.
+// accesses of its thread's op and where it went with the other accesses
+// of its allocation through the same mapping, so that a record takes 64
+// bytes. Records are told apart by address: each access has its own.
 type rec struct {
-	id      uint64
 	ep      epoch
-	task    *actor.Label // the label of its task, shared by its thread; nil outside tasks
-	*strong              // atomics only
+	*strong // atomics only
 	org     *origin
-	addr    device.Ptr
+	at      *place
 	size    uint64
-	phys    uint64
 	off     uint64 // sim.Access.PhysOffset
 	unit    uint32 // sim.Access.Unit
 	line    int32
-	owner   int32
 	kind    kind8
 	order   uint8 // signal.Order
 	scope   uint8 // signal.Scope
@@ -167,16 +164,44 @@ type origin struct {
 	op, kernel   string
 	launch       uint64
 	block, lane  int
+	label        *actor.Label // the label of the task, shared by its thread; nil outside tasks
 }
 
-func originOf(a *sim.Access) origin {
+func originOf(a *sim.Access, label *actor.Label) origin {
 	return origin{task: a.Task, parent: a.Parent, device: a.Device, stream: a.Stream, seq: a.Seq, op: a.Op,
-		kernel: a.Kernel, launch: a.Launch, block: a.Block, lane: a.Lane}
+		kernel: a.Kernel, launch: a.Launch, block: a.Block, lane: a.Lane, label: label}
 }
 
-// newRec is the record of a, made by thread t (its origin shared with
-// t's previous access when they have the same).
-func newRec(a *sim.Access, t *thread) *rec {
+// place is where accesses of one physical allocation went: the
+// allocation, its owner, and the virtual address of its offset 0 in the
+// mapping they used.
+type place struct {
+	phys  uint64
+	owner int
+	base  device.Ptr
+}
+
+// places are the places the accesses of one allocation reached: few,
+// one per mapping.
+type places []*place
+
+// of is a's place, added when new.
+func (ps *places) of(a *sim.Access) *place {
+	base := a.Addr - device.Ptr(a.PhysOffset)
+	for _, p := range *ps {
+		if p.base == base && p.owner == a.Owner && p.phys == a.Phys {
+			return p
+		}
+	}
+	p := &place{phys: a.Phys, owner: a.Owner, base: base}
+	*ps = append(*ps, p)
+	return p
+}
+
+// newRec is the record of a, made by thread t at its current event at
+// place at (its origin shared with t's previous access when they have
+// the same).
+func (d *Detector) newRec(a *sim.Access, t *thread, at *place) *rec {
 	var x *rec
 	if a.Kind == sim.Atomic {
 		ar := &atomicRec{}
@@ -186,12 +211,12 @@ func newRec(a *sim.Access, t *thread) *rec {
 	} else {
 		x = &rec{}
 	}
-	if o := originOf(a); t.org == nil || *t.org != o {
+	if o := originOf(a, d.label(t)); t.org == nil || *t.org != o {
 		t.org = &origin{}
 		*t.org = o
 	}
-	*x = rec{strong: x.strong, org: t.org, addr: a.Addr, size: a.Size, phys: a.Phys, off: a.PhysOffset,
-		unit: uint32(a.Unit), line: int32(a.Line), owner: int32(a.Owner), kind: kind8(a.Kind), order: uint8(a.Order), scope: uint8(a.Scope),
+	*x = rec{ep: t.now(), strong: x.strong, org: t.org, at: at, size: a.Size, off: a.PhysOffset,
+		unit: uint32(a.Unit), line: int32(a.Line), kind: kind8(a.Kind), order: uint8(a.Order), scope: uint8(a.Scope),
 		write: a.Write, shared: a.Shared, rmw: a.RMW, sc: a.SC}
 	return x
 }
@@ -202,7 +227,7 @@ func (r *rec) access() sim.Access {
 	o := r.org
 	a := sim.Access{Kind: sim.AccessKind(r.kind), Task: o.task, Parent: o.parent, Device: o.device, Stream: o.stream, Seq: o.seq,
 		Op: o.op, Kernel: o.kernel, Launch: o.launch, Block: o.block, Lane: o.lane,
-		Addr: r.addr, Size: r.size, Unit: uint64(r.unit), Phys: r.phys, PhysOffset: r.off, Owner: int(r.owner),
+		Addr: r.at.base + device.Ptr(r.off), Size: r.size, Unit: uint64(r.unit), Phys: r.at.phys, PhysOffset: r.off, Owner: r.at.owner,
 		Write: r.write, Shared: r.shared, RMW: r.rmw, SC: r.sc, Order: signal.Order(r.order), Scope: signal.Scope(r.scope), Line: int(r.line)}
 	if r.strong != nil {
 		a.Stamp, a.Old, a.New = r.stamp, r.old, r.new
@@ -692,10 +717,8 @@ func (d *Detector) access(a sim.Access) {
 	}
 	t := d.self(a.Task)
 	t.step()
-	d.next++
-	x := newRec(&a, t)
-	x.id, x.ep, x.task = d.next, t.now(), d.label(t)
 	sh := d.shadowOf(a.Phys)
+	x := d.newRec(&a, t, sh.places.of(&a))
 	lo, hi := a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule
 	sh.grow(hi)
 	first := sh.at(lo)
@@ -773,16 +796,16 @@ func (d *Detector) access(a sim.Access) {
 	}
 	sh.update(from, hi, func(s *state, whole bool) *state {
 		switch {
-		case s == nil && d.freshGen == x.id:
+		case s == nil && d.freshGen == x:
 			return d.fresh
 		case s == nil:
-			d.fresh, d.freshGen = d.replace(nil, false, x, t, store), x.id
+			d.fresh, d.freshGen = d.replace(nil, false, x, t, store), x
 			return d.fresh
-		case s.gen == x.id:
+		case s.gen == x:
 			return s.next // another run of s was already replaced
 		}
 		n := d.replace(s, whole, x, t, store)
-		s.gen, s.next = x.id, n
+		s.gen, s.next = x, n
 		return n
 	})
 }

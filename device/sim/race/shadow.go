@@ -15,7 +15,8 @@ const pageGranules = 1 << pageShift
 // costs a step per page, not per granule; accesses narrower than a page
 // split it into one state pointer per granule.
 type shadow struct {
-	pages []page
+	pages  []page
+	places places
 }
 
 // page is the shadow of pageGranules granules: when cells is nil every
@@ -56,9 +57,9 @@ type state struct {
 	// place.
 	prior []wrote
 	refs  int32
-	// gen and next: the access numbered gen replaced this state by next
-	// in the granules it held, so its other holders get next too.
-	gen  uint64
+	// gen and next: the access gen replaced this state by next in the
+	// granules it held, so its other holders get next too.
+	gen  *rec
 	next *state
 }
 
