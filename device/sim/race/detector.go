@@ -273,11 +273,9 @@ func (r *rec) knows(e epoch) bool {
 // followed when a read observes its last write.
 const maxObserveChain = 64
 
-// observedBy reports whether the thread of slot observed r.
+// observedBy reports whether the thread of slot observed r, a strong
+// write.
 func (r *rec) observedBy(slot int) bool {
-	if r.strong == nil {
-		return false
-	}
 	w := slot / 64
 	return w < len(r.seen) && r.seen[w]&(1<<(slot%64)) != 0
 }
@@ -503,6 +501,26 @@ func (t *thread) clock() vclock {
 // changes, without copying it.
 func (t *thread) share(v vclock) {
 	t.vc, t.shared, t.own = v, true, v.get(t.slot)
+}
+
+// sight is a thread's clock at one event, copied out of the thread so
+// that a loop over many accesses keeps it at hand: component slot is own,
+// the others vc's.
+type sight struct {
+	vc   vclock
+	slot int
+	own  uint32
+}
+
+// sight is t's clock at its current event, valid until t changes.
+func (t *thread) sight() sight { return sight{t.vc, t.slot, t.get(t.slot)} }
+
+// get is component i.
+func (s *sight) get(i int) uint32 {
+	if i == s.slot {
+		return s.own
+	}
+	return s.vc.get(i)
 }
 
 // knows reports whether e happens before t's current event.
@@ -889,8 +907,9 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) 
 func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 	write := x.write
 	inPlace := cap(dst) > 0 && len(accs) > 0 && &dst[:1][0] == &accs[0]
+	now := t.sight()
 	for i, y := range accs {
-		ordered := y.before(t)
+		ordered := y.before(&now)
 		if !ordered && (y.write() || write) && conflict(y.r, x) {
 			d.report(y.r, x, t)
 		}

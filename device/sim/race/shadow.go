@@ -171,10 +171,10 @@ func accOf(r *rec) acc {
 // write reports whether y writes.
 func (y acc) write() bool { return y.tag&2 != 0 }
 
-// before reports whether y happens before t's current event, or t
-// observed it.
-func (y acc) before(t *thread) bool {
-	return y.clock <= t.get(int(y.tag>>2)) || (y.tag&1 != 0 && y.r.observedBy(t.slot))
+// before reports whether y happens before the thread's event that s
+// sees, or the thread observed it.
+func (y acc) before(s *sight) bool {
+	return y.clock <= s.get(int(y.tag>>2)) || (y.tag&1 != 0 && y.r.observedBy(s.slot))
 }
 
 // newState returns a state holding no access, held nowhere yet.

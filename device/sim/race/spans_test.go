@@ -172,7 +172,7 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 		st := &sh.spans[k].st
 		keep := make([]*rec, 0, len(st.accs)+1)
 		for _, y := range st.accs {
-			ordered := t.knows(y.ep) || y.observedBy(t.slot)
+			ordered := t.knows(y.ep) || (y.strong != nil && y.observedBy(t.slot))
 			if !ordered && (y.write || a.Write) && conflict(y, x) {
 				d.report(y, x, t)
 			}
