@@ -1,6 +1,8 @@
 package race
 
 import (
+	"slices"
+
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
@@ -1054,26 +1056,51 @@ func (d *Detector) fenceOp(a sim.Access) {
 // into the entry of the same scope and place). v is shared, not copied:
 // the caller never changes it.
 func addRelease(rel []release, a sim.Access, v vclock) []release {
-	launch, block := uint64(0), -1
-	if a.Scope == signal.Block {
-		launch, block = a.Launch, a.Block
-	}
-	for _, r := range rel {
-		if r.scope == a.Scope && r.dev == a.Device && r.launch == launch && r.block == block && r.holds(v) {
-			return rel // the entry already holds v
+	var vs [signal.System + 1]vclock
+	vs[a.Scope] = v
+	return addReleases(rel, a, &vs)
+}
+
+// addReleases returns rel with vs[s] released at scope s and a's place
+// for each scope s up to a's whose clock is not nil, in scope order, as
+// [addRelease] would one after the other: each merged into the entry of
+// its scope and place, or added after the others. The result is rel
+// when every entry already holds its clock, else a new list (release
+// lists are shared between states: copy on write). The clocks are
+// shared, not copied.
+func addReleases(rel []release, a sim.Access, vs *[signal.System + 1]vclock) []release {
+	var out []release // the new list, once something changed
+	var one []vclock  // the clocks of the last entry added, shared by the next when alike
+	for s := signal.Block; s <= a.Scope; s++ {
+		v := vs[s]
+		if v == nil {
+			continue
 		}
-	}
-	out := make([]release, 0, len(rel)+1)
-	merged := false
-	for _, r := range rel {
-		if r.scope == a.Scope && r.dev == a.Device && r.launch == launch && r.block == block {
-			r.vcs = r.with(v) // release lists are shared between states: copy on write
-			merged = true
+		launch, block := uint64(0), -1
+		if s == signal.Block {
+			launch, block = a.Launch, a.Block
 		}
-		out = append(out, r)
+		i := slices.IndexFunc(rel, func(r release) bool {
+			return r.scope == s && r.dev == a.Device && r.launch == launch && r.block == block
+		})
+		if i >= 0 && rel[i].holds(v) {
+			continue // the entry already holds v
+		}
+		if out == nil {
+			out = make([]release, len(rel), len(rel)+int(a.Scope-s)+1)
+			copy(out, rel)
+		}
+		if i >= 0 {
+			out[i].vcs = rel[i].with(v)
+			continue
+		}
+		if len(one) == 0 || !same(one[0], v) {
+			one = []vclock{v}
+		}
+		out = append(out, release{scope: s, dev: a.Device, launch: launch, block: block, vcs: one})
 	}
-	if !merged {
-		out = append(out, release{scope: a.Scope, dev: a.Device, launch: launch, block: block, vcs: []vclock{v}})
+	if out == nil {
+		return rel
 	}
 	return out
 }
@@ -1089,12 +1116,5 @@ func (d *Detector) release(t *thread, rel []release, a sim.Access, vc vclock) []
 	if a.Order.Releases() {
 		return addRelease(rel, a, vc)
 	}
-	for s := signal.Block; s <= a.Scope; s++ {
-		if v := t.relFence[s]; v != nil {
-			b := a
-			b.Scope = s
-			rel = addRelease(rel, b, v)
-		}
-	}
-	return rel
+	return addReleases(rel, a, &t.relFence)
 }
