@@ -134,7 +134,7 @@ type seqClock struct {
 // bytes. Records are told apart by address: each access has its own.
 type rec struct {
 	ep      epoch
-	*strong // atomics only
+	*strong // atomics only, but for reads with no Stamp, Old or New
 	org     *origin
 	at      *place
 	size    uint64
@@ -205,7 +205,7 @@ func (ps *places) of(a *sim.Access) *place {
 // the same).
 func (d *Detector) newRec(a *sim.Access, t *thread, at *place) *rec {
 	var x *rec
-	if a.Kind == sim.Atomic {
+	if a.Kind == sim.Atomic && (a.Write || a.Stamp != 0 || a.Old != 0 || a.New != 0) {
 		ar := &atomicRec{}
 		ar.strong = &ar.st
 		ar.st.stamp, ar.st.old, ar.st.new = a.Stamp, a.Old, a.New
@@ -237,7 +237,9 @@ func (r *rec) access() sim.Access {
 	return a
 }
 
-// strong is what the detector keeps of an atomic access besides its rec.
+// strong is what the detector keeps of an atomic access besides its rec:
+// of a strong write, and of a read that reports operands. A read that
+// does not needs none of it (nothing observes a read, only writes).
 type strong struct {
 	vc    vclock // atomic writes: the writer's clock, to explain races
 	fence vclock // atomic writes: the fence clock the write published
