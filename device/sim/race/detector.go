@@ -100,6 +100,10 @@ type thread struct {
 	// wsnap is the clock shared by the records of the thread's relaxed
 	// atomic writes since it last learned anything (nil: none taken yet).
 	wsnap vclock
+	// quiet is the first event of the thread since which its clock
+	// changed in its own component only: an access it made since was
+	// checked against what it knows now.
+	quiet uint32
 	org   *origin // who made the thread's last access
 }
 
@@ -148,6 +152,9 @@ type rec struct {
 	shared  bool
 	rmw     bool
 	sc      bool
+	// settled marks a read that left every write of the accesses it was
+	// checked against ordered before it (see [Detector.check]).
+	settled bool
 }
 
 // kind8 is a [sim.AccessKind] in a byte.
@@ -219,7 +226,7 @@ func (d *Detector) newRec(a *sim.Access, t *thread, at *place) *rec {
 	}
 	*x = rec{ep: t.now(), strong: x.strong, org: t.org, at: at, size: a.Size, off: a.PhysOffset,
 		unit: uint32(a.Unit), line: int32(a.Line), kind: kind8(a.Kind), order: uint8(a.Order), scope: uint8(a.Scope),
-		write: a.Write, shared: a.Shared, rmw: a.RMW, sc: a.SC}
+		write: a.Write, shared: a.Shared, rmw: a.RMW, sc: a.SC, settled: !a.Write}
 	return x
 }
 
@@ -563,7 +570,7 @@ func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadK
 			d.slotOf[key] = slot
 		}
 	}
-	t := &thread{task: task, slot: slot, kind: kind, vc: init}
+	t := &thread{task: task, slot: slot, kind: kind, vc: init, quiet: init.get(slot) + 1}
 	d.slots[slot].owner = t
 	d.threads[task] = t
 	d.lastTask, d.lastThread = task, t
@@ -574,14 +581,21 @@ func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadK
 func (t *thread) learn(o vclock) {
 	t.clock()
 	t.vc.join(o)
-	t.wsnap = nil
+	t.learned()
 }
 
 // learnRelease joins what r released into t's clock.
 func (t *thread) learnRelease(r release) {
 	t.clock()
 	r.learnInto(&t.vc)
+	t.learned()
+}
+
+// learned notes that t's clock may have changed beyond its own
+// component during its current event.
+func (t *thread) learned() {
 	t.wsnap = nil
+	t.quiet = t.get(t.slot) + 1
 }
 
 // writeClock is t's clock for the record of a relaxed atomic write: a
@@ -724,7 +738,7 @@ func (t *thread) joinParent() {
 		if p.get(t.slot) < t.own {
 			p.clock()
 			p.vc.set(t.slot, t.own)
-			p.wsnap = nil
+			p.learned()
 		}
 	default:
 		p.learn(t.vc)
@@ -908,9 +922,24 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) 
 // check reports the races of x with the accesses accs of a granule and
 // appends to dst those x does not supersede, then x. dst may be accs[:0]:
 // the kept accesses then move down in place.
+//
+// A read that follows its thread's settled read at the end of accs, with
+// nothing learned in between, only takes that read's place: the others
+// stay as unordered with the thread as they were, the writes as ordered,
+// and nothing races.
 func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 	write := x.write
 	inPlace := cap(dst) > 0 && len(accs) > 0 && &dst[:1][0] == &accs[0]
+	if n := len(accs); !write && n > 0 {
+		if y := accs[n-1].r; y.settled && int(y.ep.slot) == t.slot && y.ep.clock >= t.quiet {
+			if inPlace {
+				dst = dst[:n-1]
+			} else {
+				dst = append(dst, accs[:n-1]...)
+			}
+			return append(dst, accOf(x))
+		}
+	}
 	now := t.sight()
 	for i, y := range accs {
 		ordered := y.before(&now)
@@ -918,6 +947,9 @@ func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 			d.report(y.r, x, t)
 		}
 		if !ordered || (!write && y.write()) {
+			if !ordered && y.write() {
+				x.settled = false
+			}
 			if inPlace && len(dst) == i {
 				dst = dst[:i+1] // already there
 				continue
