@@ -152,9 +152,6 @@ type rec struct {
 	shared  bool
 	rmw     bool
 	sc      bool
-	// settled marks a read that left every write of the accesses it was
-	// checked against ordered before it (see [Detector.check]).
-	settled bool
 }
 
 // kind8 is a [sim.AccessKind] in a byte.
@@ -226,7 +223,7 @@ func (d *Detector) newRec(a *sim.Access, t *thread, at *place) *rec {
 	}
 	*x = rec{ep: t.now(), strong: x.strong, org: t.org, at: at, size: a.Size, off: a.PhysOffset,
 		unit: uint32(a.Unit), line: int32(a.Line), kind: kind8(a.Kind), order: uint8(a.Order), scope: uint8(a.Scope),
-		write: a.Write, shared: a.Shared, rmw: a.RMW, sc: a.SC, settled: !a.Write}
+		write: a.Write, shared: a.Shared, rmw: a.RMW, sc: a.SC}
 	return x
 }
 
@@ -891,7 +888,7 @@ func (d *Detector) shadowOf(phys uint64) *shadow {
 func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) *state {
 	if s == nil {
 		n := newState()
-		n.accs = append(n.accs, accOf(x))
+		n.accs = append(n.accs, accOf(x, !x.write))
 		return n
 	}
 	prior := s.priorAfter(x) // before x changes the accesses
@@ -923,24 +920,25 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) 
 // appends to dst those x does not supersede, then x. dst may be accs[:0]:
 // the kept accesses then move down in place.
 //
-// A read that follows its thread's settled read at the end of accs, with
-// nothing learned in between, only takes that read's place: the others
-// stay as unordered with the thread as they were, the writes as ordered,
-// and nothing races.
+// A read that follows a settled read of its thread at the end of accs,
+// made since the thread last learned anything, only takes that read's
+// place: every other read stays as unordered with the thread as it was,
+// every write as ordered, and nothing races.
 func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 	write := x.write
 	inPlace := cap(dst) > 0 && len(accs) > 0 && &dst[:1][0] == &accs[0]
 	if n := len(accs); !write && n > 0 {
-		if y := accs[n-1].r; y.settled && int(y.ep.slot) == t.slot && y.ep.clock >= t.quiet {
+		if y := accs[n-1]; y.tag&accSettled != 0 && y.slot() == t.slot && y.clock >= t.quiet {
 			if inPlace {
 				dst = dst[:n-1]
 			} else {
 				dst = append(dst, accs[:n-1]...)
 			}
-			return append(dst, accOf(x))
+			return append(dst, accOf(x, true))
 		}
 	}
 	now := t.sight()
+	settled := !write
 	for i, y := range accs {
 		ordered := y.before(&now)
 		if !ordered && (y.write() || write) && conflict(y.r, x) {
@@ -948,7 +946,7 @@ func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 		}
 		if !ordered || (!write && y.write()) {
 			if !ordered && y.write() {
-				x.settled = false
+				settled = false
 			}
 			if inPlace && len(dst) == i {
 				dst = dst[:i+1] // already there
@@ -957,7 +955,7 @@ func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 			dst = append(dst, y)
 		}
 	}
-	return append(dst, accOf(x))
+	return append(dst, accOf(x, settled))
 }
 
 // conflict reports whether two accesses to a common word race when

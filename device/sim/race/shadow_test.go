@@ -114,7 +114,7 @@ func sameEpochs(a []acc, b []*rec) bool {
 		return false
 	}
 	for i := range a {
-		if a[i] != accOf(a[i].r) || a[i].r.ep != b[i].ep {
+		if a[i] != accOf(a[i].r, a[i].tag&accSettled != 0) || a[i].r.ep != b[i].ep {
 			return false
 		}
 	}
