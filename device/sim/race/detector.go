@@ -94,9 +94,13 @@ type thread struct {
 	// pend[s] joins what the thread's strong reads observed from releases
 	// that need scope s: a later fence of scope s or wider acquires it (an
 	// acquire pattern).
-	pend  [signal.System + 1]vclock
-	snap  vclock       // the clock the current batch of children forks from
-	label *actor.Label // the task's label, once an access needed it
+	pend [signal.System + 1]vclock
+	// pendLast[s] is the clock last joined into pend[s]: released clocks
+	// never change and pend[s] only grows, so joining it again, as a
+	// thread polling a word does, changes nothing.
+	pendLast [signal.System + 1]vclock
+	snap     vclock       // the clock the current batch of children forks from
+	label    *actor.Label // the task's label, once an access needed it
 	// wsnap is the clock shared by the records of the thread's relaxed
 	// atomic writes since it last learned anything (nil: none taken yet).
 	wsnap vclock
@@ -1049,7 +1053,12 @@ func (d *Detector) observeRelease(t *thread, rel []release, a sim.Access) {
 		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
 		need := signal.Needed(sameDev, sameBlock)
 		if r.scope >= need && a.Scope >= need {
-			r.learnInto(&t.pend[need])
+			for _, c := range r.vcs {
+				if !same(c, t.pendLast[need]) {
+					t.pend[need].join(c)
+					t.pendLast[need] = c
+				}
+			}
 		}
 	}
 }
