@@ -1110,12 +1110,12 @@ func addRelease(rel []release, a sim.Access, v vclock) []release {
 }
 
 // addReleases returns rel with vs[s] released at scope s and a's place
-// for each scope s up to a's whose clock is not nil, in scope order, as
-// [addRelease] would one after the other: each merged into the entry of
-// its scope and place, or added after the others. The result is rel
-// when every entry already holds its clock, else a new list (release
-// lists are shared between states: copy on write). The clocks are
-// shared, not copied.
+// for each scope s up to a's whose clock is not nil, as releasing them
+// one scope after the other would: each merged into the entry of its
+// scope and place, or added after the others in scope order. The result
+// is rel when every entry already holds its clock, else a new list
+// (release lists are shared between states: copy on write). The clocks
+// are shared, not copied.
 func addReleases(rel []release, a sim.Access, vs *[signal.System + 1]vclock) []release {
 	var out []release // the new list, once something changed
 	var one []vclock  // the clocks of the last entry added, shared by the next when alike

@@ -16,7 +16,7 @@ const pageGranules = 1 << pageShift
 // split it into one state pointer per granule.
 type shadow struct {
 	pages  []page
-	places places
+	places places // where its accesses went, shared by their records
 }
 
 // page is the shadow of pageGranules granules: when cells is nil every

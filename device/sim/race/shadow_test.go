@@ -77,8 +77,8 @@ func newBare(t *testing.T) *Detector {
 }
 
 // compareShadow checks that every granule in [lo, hi) holds the same
-// accesses (by epoch: both detectors see the same events) and releases in both shadows, and that a span ends
-// after the same granules.
+// accesses (by epoch: both detectors see the same events) and releases
+// in both shadows, and that a span ends after the same granules.
 func compareShadow(t *testing.T, a sim.Access, sh *shadow, ref *spanShadow, lo, hi uint64) {
 	t.Helper()
 	for g := lo; g < min(hi, uint64(len(sh.pages))<<pageShift); g++ {
