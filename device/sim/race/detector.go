@@ -1,6 +1,8 @@
 package race
 
 import (
+	"slices"
+
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
@@ -39,14 +41,13 @@ type Detector struct {
 	// fresh is the state that granules no access touched before take in
 	// access freshGen.
 	fresh    *state
-	freshGen uint64
+	freshGen *rec
 	comms    []*comm   // ring of recent signal communications
 	sc       []release // what sc fences released, per scope and place
-	next     uint64    // access counter
 	races    []Race
 	sites    map[siteKey]int // index in races
 	total    int
-	pairs    []uint64 // first accesses already reported for the current access
+	pairs    []*rec // first accesses already reported for the current access
 }
 
 type threadKind int
@@ -93,12 +94,20 @@ type thread struct {
 	// pend[s] joins what the thread's strong reads observed from releases
 	// that need scope s: a later fence of scope s or wider acquires it (an
 	// acquire pattern).
-	pend  [signal.System + 1]vclock
-	snap  vclock       // the clock the current batch of children forks from
-	label *actor.Label // the task's label, once an access needed it
+	pend [signal.System + 1]vclock
+	// pendLast[s] is the clock last joined into pend[s]: released clocks
+	// never change and pend[s] only grows, so joining it again, as a
+	// thread polling a word does, changes nothing.
+	pendLast [signal.System + 1]vclock
+	snap     vclock       // the clock the current batch of children forks from
+	label    *actor.Label // the task's label, once an access needed it
 	// wsnap is the clock shared by the records of the thread's relaxed
 	// atomic writes since it last learned anything (nil: none taken yet).
 	wsnap vclock
+	// quiet is the first event of the thread since which its clock
+	// changed in its own component only: an access it made since was
+	// checked against what it knows now.
+	quiet uint32
 	org   *origin // who made the thread's last access
 }
 
@@ -128,20 +137,18 @@ type seqClock struct {
 
 // rec is one memory access as the shadow memory keeps it: the fields of
 // its [sim.Access] (see [rec.access]), who made it shared with the other
-// accesses of its thread's op, so that a record takes 112 bytes.
+// accesses of its thread's op and where it went with the other accesses
+// of its allocation through the same mapping, so that a record takes 64
+// bytes. Records are told apart by address: each access has its own.
 type rec struct {
-	id      uint64
 	ep      epoch
-	task    *actor.Label // the label of its task, shared by its thread; nil outside tasks
-	*strong              // atomics only
+	*strong // atomics only, but for reads with no Stamp, Old or New
 	org     *origin
-	addr    device.Ptr
+	at      *place
 	size    uint64
-	phys    uint64
 	off     uint64 // sim.Access.PhysOffset
 	unit    uint32 // sim.Access.Unit
 	line    int32
-	owner   int32
 	kind    kind8
 	order   uint8 // signal.Order
 	scope   uint8 // signal.Scope
@@ -167,18 +174,53 @@ type origin struct {
 	op, kernel   string
 	launch       uint64
 	block, lane  int
+	label        *actor.Label // the label of the task, shared by its thread; nil outside tasks
 }
 
-func originOf(a *sim.Access) origin {
+func originOf(a *sim.Access, label *actor.Label) origin {
 	return origin{task: a.Task, parent: a.Parent, device: a.Device, stream: a.Stream, seq: a.Seq, op: a.Op,
-		kernel: a.Kernel, launch: a.Launch, block: a.Block, lane: a.Lane}
+		kernel: a.Kernel, launch: a.Launch, block: a.Block, lane: a.Lane, label: label}
 }
 
-// newRec is the record of a, made by thread t (its origin shared with
-// t's previous access when they have the same).
-func newRec(a *sim.Access, t *thread) *rec {
+// is reports whether o is originOf(a, label), without making that.
+func (o *origin) is(a *sim.Access, label *actor.Label) bool {
+	return o.task == a.Task && o.seq == a.Seq && o.lane == a.Lane && o.block == a.Block && o.launch == a.Launch &&
+		o.device == a.Device && o.stream == a.Stream && o.parent == a.Parent && o.label == label &&
+		o.op == a.Op && o.kernel == a.Kernel
+}
+
+// place is where accesses of one physical allocation went: the
+// allocation, its owner, and the virtual address of its offset 0 in the
+// mapping they used.
+type place struct {
+	phys  uint64
+	owner int
+	base  device.Ptr
+}
+
+// places are the places the accesses of one allocation reached: few,
+// one per mapping.
+type places []*place
+
+// of is a's place, added when new.
+func (ps *places) of(a *sim.Access) *place {
+	base := a.Addr - device.Ptr(a.PhysOffset)
+	for _, p := range *ps {
+		if p.base == base && p.owner == a.Owner && p.phys == a.Phys {
+			return p
+		}
+	}
+	p := &place{phys: a.Phys, owner: a.Owner, base: base}
+	*ps = append(*ps, p)
+	return p
+}
+
+// newRec is the record of a, made by thread t at its current event at
+// place at (its origin shared with t's previous access when they have
+// the same).
+func (d *Detector) newRec(a *sim.Access, t *thread, at *place) *rec {
 	var x *rec
-	if a.Kind == sim.Atomic {
+	if a.Kind == sim.Atomic && (a.Write || a.Stamp != 0 || a.Old != 0 || a.New != 0) {
 		ar := &atomicRec{}
 		ar.strong = &ar.st
 		ar.st.stamp, ar.st.old, ar.st.new = a.Stamp, a.Old, a.New
@@ -186,11 +228,12 @@ func newRec(a *sim.Access, t *thread) *rec {
 	} else {
 		x = &rec{}
 	}
-	if o := originOf(a); t.org == nil || *t.org != o {
-		t.org = &o
+	if label := d.label(t); t.org == nil || !t.org.is(a, label) {
+		t.org = &origin{}
+		*t.org = originOf(a, label)
 	}
-	*x = rec{strong: x.strong, org: t.org, addr: a.Addr, size: a.Size, phys: a.Phys, off: a.PhysOffset,
-		unit: uint32(a.Unit), line: int32(a.Line), owner: int32(a.Owner), kind: kind8(a.Kind), order: uint8(a.Order), scope: uint8(a.Scope),
+	*x = rec{ep: t.now(), strong: x.strong, org: t.org, at: at, size: a.Size, off: a.PhysOffset,
+		unit: uint32(a.Unit), line: int32(a.Line), kind: kind8(a.Kind), order: uint8(a.Order), scope: uint8(a.Scope),
 		write: a.Write, shared: a.Shared, rmw: a.RMW, sc: a.SC}
 	return x
 }
@@ -201,7 +244,7 @@ func (r *rec) access() sim.Access {
 	o := r.org
 	a := sim.Access{Kind: sim.AccessKind(r.kind), Task: o.task, Parent: o.parent, Device: o.device, Stream: o.stream, Seq: o.seq,
 		Op: o.op, Kernel: o.kernel, Launch: o.launch, Block: o.block, Lane: o.lane,
-		Addr: r.addr, Size: r.size, Unit: uint64(r.unit), Phys: r.phys, PhysOffset: r.off, Owner: int(r.owner),
+		Addr: r.at.base + device.Ptr(r.off), Size: r.size, Unit: uint64(r.unit), Phys: r.at.phys, PhysOffset: r.off, Owner: r.at.owner,
 		Write: r.write, Shared: r.shared, RMW: r.rmw, SC: r.sc, Order: signal.Order(r.order), Scope: signal.Scope(r.scope), Line: int(r.line)}
 	if r.strong != nil {
 		a.Stamp, a.Old, a.New = r.stamp, r.old, r.new
@@ -209,7 +252,9 @@ func (r *rec) access() sim.Access {
 	return a
 }
 
-// strong is what the detector keeps of an atomic access besides its rec.
+// strong is what the detector keeps of an atomic access besides its rec:
+// of a strong write, and of a read that reports operands. A read that
+// does not needs none of it (nothing observes a read, only writes).
 type strong struct {
 	vc    vclock // atomic writes: the writer's clock, to explain races
 	fence vclock // atomic writes: the fence clock the write published
@@ -247,11 +292,9 @@ func (r *rec) knows(e epoch) bool {
 // followed when a read observes its last write.
 const maxObserveChain = 64
 
-// observedBy reports whether the thread of slot observed r.
+// observedBy reports whether the thread of slot observed r, a strong
+// write.
 func (r *rec) observedBy(slot int) bool {
-	if r.strong == nil {
-		return false
-	}
 	w := slot / 64
 	return w < len(r.seen) && r.seen[w]&(1<<(slot%64)) != 0
 }
@@ -478,6 +521,26 @@ func (t *thread) share(v vclock) {
 	t.vc, t.shared, t.own = v, true, v.get(t.slot)
 }
 
+// sight is a thread's clock at one event, copied out of the thread so
+// that a loop over many accesses keeps it at hand: component slot is own,
+// the others vc's.
+type sight struct {
+	vc   vclock
+	slot int
+	own  uint32
+}
+
+// sight is t's clock at its current event, valid until t changes.
+func (t *thread) sight() sight { return sight{t.vc, t.slot, t.get(t.slot)} }
+
+// get is component i.
+func (s *sight) get(i int) uint32 {
+	if i == s.slot {
+		return s.own
+	}
+	return s.vc.get(i)
+}
+
 // knows reports whether e happens before t's current event.
 func (t *thread) knows(e epoch) bool { return e.clock <= t.get(int(e.slot)) }
 
@@ -514,7 +577,7 @@ func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadK
 			d.slotOf[key] = slot
 		}
 	}
-	t := &thread{task: task, slot: slot, kind: kind, vc: init}
+	t := &thread{task: task, slot: slot, kind: kind, vc: init, quiet: init.get(slot) + 1}
 	d.slots[slot].owner = t
 	d.threads[task] = t
 	d.lastTask, d.lastThread = task, t
@@ -525,14 +588,21 @@ func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadK
 func (t *thread) learn(o vclock) {
 	t.clock()
 	t.vc.join(o)
-	t.wsnap = nil
+	t.learned()
 }
 
 // learnRelease joins what r released into t's clock.
 func (t *thread) learnRelease(r release) {
 	t.clock()
 	r.learnInto(&t.vc)
+	t.learned()
+}
+
+// learned notes that t's clock may have changed beyond its own
+// component during its current event.
+func (t *thread) learned() {
 	t.wsnap = nil
+	t.quiet = t.get(t.slot) + 1
 }
 
 // writeClock is t's clock for the record of a relaxed atomic write: a
@@ -675,7 +745,7 @@ func (t *thread) joinParent() {
 		if p.get(t.slot) < t.own {
 			p.clock()
 			p.vc.set(t.slot, t.own)
-			p.wsnap = nil
+			p.learned()
 		}
 	default:
 		p.learn(t.vc)
@@ -690,10 +760,8 @@ func (d *Detector) access(a sim.Access) {
 	}
 	t := d.self(a.Task)
 	t.step()
-	d.next++
-	x := newRec(&a, t)
-	x.id, x.ep, x.task = d.next, t.now(), d.label(t)
 	sh := d.shadowOf(a.Phys)
+	x := d.newRec(&a, t, sh.places.of(&a))
 	lo, hi := a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule
 	sh.grow(hi)
 	first := sh.at(lo)
@@ -771,16 +839,16 @@ func (d *Detector) access(a sim.Access) {
 	}
 	sh.update(from, hi, func(s *state, whole bool) *state {
 		switch {
-		case s == nil && d.freshGen == x.id:
+		case s == nil && d.freshGen == x:
 			return d.fresh
 		case s == nil:
-			d.fresh, d.freshGen = d.replace(nil, false, x, t, store), x.id
+			d.fresh, d.freshGen = d.replace(nil, false, x, t, store), x
 			return d.fresh
-		case s.gen == x.id:
+		case s.gen == x:
 			return s.next // another run of s was already replaced
 		}
 		n := d.replace(s, whole, x, t, store)
-		s.gen, s.next = x.id, n
+		s.gen, s.next = x, n
 		return n
 	})
 }
@@ -830,7 +898,7 @@ func (d *Detector) shadowOf(phys uint64) *shadow {
 func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) *state {
 	if s == nil {
 		n := newState()
-		n.accs = append(n.accs, accOf(x))
+		n.accs = append(n.accs, accOf(x, !x.write))
 		return n
 	}
 	prior := s.priorAfter(x) // before x changes the accesses
@@ -861,15 +929,35 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) 
 // check reports the races of x with the accesses accs of a granule and
 // appends to dst those x does not supersede, then x. dst may be accs[:0]:
 // the kept accesses then move down in place.
+//
+// A read that follows a settled read of its thread at the end of accs,
+// made since the thread last learned anything, only takes that read's
+// place: every other read stays as unordered with the thread as it was,
+// every write as ordered, and nothing races.
 func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 	write := x.write
 	inPlace := cap(dst) > 0 && len(accs) > 0 && &dst[:1][0] == &accs[0]
+	if n := len(accs); !write && n > 0 {
+		if y := accs[n-1]; y.tag&accSettled != 0 && y.slot() == t.slot && y.clock >= t.quiet {
+			if inPlace {
+				dst = dst[:n-1]
+			} else {
+				dst = append(dst, accs[:n-1]...)
+			}
+			return append(dst, accOf(x, true))
+		}
+	}
+	now := t.sight()
+	settled := !write
 	for i, y := range accs {
-		ordered := y.before(t)
+		ordered := y.before(&now)
 		if !ordered && (y.write() || write) && conflict(y.r, x) {
 			d.report(y.r, x, t)
 		}
 		if !ordered || (!write && y.write()) {
+			if !ordered && y.write() {
+				settled = false
+			}
 			if inPlace && len(dst) == i {
 				dst = dst[:i+1] // already there
 				continue
@@ -877,7 +965,7 @@ func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 			dst = append(dst, y)
 		}
 	}
-	return append(dst, accOf(x))
+	return append(dst, accOf(x, settled))
 }
 
 // conflict reports whether two accesses to a common word race when
@@ -971,7 +1059,12 @@ func (d *Detector) observeRelease(t *thread, rel []release, a sim.Access) {
 		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
 		need := signal.Needed(sameDev, sameBlock)
 		if r.scope >= need && a.Scope >= need {
-			r.learnInto(&t.pend[need])
+			for _, c := range r.vcs {
+				if !same(c, t.pendLast[need]) {
+					t.pend[need].join(c)
+					t.pendLast[need] = c
+				}
+			}
 		}
 	}
 }
@@ -1010,26 +1103,51 @@ func (d *Detector) fenceOp(a sim.Access) {
 // into the entry of the same scope and place). v is shared, not copied:
 // the caller never changes it.
 func addRelease(rel []release, a sim.Access, v vclock) []release {
-	launch, block := uint64(0), -1
-	if a.Scope == signal.Block {
-		launch, block = a.Launch, a.Block
-	}
-	for _, r := range rel {
-		if r.scope == a.Scope && r.dev == a.Device && r.launch == launch && r.block == block && r.holds(v) {
-			return rel // the entry already holds v
+	var vs [signal.System + 1]vclock
+	vs[a.Scope] = v
+	return addReleases(rel, a, &vs)
+}
+
+// addReleases returns rel with vs[s] released at scope s and a's place
+// for each scope s up to a's whose clock is not nil, as releasing them
+// one scope after the other would: each merged into the entry of its
+// scope and place, or added after the others in scope order. The result
+// is rel when every entry already holds its clock, else a new list
+// (release lists are shared between states: copy on write). The clocks
+// are shared, not copied.
+func addReleases(rel []release, a sim.Access, vs *[signal.System + 1]vclock) []release {
+	var out []release // the new list, once something changed
+	var one []vclock  // the clocks of the last entry added, shared by the next when alike
+	for s := signal.Block; s <= a.Scope; s++ {
+		v := vs[s]
+		if v == nil {
+			continue
 		}
-	}
-	out := make([]release, 0, len(rel)+1)
-	merged := false
-	for _, r := range rel {
-		if r.scope == a.Scope && r.dev == a.Device && r.launch == launch && r.block == block {
-			r.vcs = r.with(v) // release lists are shared between states: copy on write
-			merged = true
+		launch, block := uint64(0), -1
+		if s == signal.Block {
+			launch, block = a.Launch, a.Block
 		}
-		out = append(out, r)
+		i := slices.IndexFunc(rel, func(r release) bool {
+			return r.scope == s && r.dev == a.Device && r.launch == launch && r.block == block
+		})
+		if i >= 0 && rel[i].holds(v) {
+			continue // the entry already holds v
+		}
+		if out == nil {
+			out = make([]release, len(rel), len(rel)+int(a.Scope-s)+1)
+			copy(out, rel)
+		}
+		if i >= 0 {
+			out[i].vcs = rel[i].with(v)
+			continue
+		}
+		if len(one) == 0 || !same(one[0], v) {
+			one = []vclock{v}
+		}
+		out = append(out, release{scope: s, dev: a.Device, launch: launch, block: block, vcs: one})
 	}
-	if !merged {
-		out = append(out, release{scope: a.Scope, dev: a.Device, launch: launch, block: block, vcs: []vclock{v}})
+	if out == nil {
+		return rel
 	}
 	return out
 }
@@ -1045,12 +1163,5 @@ func (d *Detector) release(t *thread, rel []release, a sim.Access, vc vclock) []
 	if a.Order.Releases() {
 		return addRelease(rel, a, vc)
 	}
-	for s := signal.Block; s <= a.Scope; s++ {
-		if v := t.relFence[s]; v != nil {
-			b := a
-			b.Scope = s
-			rel = addRelease(rel, b, v)
-		}
-	}
-	return rel
+	return addReleases(rel, a, &t.relFence)
 }

@@ -136,12 +136,12 @@ func siteOf(a sim.Access) site {
 // report records a race between the earlier access w and the access x that
 // thread t is making.
 func (d *Detector) report(w, x *rec, t *thread) {
-	for _, id := range d.pairs {
-		if id == w.id {
+	for _, r := range d.pairs {
+		if r == w {
 			return // already reported for another word of this access
 		}
 	}
-	d.pairs = append(d.pairs, w.id)
+	d.pairs = append(d.pairs, w)
 	d.total++
 	wa, xa := w.access(), x.access()
 	k := siteKey{siteOf(wa), siteOf(xa)}
@@ -160,8 +160,8 @@ func (d *Detector) report(w, x *rec, t *thread) {
 	}
 	d.sites[k] = len(d.races)
 	d.races = append(d.races, Race{
-		First: wa, Second: xa, FirstTask: labelOf(w.task), SecondTask: labelOf(x.task),
-		Phys: x.phys, Offset: lo, Size: hi - lo, Owner: int(x.owner),
+		First: wa, Second: xa, FirstTask: labelOf(w.org.label), SecondTask: labelOf(x.org.label),
+		Phys: x.at.phys, Offset: lo, Size: hi - lo, Owner: x.at.owner,
 		Missing: d.explain(w, x, t),
 	})
 }

@@ -15,7 +15,8 @@ const pageGranules = 1 << pageShift
 // costs a step per page, not per granule; accesses narrower than a page
 // split it into one state pointer per granule.
 type shadow struct {
-	pages []page
+	pages  []page
+	places places // where its accesses went, shared by their records
 }
 
 // page is the shadow of pageGranules granules: when cells is nil every
@@ -56,9 +57,9 @@ type state struct {
 	// place.
 	prior []wrote
 	refs  int32
-	// gen and next: the access numbered gen replaced this state by next
-	// in the granules it held, so its other holders get next too.
-	gen  uint64
+	// gen and next: the access gen replaced this state by next in the
+	// granules it held, so its other holders get next too.
+	gen  *rec
 	next *state
 }
 
@@ -148,32 +149,50 @@ func (sh *shadow) stored(a sim.Access, from []uint64, i int) (*rec, []release) {
 // against a later access needs most often, so that long lists are read
 // without visiting every record.
 type acc struct {
-	r *rec
-	// tag is r.ep.slot<<2, plus 2 when r writes, plus 1 when r is a
-	// strong write (which reads may observe, see rec.seen).
-	tag   uint32
+	r     *rec
+	tag   uint32 // r.ep.slot<<accSlotShift, plus the acc bits that hold
 	clock uint32 // r.ep.clock
 }
 
-// accOf is the acc of r.
-func accOf(r *rec) acc {
-	y := acc{r: r, tag: uint32(r.ep.slot) << 2, clock: r.ep.clock}
+// The bits of an acc's tag under its slot.
+const (
+	// accStrong marks a strong write, which reads may observe (see
+	// rec.seen).
+	accStrong = 1 << iota
+	// accWrite marks a write.
+	accWrite
+	// accSettled marks a read that left every write of the list it
+	// joined ordered before it (see [Detector.check]).
+	accSettled
+	// accSlotShift is where the slot starts.
+	accSlotShift = iota
+)
+
+// accOf is the acc of r, settled or not.
+func accOf(r *rec, settled bool) acc {
+	y := acc{r: r, tag: uint32(r.ep.slot) << accSlotShift, clock: r.ep.clock}
 	if r.write {
-		y.tag |= 2
+		y.tag |= accWrite
 		if r.strong != nil {
-			y.tag |= 1
+			y.tag |= accStrong
 		}
+	}
+	if settled {
+		y.tag |= accSettled
 	}
 	return y
 }
 
-// write reports whether y writes.
-func (y acc) write() bool { return y.tag&2 != 0 }
+// slot is the clock component of y's thread.
+func (y acc) slot() int { return int(y.tag >> accSlotShift) }
 
-// before reports whether y happens before t's current event, or t
-// observed it.
-func (y acc) before(t *thread) bool {
-	return y.clock <= t.get(int(y.tag>>2)) || (y.tag&1 != 0 && y.r.observedBy(t.slot))
+// write reports whether y writes.
+func (y acc) write() bool { return y.tag&accWrite != 0 }
+
+// before reports whether y happens before the thread's event that s
+// sees, or the thread observed it.
+func (y acc) before(s *sight) bool {
+	return y.clock <= s.get(y.slot()) || (y.tag&accStrong != 0 && y.r.observedBy(s.slot))
 }
 
 // newState returns a state holding no access, held nowhere yet.

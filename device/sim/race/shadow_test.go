@@ -77,8 +77,8 @@ func newBare(t *testing.T) *Detector {
 }
 
 // compareShadow checks that every granule in [lo, hi) holds the same
-// accesses (by id) and releases in both shadows, and that a span ends
-// after the same granules.
+// accesses (by epoch: both detectors see the same events) and releases
+// in both shadows, and that a span ends after the same granules.
 func compareShadow(t *testing.T, a sim.Access, sh *shadow, ref *spanShadow, lo, hi uint64) {
 	t.Helper()
 	for g := lo; g < min(hi, uint64(len(sh.pages))<<pageShift); g++ {
@@ -86,11 +86,11 @@ func compareShadow(t *testing.T, a sim.Access, sh *shadow, ref *spanShadow, lo, 
 		got := sh.at(g)
 		if w == nil {
 			if got != nil {
-				t.Fatalf("after %v: granule %d of phys %d holds %s, reference nothing", a.Kind, g, a.Phys, ids(got.accs))
+				t.Fatalf("after %v: granule %d of phys %d holds %s, reference nothing", a.Kind, g, a.Phys, epochs(got.accs))
 			}
 			continue
 		}
-		if got == nil || !sameIDs(got.accs, w.accs) || !reflect.DeepEqual(got.rel, w.rel) {
+		if got == nil || !sameEpochs(got.accs, w.accs) || !reflect.DeepEqual(got.rel, w.rel) {
 			t.Fatalf("after %v at +%#x: granule %d of phys %d holds %s, reference %s", a.Kind, a.PhysOffset, g, a.Phys, describeState(got), describeRef(w))
 		}
 		if g > 0 && start == sameSpan(sh.at(g-1), got) {
@@ -109,22 +109,22 @@ func (sh *spanShadow) at(g uint64) (*spanState, bool) {
 	return &sh.spans[k].st, sh.spans[k].lo == g
 }
 
-func sameIDs(a []acc, b []*rec) bool {
+func sameEpochs(a []acc, b []*rec) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if a[i] != accOf(a[i].r) || a[i].r.id != b[i].id {
+		if a[i] != accOf(a[i].r, a[i].tag&accSettled != 0) || a[i].r.ep != b[i].ep {
 			return false
 		}
 	}
 	return true
 }
 
-func ids(accs []acc) string {
+func epochs(accs []acc) string {
 	s := ""
 	for _, a := range accs {
-		s += fmt.Sprintf(" %d", a.r.id)
+		s += fmt.Sprintf(" %d:%d", a.r.ep.slot, a.r.ep.clock)
 	}
 	return s
 }
@@ -345,18 +345,18 @@ func (g *gen) threadEvent(th live) {
 }
 
 func describeRef(s *spanState) string {
-	ids := ""
+	eps := ""
 	for _, r := range s.accs {
-		ids += fmt.Sprintf(" %d", r.id)
+		eps += fmt.Sprintf(" %d:%d", r.ep.slot, r.ep.clock)
 	}
-	return fmt.Sprintf("accesses%s, %d releases", ids, len(s.rel))
+	return fmt.Sprintf("accesses%s, %d releases", eps, len(s.rel))
 }
 
 func describeState(s *state) string {
 	if s == nil {
 		return "nothing"
 	}
-	return fmt.Sprintf("accesses%s, %d releases", ids(s.accs), len(s.rel))
+	return fmt.Sprintf("accesses%s, %d releases", epochs(s.accs), len(s.rel))
 }
 
 // TestShadowUpdate drives the page table alone with random updates

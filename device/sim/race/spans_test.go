@@ -14,7 +14,8 @@ import (
 // spanShadow is the shadow memory of one physical allocation: sorted,
 // non-overlapping spans of granules that share one state.
 type spanShadow struct {
-	spans []span
+	spans  []span
+	places places
 }
 
 // span is the granules [lo, hi) and their common state.
@@ -124,14 +125,12 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 	}
 	t := d.self(a.Task)
 	t.step()
-	d.next++
-	x := newRec(&a, t)
-	x.id, x.ep, x.task = d.next, t.now(), d.label(t)
 	sh := mem[a.Phys]
 	if sh == nil {
 		sh = &spanShadow{}
 		mem[a.Phys] = sh
 	}
+	x := d.newRec(&a, t, sh.places.of(&a))
 	i, j := sh.carve(a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule)
 	atomic := a.Kind == sim.Atomic
 	if atomic {
@@ -173,7 +172,7 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 		st := &sh.spans[k].st
 		keep := make([]*rec, 0, len(st.accs)+1)
 		for _, y := range st.accs {
-			ordered := t.knows(y.ep) || y.observedBy(t.slot)
+			ordered := t.knows(y.ep) || (y.strong != nil && y.observedBy(t.slot))
 			if !ordered && (y.write || a.Write) && conflict(y, x) {
 				d.report(y, x, t)
 			}
