@@ -173,3 +173,25 @@ func BenchmarkOneShotLaunch(b *testing.B) {
 	check()
 	b.ReportMetric(float64(b.N*grid*threads)/b.Elapsed().Seconds(), "threads/s")
 }
+
+// BenchmarkDecodeKernels parses the kernels' PTX and decodes every entry
+// (register liveness and allocation included): what a process pays once
+// before its first PTX launch of each entry.
+func BenchmarkDecodeKernels(b *testing.B) {
+	text, err := kernels.PTX()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m, err := ptx.Parse(text)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range m.Entries() {
+			if _, err := m.Func(e); err != nil {
+				b.Fatalf("%s: %v", e, err)
+			}
+		}
+	}
+}

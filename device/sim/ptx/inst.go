@@ -763,7 +763,24 @@ var (
 
 // operands decodes a comma-separated operand list.
 func (d *decoder) operands(ts []token, in *inst) ([]operand, error) {
-	var out []operand
+	n := 0 // the operands: the commas outside brackets, plus one
+	if len(ts) > 0 {
+		n = 1
+	}
+	depth := 0
+	for _, t := range ts {
+		switch t.s {
+		case "[", "{", "(":
+			depth++
+		case "]", "}", ")":
+			depth--
+		case ",":
+			if depth == 0 {
+				n++
+			}
+		}
+	}
+	out := make([]operand, 0, n)
 	for len(ts) > 0 {
 		end := 0
 		depth := 0

@@ -382,7 +382,9 @@ type fixup struct {
 
 func (m *Module) decode(src *funcSrc) (*Func, error) {
 	lx := lexer{src: src.body, line: src.line}
-	var toks []token
+	// Compiled PTX has about one token per five bytes: room for them
+	// all at once, rather than a slice grown and copied a dozen times.
+	toks := make([]token, 0, len(src.body)/4)
 	for {
 		t, ok, err := lx.next()
 		if err != nil {
@@ -393,7 +395,13 @@ func (m *Module) decode(src *funcSrc) (*Func, error) {
 		}
 		toks = append(toks, t)
 	}
-	d := &decoder{m: m, src: src, fn: &Func{Name: src.name, Entry: src.entry}, toks: toks,
+	statements := 0 // at least the instructions
+	for _, t := range toks {
+		if t.s == ";" {
+			statements++
+		}
+	}
+	d := &decoder{m: m, src: src, fn: &Func{Name: src.name, Entry: src.entry, code: make([]inst, 0, statements)}, toks: toks,
 		labels: map[string]int{}, sinkReg: -1}
 	d.scopes = []*scope{newScope()}
 	if err := d.header(); err != nil {
