@@ -6,20 +6,9 @@ import (
 	"testing"
 )
 
-// plainClock is the reference a vclock must behave as: components in a
-// slice, copied whole by clone.
-type plainClock []uint32
-
-func (p plainClock) get(i int) uint32 {
-	if i < len(p) {
-		return p[i]
-	}
-	return 0
-}
-
 // TestClockMatchesPlain: random sequences of set, join, clone, get and leq
 // over a few clocks of up to four chunks give what plain component slices
-// give, whatever chunks the clocks share; a clone never changes when the
+// (the reference: clone copies them whole) give, whatever chunks the clocks share; a clone never changes when the
 // clock it was taken of does, nor that clock when the clone does.
 func TestClockMatchesPlain(t *testing.T) {
 	const clocks, comps = 6, 4 * chunkLen
