@@ -139,7 +139,9 @@ type seqClock struct {
 // its [sim.Access] (see [rec.access]), who made it shared with the other
 // accesses of its thread's op and where it went with the other accesses
 // of its allocation through the same mapping, so that a record takes 64
-// bytes. Records are told apart by address: each access has its own.
+// bytes. Records are told apart by address: each access has its own,
+// except that a repeated read takes over the record of the read it
+// repeats once no state holds that one as it was (see [Detector.reread]).
 type rec struct {
 	ep      epoch
 	*strong // atomics only, but for reads with no Stamp, Old or New
@@ -219,23 +221,27 @@ func (ps *places) of(a *sim.Access) *place {
 // place at (its origin shared with t's previous access when they have
 // the same).
 func (d *Detector) newRec(a *sim.Access, t *thread, at *place) *rec {
-	var x *rec
 	if a.Kind == sim.Atomic && (a.Write || a.Stamp != 0 || a.Old != 0 || a.New != 0) {
 		ar := &atomicRec{}
-		ar.strong = &ar.st
+		ar.rec = d.recOf(a, t, at, &ar.st)
 		ar.st.stamp, ar.st.old, ar.st.new = a.Stamp, a.Old, a.New
-		x = &ar.rec
-	} else {
-		x = &rec{}
+		return &ar.rec
 	}
+	x := &rec{}
+	*x = d.recOf(a, t, at, nil)
+	return x
+}
+
+// recOf is the record of a, made by thread t at its current event at
+// place at, with strong part st; t's origin becomes a's.
+func (d *Detector) recOf(a *sim.Access, t *thread, at *place, st *strong) rec {
 	if label := d.label(t); t.org == nil || !t.org.is(a, label) {
 		t.org = &origin{}
 		*t.org = originOf(a, label)
 	}
-	*x = rec{ep: t.now(), strong: x.strong, org: t.org, at: at, size: a.Size, off: a.PhysOffset,
+	return rec{ep: t.now(), strong: st, org: t.org, at: at, size: a.Size, off: a.PhysOffset,
 		unit: uint32(a.Unit), line: int32(a.Line), kind: kind8(a.Kind), order: uint8(a.Order), scope: uint8(a.Scope),
 		write: a.Write, shared: a.Shared, rmw: a.RMW, sc: a.SC}
-	return x
 }
 
 // access is the access r records (its From aside: it mattered only when
@@ -761,9 +767,13 @@ func (d *Detector) access(a sim.Access) {
 	t := d.self(a.Task)
 	t.step()
 	sh := d.shadowOf(a.Phys)
-	x := d.newRec(&a, t, sh.places.of(&a))
+	at := sh.places.of(&a)
 	lo, hi := a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule
 	sh.grow(hi)
+	if a.Kind == sim.Load && d.reread(sh, &a, t, at, lo, hi) {
+		return
+	}
+	x := d.newRec(&a, t, at)
 	first := sh.at(lo)
 	atomic := a.Kind == sim.Atomic
 	// readFrom says which store each unit of a strong read returned,
@@ -851,6 +861,39 @@ func (d *Detector) access(a sim.Access) {
 		s.gen, s.next = x, n
 		return n
 	})
+}
+
+// reread records a plain load a by t at place at, reading granules [lo,
+// hi), when it repeats the read r of the same bytes that t made the same
+// way (same origin, place and site) and that is the latest access of
+// every granule a reads, settled, since t last learned anything: each
+// granule would then only put a in r's place, reporting nothing (see
+// [Detector.check]). As r covers exactly those granules and each holds
+// it last, no other state holds r: rather than take a new record, r
+// becomes a's, its event moving to t's current one in the record and in
+// the granules' accesses. It reports whether a was such a load.
+func (d *Detector) reread(sh *shadow, a *sim.Access, t *thread, at *place, lo, hi uint64) bool {
+	s := sh.at(lo)
+	if s == nil {
+		return false
+	}
+	y := s.accs[len(s.accs)-1]
+	if y.tag != uint32(t.slot)<<accSlotShift|accSettled || y.clock < t.quiet {
+		return false
+	}
+	r := y.r
+	v := d.recOf(a, t, at, nil)
+	if v.ep = r.ep; *r != v {
+		return false
+	}
+	last := true
+	sh.each(lo, hi, func(s *state) { last = last && s != nil && s.accs[len(s.accs)-1] == y })
+	if !last {
+		return false
+	}
+	r.ep = t.now()
+	sh.each(lo, hi, func(s *state) { s.accs[len(s.accs)-1].clock = r.ep.clock })
+	return true
 }
 
 // observeWrite records that the thread of slot observed w, the write
