@@ -42,12 +42,16 @@ type Detector struct {
 	// access freshGen.
 	fresh    *state
 	freshGen *rec
-	comms    []*comm   // ring of recent signal communications
-	sc       []release // what sc fences released, per scope and place
-	races    []Race
-	sites    map[siteKey]int // index in races
-	total    int
-	pairs    []*rec // first accesses already reported for the current access
+	// moved maps each state that the current access replaced in some of
+	// its holders only to its replacement, which its other holders in the
+	// access's range take too; empty between accesses.
+	moved map[*state]*state
+	comms []*comm   // ring of recent signal communications
+	sc    []release // what sc fences released, per scope and place
+	races []Race
+	sites map[siteKey]int // index in races
+	total int
+	pairs []*rec // first accesses already reported for the current access
 }
 
 type threadKind int
@@ -408,6 +412,7 @@ func New(w *sim.World) *Detector {
 		keys:    map[string]vclock{},
 		mem:     map[uint64]*shadow{},
 		sites:   map[siteKey]int{},
+		moved:   map[*state]*state{},
 	}
 	if prev := w.Observer(); prev != nil {
 		w.Observe(func(a sim.Access) {
@@ -854,13 +859,19 @@ func (d *Detector) access(a sim.Access) {
 		case s == nil:
 			d.fresh, d.freshGen = d.replace(nil, false, x, t, store), x
 			return d.fresh
-		case s.gen == x:
-			return s.next // another run of s was already replaced
+		}
+		if n, ok := d.moved[s]; ok {
+			return n // another run of s was already replaced
 		}
 		n := d.replace(s, whole, x, t, store)
-		s.gen, s.next = x, n
+		if !whole {
+			d.moved[s] = n
+		}
 		return n
 	})
+	if len(d.moved) > 0 {
+		clear(d.moved)
+	}
 }
 
 // reread records a plain load a by t at place at, reading granules [lo,
