@@ -95,16 +95,11 @@ type thread struct {
 	// wider released (at first the kernel's start): a later strong write
 	// of scope s or wider publishes it (a release pattern).
 	relFence [signal.System + 1]vclock
-	// pend[s] joins what the thread's strong reads observed from releases
-	// that need scope s: a later fence of scope s or wider acquires it (an
-	// acquire pattern).
-	pend [signal.System + 1]vclock
-	// pendLast[s] is the clock last joined into pend[s]: released clocks
-	// never change and pend[s] only grows, so joining it again, as a
-	// thread polling a word does, changes nothing.
-	pendLast [signal.System + 1]vclock
-	snap     vclock       // the clock the current batch of children forks from
-	label    *actor.Label // the task's label, once an access needed it
+	// pend is what the thread's strong reads observed from releases, for
+	// its later fences to acquire; nil until one observed any.
+	pend  *pending
+	snap  vclock       // the clock the current batch of children forks from
+	label *actor.Label // the task's label, once an access needed it
 	// wsnap is the clock shared by the records of the thread's relaxed
 	// atomic writes since it last learned anything (nil: none taken yet).
 	wsnap vclock
@@ -113,6 +108,26 @@ type thread struct {
 	// checked against what it knows now.
 	quiet uint32
 	org   *origin // who made the thread's last access
+}
+
+// pending is what a thread's strong reads observed from releases.
+type pending struct {
+	// vc[s] joins what they observed from releases that need scope s: a
+	// later fence of scope s or wider acquires it (an acquire pattern).
+	vc [signal.System + 1]vclock
+	// last[s] is the clock last joined into vc[s]: released clocks never
+	// change and vc[s] only grows, so joining it again, as a thread
+	// polling a word does, changes nothing.
+	last [signal.System + 1]vclock
+}
+
+// at is what the strong reads observed from releases that need scope s;
+// none for nil.
+func (p *pending) at(s signal.Scope) vclock {
+	if p == nil {
+		return nil
+	}
+	return p.vc[s]
 }
 
 type opKey struct {
@@ -1113,10 +1128,14 @@ func (d *Detector) observeRelease(t *thread, rel []release, a sim.Access) {
 		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
 		need := signal.Needed(sameDev, sameBlock)
 		if r.scope >= need && a.Scope >= need {
+			if t.pend == nil {
+				t.pend = &pending{}
+			}
+			p := t.pend
 			for _, c := range r.vcs {
-				if !same(c, t.pendLast[need]) {
-					t.pend[need].join(c)
-					t.pendLast[need] = c
+				if !same(c, p.last[need]) {
+					p.vc[need].join(c)
+					p.last[need] = c
 				}
 			}
 		}
@@ -1132,7 +1151,7 @@ func (d *Detector) fenceOp(a sim.Access) {
 	t := d.self(a.Task)
 	t.step()
 	for s := signal.Block; s <= a.Scope; s++ {
-		t.learn(t.pend[s])
+		t.learn(t.pend.at(s))
 	}
 	if a.SC {
 		for _, r := range d.sc {
