@@ -42,12 +42,16 @@ type Detector struct {
 	// access freshGen.
 	fresh    *state
 	freshGen *rec
-	comms    []*comm   // ring of recent signal communications
-	sc       []release // what sc fences released, per scope and place
-	races    []Race
-	sites    map[siteKey]int // index in races
-	total    int
-	pairs    []*rec // first accesses already reported for the current access
+	// moved maps each state that the current access replaced in some of
+	// its holders only to its replacement, which its other holders in the
+	// access's range take too; empty between accesses.
+	moved map[*state]*state
+	comms []*comm   // ring of recent signal communications
+	sc    []release // what sc fences released, per scope and place
+	races []Race
+	sites map[siteKey]int // index in races
+	total int
+	pairs []*rec // first accesses already reported for the current access
 }
 
 type threadKind int
@@ -91,16 +95,11 @@ type thread struct {
 	// wider released (at first the kernel's start): a later strong write
 	// of scope s or wider publishes it (a release pattern).
 	relFence [signal.System + 1]vclock
-	// pend[s] joins what the thread's strong reads observed from releases
-	// that need scope s: a later fence of scope s or wider acquires it (an
-	// acquire pattern).
-	pend [signal.System + 1]vclock
-	// pendLast[s] is the clock last joined into pend[s]: released clocks
-	// never change and pend[s] only grows, so joining it again, as a
-	// thread polling a word does, changes nothing.
-	pendLast [signal.System + 1]vclock
-	snap     vclock       // the clock the current batch of children forks from
-	label    *actor.Label // the task's label, once an access needed it
+	// pend is what the thread's strong reads observed from releases, for
+	// its later fences to acquire; nil until one observed any.
+	pend  *pending
+	snap  vclock       // the clock the current batch of children forks from
+	label *actor.Label // the task's label, once an access needed it
 	// wsnap is the clock shared by the records of the thread's relaxed
 	// atomic writes since it last learned anything (nil: none taken yet).
 	wsnap vclock
@@ -109,6 +108,26 @@ type thread struct {
 	// checked against what it knows now.
 	quiet uint32
 	org   *origin // who made the thread's last access
+}
+
+// pending is what a thread's strong reads observed from releases.
+type pending struct {
+	// vc[s] joins what they observed from releases that need scope s: a
+	// later fence of scope s or wider acquires it (an acquire pattern).
+	vc [signal.System + 1]vclock
+	// last[s] is the clock last joined into vc[s]: released clocks never
+	// change and vc[s] only grows, so joining it again, as a thread
+	// polling a word does, changes nothing.
+	last [signal.System + 1]vclock
+}
+
+// at is what the strong reads observed from releases that need scope s;
+// none for nil.
+func (p *pending) at(s signal.Scope) vclock {
+	if p == nil {
+		return nil
+	}
+	return p.vc[s]
 }
 
 type opKey struct {
@@ -139,7 +158,9 @@ type seqClock struct {
 // its [sim.Access] (see [rec.access]), who made it shared with the other
 // accesses of its thread's op and where it went with the other accesses
 // of its allocation through the same mapping, so that a record takes 64
-// bytes. Records are told apart by address: each access has its own.
+// bytes. Records are told apart by address: each access has its own,
+// except that a repeated read takes over the record of the read it
+// repeats once no state holds that one as it was (see [Detector.reread]).
 type rec struct {
 	ep      epoch
 	*strong // atomics only, but for reads with no Stamp, Old or New
@@ -219,23 +240,27 @@ func (ps *places) of(a *sim.Access) *place {
 // place at (its origin shared with t's previous access when they have
 // the same).
 func (d *Detector) newRec(a *sim.Access, t *thread, at *place) *rec {
-	var x *rec
 	if a.Kind == sim.Atomic && (a.Write || a.Stamp != 0 || a.Old != 0 || a.New != 0) {
 		ar := &atomicRec{}
-		ar.strong = &ar.st
+		ar.rec = d.recOf(a, t, at, &ar.st)
 		ar.st.stamp, ar.st.old, ar.st.new = a.Stamp, a.Old, a.New
-		x = &ar.rec
-	} else {
-		x = &rec{}
+		return &ar.rec
 	}
+	x := &rec{}
+	*x = d.recOf(a, t, at, nil)
+	return x
+}
+
+// recOf is the record of a, made by thread t at its current event at
+// place at, with strong part st; t's origin becomes a's.
+func (d *Detector) recOf(a *sim.Access, t *thread, at *place, st *strong) rec {
 	if label := d.label(t); t.org == nil || !t.org.is(a, label) {
 		t.org = &origin{}
 		*t.org = originOf(a, label)
 	}
-	*x = rec{ep: t.now(), strong: x.strong, org: t.org, at: at, size: a.Size, off: a.PhysOffset,
+	return rec{ep: t.now(), strong: st, org: t.org, at: at, size: a.Size, off: a.PhysOffset,
 		unit: uint32(a.Unit), line: int32(a.Line), kind: kind8(a.Kind), order: uint8(a.Order), scope: uint8(a.Scope),
 		write: a.Write, shared: a.Shared, rmw: a.RMW, sc: a.SC}
-	return x
 }
 
 // access is the access r records (its From aside: it mattered only when
@@ -402,6 +427,7 @@ func New(w *sim.World) *Detector {
 		keys:    map[string]vclock{},
 		mem:     map[uint64]*shadow{},
 		sites:   map[siteKey]int{},
+		moved:   map[*state]*state{},
 	}
 	if prev := w.Observer(); prev != nil {
 		w.Observe(func(a sim.Access) {
@@ -761,9 +787,13 @@ func (d *Detector) access(a sim.Access) {
 	t := d.self(a.Task)
 	t.step()
 	sh := d.shadowOf(a.Phys)
-	x := d.newRec(&a, t, sh.places.of(&a))
+	at := sh.places.of(&a)
 	lo, hi := a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule
 	sh.grow(hi)
+	if a.Kind == sim.Load && d.reread(sh, &a, t, at, lo, hi) {
+		return
+	}
+	x := d.newRec(&a, t, at)
 	first := sh.at(lo)
 	atomic := a.Kind == sim.Atomic
 	// readFrom says which store each unit of a strong read returned,
@@ -844,13 +874,52 @@ func (d *Detector) access(a sim.Access) {
 		case s == nil:
 			d.fresh, d.freshGen = d.replace(nil, false, x, t, store), x
 			return d.fresh
-		case s.gen == x:
-			return s.next // another run of s was already replaced
+		}
+		if n, ok := d.moved[s]; ok {
+			return n // another run of s was already replaced
 		}
 		n := d.replace(s, whole, x, t, store)
-		s.gen, s.next = x, n
+		if !whole {
+			d.moved[s] = n
+		}
 		return n
 	})
+	if len(d.moved) > 0 {
+		clear(d.moved)
+	}
+}
+
+// reread records a plain load a by t at place at, reading granules [lo,
+// hi), when it repeats the read r of the same bytes that t made the same
+// way (same origin, place and site) and that is the latest access of
+// every granule a reads, settled, since t last learned anything: each
+// granule would then only put a in r's place, reporting nothing (see
+// [Detector.check]). As r covers exactly those granules and each holds
+// it last, no other state holds r: rather than take a new record, r
+// becomes a's, its event moving to t's current one in the record and in
+// the granules' accesses. It reports whether a was such a load.
+func (d *Detector) reread(sh *shadow, a *sim.Access, t *thread, at *place, lo, hi uint64) bool {
+	s := sh.at(lo)
+	if s == nil {
+		return false
+	}
+	y := s.accs[len(s.accs)-1]
+	if y.tag != uint32(t.slot)<<accSlotShift|accSettled || y.clock < t.quiet {
+		return false
+	}
+	r := y.r
+	v := d.recOf(a, t, at, nil)
+	if v.ep = r.ep; *r != v {
+		return false
+	}
+	last := true
+	sh.each(lo, hi, func(s *state) { last = last && s != nil && s.accs[len(s.accs)-1] == y })
+	if !last {
+		return false
+	}
+	r.ep = t.now()
+	sh.each(lo, hi, func(s *state) { s.accs[len(s.accs)-1].clock = r.ep.clock })
+	return true
 }
 
 // observeWrite records that the thread of slot observed w, the write
@@ -1059,10 +1128,14 @@ func (d *Detector) observeRelease(t *thread, rel []release, a sim.Access) {
 		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
 		need := signal.Needed(sameDev, sameBlock)
 		if r.scope >= need && a.Scope >= need {
+			if t.pend == nil {
+				t.pend = &pending{}
+			}
+			p := t.pend
 			for _, c := range r.vcs {
-				if !same(c, t.pendLast[need]) {
-					t.pend[need].join(c)
-					t.pendLast[need] = c
+				if !same(c, p.last[need]) {
+					p.vc[need].join(c)
+					p.last[need] = c
 				}
 			}
 		}
@@ -1078,7 +1151,7 @@ func (d *Detector) fenceOp(a sim.Access) {
 	t := d.self(a.Task)
 	t.step()
 	for s := signal.Block; s <= a.Scope; s++ {
-		t.learn(t.pend[s])
+		t.learn(t.pend.at(s))
 	}
 	if a.SC {
 		for _, r := range d.sc {

@@ -57,10 +57,6 @@ type state struct {
 	// place.
 	prior []wrote
 	refs  int32
-	// gen and next: the access gen replaced this state by next in the
-	// granules it held, so its other holders get next too.
-	gen  *rec
-	next *state
 }
 
 // wrote is a strong write that a granule held before its latest one, and

@@ -164,6 +164,7 @@ type gen struct {
 	task int
 	seq  [devs]uint64
 	lnch uint64
+	last map[int]sim.Access // each thread's latest access
 }
 
 const (
@@ -173,7 +174,9 @@ const (
 	bigBytes  = 40960 // not a whole number of pages
 )
 
-func newGen(seed uint64) *gen { return &gen{rng: rand.New(rand.NewPCG(seed, 7)), task: 100} }
+func newGen(seed uint64) *gen {
+	return &gen{rng: rand.New(rand.NewPCG(seed, 7)), task: 100, last: map[int]sim.Access{}}
+}
 
 func (g *gen) emit(a sim.Access) { g.out = append(g.out, a) }
 
@@ -290,8 +293,14 @@ func (g *gen) host(dev int, write bool) {
 	g.emit(a)
 }
 
-// threadEvent is one random access or fence of a kernel thread.
+// threadEvent is one random access or fence of a kernel thread, at
+// times a repeat of the thread's latest access (a loop reading a table
+// again, or polling a word).
 func (g *gen) threadEvent(th live) {
+	if a, ok := g.last[th.task]; ok && g.rng.IntN(4) == 0 {
+		g.emit(a)
+		return
+	}
 	a := th.a
 	a.Task, a.Parent = th.task, -1
 	a.Line = 1 + g.rng.IntN(4)
@@ -342,6 +351,7 @@ func (g *gen) threadEvent(th live) {
 	}
 	a.Addr = device.Ptr(a.Phys<<32 + a.PhysOffset)
 	g.emit(a)
+	g.last[th.task] = a
 }
 
 func describeRef(s *spanState) string {
