@@ -104,10 +104,7 @@ func (d *simDevice) CreatePhysical(size uint64) (device.Handle, error) {
 		return 0, fmt.Errorf("device %d: create physical: out of memory (%d bytes requested, %d of %d in use)", d.index, size, d.memUsed, d.w.cfg.MemoryLimit)
 	}
 	d.w.physSeq++
-	ph, err := newPhysical(d.w.physSeq, d.index, size)
-	if err != nil {
-		return 0, fmt.Errorf("device %d: create physical: %w", d.index, err)
-	}
+	ph := newPhysical(d.w.physSeq, d.index, size)
 	d.memUsed += size
 	h := d.addHandle(ph)
 	d.record("phys", "dev%d create %d bytes phys %d handle %d", d.index, size, ph.id, uint64(h))

@@ -9,11 +9,9 @@
 // with a deterministic garbage pattern, not zeros, as fresh GPU memory is:
 // code that forgets to zero a signal pad fails (a slot holding garbage is
 // reported as corrupt). Each 4 KiB page gets its garbage when first
-// touched. On Linux an allocation's bytes are anonymous memory mapped
-// outside the Go heap, so bytes never touched cost no host memory; the
-// regions of freed allocations (or of allocations a run left unreachable
-// without freeing them) are recycled for later allocations of their size,
-// so a short simulation costs little memory traffic. ImportHandle aliases the same bytes, so writes
+// touched, and the bytes of freed allocations (and of those a released
+// world still held) are recycled for later allocations of their size, so a
+// short simulation costs little memory traffic. ImportHandle aliases the same bytes, so writes
 // through one mapping are seen through every other. Bytes are freed when no
 // handle, mapping or fd refers to them. Any access outside a mapping with
 // access granted returns a [*FaultError] from the op or kernel (never a
@@ -36,7 +34,7 @@
 //
 // Concurrency. A World is driven by its scheduler: only one task runs at a
 // time, so the simulator takes no locks (but for the process-wide cache of
-// recycled regions). Call its devices from the
+// recycled allocations). Call its devices from the
 // scheduler's tasks (set-up calls that never wait may also run before
 // Scheduler.Run); calls that must wait return an error outside a task.
 //

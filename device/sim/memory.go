@@ -25,8 +25,7 @@ type physical struct {
 	id      uint64
 	owner   int // device that created it
 	data    []byte
-	host    *hostBytes // the region data lies in, handed back when freed
-	filled  []uint64   // bit per page: garbage written
+	filled  []uint64 // bit per page: garbage written
 	handles int
 	maps    int
 	fds     int
@@ -39,14 +38,11 @@ type physical struct {
 // so that a run touching a few bytes of a 2 MiB granule fills little.
 const pageSize = 4 << 10
 
-func newPhysical(id uint64, owner int, size uint64) (*physical, error) {
-	p := &physical{id: id, owner: owner, handles: 1}
-	if err := hostRegions.get(p, size); err != nil {
-		return nil, err
-	}
+func newPhysical(id uint64, owner int, size uint64) *physical {
+	p := &physical{id: id, owner: owner, handles: 1, data: regions.get(size)}
 	pages := (size + pageSize - 1) / pageSize
 	p.filled = make([]uint64, (pages+63)/64)
-	return p, nil
+	return p
 }
 
 // touch gives every page of [off, off+n) its garbage if it has none yet.
@@ -69,10 +65,10 @@ func (p *physical) size() uint64 { return uint64(len(p.data)) }
 func (p *physical) freed() bool { return p.data == nil }
 
 func (p *physical) free() {
-	if p.host != nil {
-		hostRegions.put(p.host)
+	if p.data != nil {
+		regions.put(p.data)
 	}
-	p.data, p.host, p.filled, p.weak = nil, nil, nil, nil
+	p.data, p.filled, p.weak = nil, nil, nil
 }
 
 // garbage fills b with a pattern derived from seed, standing in for the

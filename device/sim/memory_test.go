@@ -3,10 +3,8 @@ package sim
 import (
 	"bytes"
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
@@ -351,17 +349,14 @@ func TestMemsetCopy(t *testing.T) {
 func TestGranulesAreRecycled(t *testing.T) {
 	pooled := func(b []byte) int { // how many times the cache holds b
 		n := 0
-		for _, r := range hostRegions.idleRegions() {
-			if &r.b[0] == &b[0] {
+		for _, r := range regions.idleRegions() {
+			if &r[0] == &b[0] {
 				n++
 			}
 		}
 		return n
 	}
-	p, err := newPhysical(1, 0, device.Granularity)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newPhysical(1, 0, device.Granularity)
 	freed := p.data
 	p.free()
 	p.free()
@@ -399,10 +394,7 @@ func TestGranulesAreRecycled(t *testing.T) {
 		t.Fatal("a released world's device still allocates")
 	}
 
-	fresh, err := newPhysical(3, 0, device.Granularity)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh := newPhysical(3, 0, device.Granularity)
 	defer fresh.free()
 	fresh.touch(0, pageSize)
 	want := make([]byte, pageSize)
@@ -415,66 +407,25 @@ func TestGranulesAreRecycled(t *testing.T) {
 	}
 }
 
-// TestRegionsBySize: a freed allocation's region goes to the next
-// allocation of its size, never to one of another size; idle regions past
-// the resident bound give their pages back (they read as zeros, with the
-// host's mapping) and are reused all the same.
+// TestRegionsBySize: a freed allocation's bytes go to the next allocation
+// of their size, never to one of another size; the cache keeps no more
+// bytes than its bound and counts what it holds.
 func TestRegionsBySize(t *testing.T) {
-	c := regionCache{resident: device.Granularity}
-	alloc := func(n uint64) *physical {
-		p := &physical{}
-		if err := c.get(p, n); err != nil {
-			t.Fatal(err)
-		}
-		return p
+	c := regionCache{max: 4 * device.Granularity}
+	big, small := c.get(3*device.Granularity), c.get(device.Granularity)
+	c.put(big)
+	c.put(small)
+	c.put(make([]byte, device.Granularity)) // past the bound: dropped
+	if got := len(c.idleRegions()); got != 2 || c.bytes() != 4*device.Granularity {
+		t.Fatalf("the cache holds %d regions of %d bytes, want 2 of %d", got, c.bytes(), 4*device.Granularity)
 	}
-	big, small := alloc(3*device.Granularity), alloc(device.Granularity)
-	big.data[0], small.data[0] = 7, 9
-	bigBytes, smallBytes := big.data, small.data
-	c.put(big.host)
-	c.put(big.host) // a second hand-back is a no-op
-	c.put(small.host)
-	if got := len(c.idleRegions()); got != 2 {
-		t.Fatalf("%d idle regions after freeing two allocations (one twice), want 2", got)
-	}
-	if p := alloc(device.Granularity); &p.data[0] != &smallBytes[0] {
+	if b := c.get(device.Granularity); &b[0] != &small[0] {
 		t.Fatal("a 1-granule allocation did not get the freed 1-granule region")
 	}
-	p := alloc(3 * device.Granularity)
-	if &p.data[0] != &bigBytes[0] {
+	if b := c.get(3 * device.Granularity); &b[0] != &big[0] {
 		t.Fatal("a 3-granule allocation did not get the freed 3-granule region")
 	}
-	if mapped && p.data[0] != 0 {
-		t.Fatalf("a region past the resident bound kept its pages (first byte %d, want 0)", p.data[0])
+	if c.bytes() != 0 || len(c.idleRegions()) != 0 {
+		t.Fatalf("the cache holds %d bytes with every region in use", c.bytes())
 	}
-	if c.warmBytes() != 0 {
-		t.Fatalf("%d warm bytes idle with every region in use", c.warmBytes())
-	}
-}
-
-// TestUnfreedRegionComesBack: the region of an allocation that becomes
-// unreachable without being freed (a world never released) returns to the
-// cache.
-func TestUnfreedRegionComesBack(t *testing.T) {
-	if !mapped {
-		t.Skip("regions are Go heap memory here: the garbage collector takes them back")
-	}
-	c := regionCache{resident: device.Granularity}
-	p := &physical{}
-	if err := c.get(p, device.Granularity); err != nil {
-		t.Fatal(err)
-	}
-	first := &p.data[0]
-	p = nil
-	for range 100 {
-		runtime.GC()
-		if regs := c.idleRegions(); len(regs) == 1 {
-			if &regs[0].b[0] != first {
-				t.Fatal("the cache holds another region than the lost allocation's")
-			}
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("the region of an unreachable allocation never came back")
 }
