@@ -203,13 +203,6 @@ func originOf(a *sim.Access, label *actor.Label) origin {
 		kernel: a.Kernel, launch: a.Launch, block: a.Block, lane: a.Lane, label: label}
 }
 
-// is reports whether o is originOf(a, label), without making that.
-func (o *origin) is(a *sim.Access, label *actor.Label) bool {
-	return o.task == a.Task && o.seq == a.Seq && o.lane == a.Lane && o.block == a.Block && o.launch == a.Launch &&
-		o.device == a.Device && o.stream == a.Stream && o.parent == a.Parent && o.label == label &&
-		o.op == a.Op && o.kernel == a.Kernel
-}
-
 // place is where accesses of one physical allocation went: the
 // allocation, its owner, and the virtual address of its offset 0 in the
 // mapping they used.
@@ -254,9 +247,9 @@ func (d *Detector) newRec(a *sim.Access, t *thread, at *place) *rec {
 // recOf is the record of a, made by thread t at its current event at
 // place at, with strong part st; t's origin becomes a's.
 func (d *Detector) recOf(a *sim.Access, t *thread, at *place, st *strong) rec {
-	if label := d.label(t); t.org == nil || !t.org.is(a, label) {
+	if o := originOf(a, d.label(t)); t.org == nil || *t.org != o {
 		t.org = &origin{}
-		*t.org = originOf(a, label)
+		*t.org = o
 	}
 	return rec{ep: t.now(), strong: st, org: t.org, at: at, size: a.Size, off: a.PhysOffset,
 		unit: uint32(a.Unit), line: int32(a.Line), kind: kind8(a.Kind), order: uint8(a.Order), scope: uint8(a.Scope),

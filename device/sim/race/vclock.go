@@ -25,18 +25,6 @@ type chunk struct {
 	frozen bool
 }
 
-// clockOf returns the clock whose first components are cs.
-func clockOf(cs ...uint32) vclock {
-	var v vclock
-	for i, c := range cs {
-		if c != 0 {
-			v.set(i, c)
-		}
-	}
-	v.grow(len(cs))
-	return v
-}
-
 func (v vclock) get(i int) uint32 {
 	if k := i / chunkLen; k < len(v) {
 		if ch := v[k]; ch != nil {

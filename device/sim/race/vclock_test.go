@@ -88,3 +88,15 @@ func TestCloneSharesChunks(t *testing.T) {
 		t.Fatal("writing a chunk taken by a join changed the clocks it came from")
 	}
 }
+
+// clockOf returns the clock whose first components are cs.
+func clockOf(cs ...uint32) vclock {
+	var v vclock
+	for i, c := range cs {
+		if c != 0 {
+			v.set(i, c)
+		}
+	}
+	v.grow(len(cs))
+	return v
+}
