@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -428,4 +429,20 @@ func TestRegionsBySize(t *testing.T) {
 	if c.bytes() != 0 || len(c.idleRegions()) != 0 {
 		t.Fatalf("the cache holds %d bytes with every region in use", c.bytes())
 	}
+}
+
+// idleRegions returns what the cache holds, the largest first.
+func (c *regionCache) idleRegions() [][]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sizes := make([]uint64, 0, len(c.idle))
+	for n := range c.idle {
+		sizes = append(sizes, n)
+	}
+	slices.Sort(sizes)
+	var out [][]byte
+	for _, n := range slices.Backward(sizes) {
+		out = append(out, c.idle[n]...)
+	}
+	return out
 }

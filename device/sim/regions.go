@@ -1,9 +1,6 @@
 package sim
 
-import (
-	"slices"
-	"sync"
-)
+import "sync"
 
 // regions recycles the bytes of freed physical allocations for later
 // allocations of the same size: clearing a fresh 2 MiB granule (or a
@@ -64,20 +61,4 @@ func (c *regionCache) bytes() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.held
-}
-
-// idleRegions returns what the cache holds, the largest first.
-func (c *regionCache) idleRegions() [][]byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sizes := make([]uint64, 0, len(c.idle))
-	for n := range c.idle {
-		sizes = append(sizes, n)
-	}
-	slices.Sort(sizes)
-	var out [][]byte
-	for _, n := range slices.Backward(sizes) {
-		out = append(out, c.idle[n]...)
-	}
-	return out
 }
