@@ -763,12 +763,10 @@ var (
 
 // operands decodes a comma-separated operand list.
 func (d *decoder) operands(ts []token, in *inst) ([]operand, error) {
-	n := 0 // the operands: the commas outside brackets, plus one
-	if len(ts) > 0 {
-		n = 1
-	}
-	depth := 0
-	for _, t := range ts {
+	// ends[k] is the end of operand k in ts: the commas outside brackets.
+	var buf [8]int
+	ends, depth := buf[:0], 0
+	for i, t := range ts {
 		switch t.s {
 		case "[", "{", "(":
 			depth++
@@ -776,34 +774,22 @@ func (d *decoder) operands(ts []token, in *inst) ([]operand, error) {
 			depth--
 		case ",":
 			if depth == 0 {
-				n++
+				ends = append(ends, i)
 			}
 		}
 	}
-	out := make([]operand, 0, n)
-	for len(ts) > 0 {
-		end := 0
-		depth := 0
-		for end < len(ts) {
-			s := ts[end].s
-			if s == "[" || s == "{" || s == "(" {
-				depth++
-			} else if s == "]" || s == "}" || s == ")" {
-				depth--
-			} else if s == "," && depth == 0 {
-				break
-			}
-			end++
-		}
-		o, err := d.operand(ts[:end], in)
+	if n := len(ends); n == 0 && len(ts) > 0 || n > 0 && ends[n-1] < len(ts)-1 {
+		ends = append(ends, len(ts)) // the last operand, unless a comma ends the list
+	}
+	out := make([]operand, 0, len(ends))
+	start := 0
+	for _, end := range ends {
+		o, err := d.operand(ts[start:end], in)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, o)
-		ts = ts[end:]
-		if len(ts) > 0 {
-			ts = ts[1:]
-		}
+		start = end + 1
 	}
 	return out, nil
 }
