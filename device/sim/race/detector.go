@@ -783,10 +783,17 @@ func (d *Detector) access(a sim.Access) {
 	at := sh.places.of(&a)
 	lo, hi := a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule
 	sh.grow(hi)
-	if a.Kind == sim.Load && d.reread(sh, &a, t, at, lo, hi) {
-		return
+	var x *rec
+	if a.Kind == sim.Load {
+		v := d.recOf(&a, t, at, nil)
+		if d.reread(sh, &v, t, lo, hi) {
+			return
+		}
+		x = new(rec)
+		*x = v
+	} else {
+		x = d.newRec(&a, t, at)
 	}
-	x := d.newRec(&a, t, at)
 	first := sh.at(lo)
 	atomic := a.Kind == sim.Atomic
 	// readFrom says which store each unit of a strong read returned,
@@ -882,16 +889,16 @@ func (d *Detector) access(a sim.Access) {
 	}
 }
 
-// reread records a plain load a by t at place at, reading granules [lo,
-// hi), when it repeats the read r of the same bytes that t made the same
-// way (same origin, place and site) and that is the latest access of
-// every granule a reads, settled, since t last learned anything: each
-// granule would then only put a in r's place, reporting nothing (see
-// [Detector.check]). As r covers exactly those granules and each holds
-// it last, no other state holds r: rather than take a new record, r
-// becomes a's, its event moving to t's current one in the record and in
-// the granules' accesses. It reports whether a was such a load.
-func (d *Detector) reread(sh *shadow, a *sim.Access, t *thread, at *place, lo, hi uint64) bool {
+// reread records a plain load by t, reading granules [lo, hi) and
+// recorded as v, when it repeats the read r of the same bytes that t made
+// the same way (same origin, place and site) and that is the latest access
+// of every granule it reads, settled, since t last learned anything: each
+// granule would then only put the load in r's place, reporting nothing
+// (see [Detector.check]). As r covers exactly those granules and each
+// holds it last, no other state holds r: rather than take a new record, r
+// becomes the load's, its event moving to v's in the record and in the
+// granules' accesses. It reports whether the load was such a read.
+func (d *Detector) reread(sh *shadow, v *rec, t *thread, lo, hi uint64) bool {
 	s := sh.at(lo)
 	if s == nil {
 		return false
@@ -901,8 +908,8 @@ func (d *Detector) reread(sh *shadow, a *sim.Access, t *thread, at *place, lo, h
 		return false
 	}
 	r := y.r
-	v := d.recOf(a, t, at, nil)
-	if v.ep = r.ep; *r != v {
+	w := *v
+	if w.ep = r.ep; *r != w {
 		return false
 	}
 	last := true
@@ -910,7 +917,7 @@ func (d *Detector) reread(sh *shadow, a *sim.Access, t *thread, at *place, lo, h
 	if !last {
 		return false
 	}
-	r.ep = t.now()
+	r.ep = v.ep
 	sh.each(lo, hi, func(s *state) { s.accs[len(s.accs)-1].clock = r.ep.clock })
 	return true
 }
