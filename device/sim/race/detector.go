@@ -891,35 +891,80 @@ func (d *Detector) access(a sim.Access) {
 
 // reread records a plain load by t, reading granules [lo, hi) and
 // recorded as v, when it repeats the read r of the same bytes that t made
-// the same way (same origin, place and site) and that is the latest access
-// of every granule it reads, settled, since t last learned anything: each
-// granule would then only put the load in r's place, reporting nothing
-// (see [Detector.check]). As r covers exactly those granules and each
-// holds it last, no other state holds r: rather than take a new record, r
-// becomes the load's, its event moving to v's in the record and in the
-// granules' accesses. It reports whether the load was such a read.
+// the same way (same origin, place and site), settled, since t last
+// learned anything, and every granule it reads holds r followed by reads
+// of other threads only: each granule would then only drop r and append
+// the load, reporting nothing (see [Detector.check]: r is ordered before
+// the load; the reads after r were made after t last learned anything, so
+// they stay unordered with t, and the writes before r stay ordered). As r
+// covers exactly those granules, no other state holds r: rather than take
+// a new record, r becomes the load's, its event moving to v's in the
+// record, and in the granules' accesses r moves to the end. It reports
+// whether the load was such a read.
+//
+// Lanes polling one word (a pointer every lane reloads) leave a read of
+// each lane in the word's list; this finds the lane's own without
+// checking every other one.
 func (d *Detector) reread(sh *shadow, v *rec, t *thread, lo, hi uint64) bool {
 	s := sh.at(lo)
 	if s == nil {
 		return false
 	}
-	y := s.accs[len(s.accs)-1]
-	if y.tag != uint32(t.slot)<<accSlotShift|accSettled || y.clock < t.quiet {
+	i := s.ownRead(t)
+	if i < 0 {
 		return false
 	}
+	y := s.accs[i]
 	r := y.r
 	w := *v
 	if w.ep = r.ep; *r != w {
 		return false
 	}
-	last := true
-	sh.each(lo, hi, func(s *state) { last = last && s != nil && s.accs[len(s.accs)-1] == y })
-	if !last {
+	held := true
+	sh.each(lo, hi, func(s *state) {
+		held = held && s != nil && (s == sh.at(lo) || holdsRead(s, t, y))
+	})
+	if !held {
 		return false
 	}
 	r.ep = v.ep
-	sh.each(lo, hi, func(s *state) { s.accs[len(s.accs)-1].clock = r.ep.clock })
+	sh.each(lo, hi, func(s *state) {
+		// A state the granules hold in several runs is visited again:
+		// r is then its last access already.
+		i := s.ownRead(t)
+		y := s.accs[i]
+		copy(s.accs[i:], s.accs[i+1:])
+		y.clock = r.ep.clock
+		s.accs[len(s.accs)-1] = y
+	})
 	return true
+}
+
+// holdsRead reports whether y is the read ownRead finds in s for t.
+func holdsRead(s *state, t *thread, y acc) bool {
+	i := s.ownRead(t)
+	return i >= 0 && s.accs[i] == y
+}
+
+// ownRead returns the index in s's accesses of t's latest access of the
+// granules that hold s when it is a settled plain read made since t last
+// learned anything and only reads of other threads follow it; -1 when
+// there is none such.
+func (s *state) ownRead(t *thread) int {
+	want := uint32(t.slot)<<accSlotShift | accSettled
+	for i := len(s.accs) - 1; i >= 0; i-- {
+		y := s.accs[i]
+		if y.slot() == t.slot {
+			if y.tag == want && y.clock >= t.quiet {
+				return i
+			}
+			return -1
+		}
+		if y.write() {
+			return -1
+		}
+	}
+	return -1
 }
 
 // observeWrite records that the thread of slot observed w, the write

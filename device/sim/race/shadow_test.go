@@ -295,7 +295,8 @@ func (g *gen) host(dev int, write bool) {
 
 // threadEvent is one random access or fence of a kernel thread, at
 // times a repeat of the thread's latest access (a loop reading a table
-// again, or polling a word).
+// again, or polling a word), at times a plain load of the word that every
+// thread reloads (a table of pointers each lane reads in its loop).
 func (g *gen) threadEvent(th live) {
 	if a, ok := g.last[th.task]; ok && g.rng.IntN(4) == 0 {
 		g.emit(a)
@@ -303,6 +304,14 @@ func (g *gen) threadEvent(th live) {
 	}
 	a := th.a
 	a.Task, a.Parent = th.task, -1
+	if g.rng.IntN(6) == 0 {
+		a.Kind, a.Phys, a.PhysOffset, a.Size, a.Line = sim.Load, 1, 0, 8, 5
+		a.Owner = int(a.Phys % devs)
+		a.Addr = device.Ptr(a.Phys<<32 + a.PhysOffset)
+		g.emit(a)
+		g.last[th.task] = a
+		return
+	}
 	a.Line = 1 + g.rng.IntN(4)
 	r := g.rng.IntN(20)
 	switch {
