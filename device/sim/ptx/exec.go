@@ -294,14 +294,17 @@ func (t *Thread) Run() (Stop, error) {
 		budget = DefaultBudget
 	}
 	left := budget
+	// The running frame, its code and registers, taken again when a call
+	// or a return changes the frame.
+	f := &t.frames[len(t.frames)-1]
+	code, regs := f.fn.code, f.regs
 	for {
-		f := &t.frames[len(t.frames)-1]
-		in := &f.fn.code[f.pc]
+		in := &code[f.pc]
 		f.pc++
 		if left--; left < 0 {
 			return 0, t.fail(f, in, errBudget)
 		}
-		if in.guard >= 0 && (f.regs[in.guard] != 0) == in.neg {
+		if in.guard >= 0 && (regs[in.guard] != 0) == in.neg {
 			continue
 		}
 		switch in.op {
@@ -347,13 +350,15 @@ func (t *Thread) Run() (Stop, error) {
 				t.exit()
 				return Exited, nil
 			}
+			caller := &t.frames[len(t.frames)-1]
 			if call := f.call; call != nil {
-				caller := &t.frames[len(t.frames)-1]
 				for i, p := range f.fn.rets {
 					a := call.rets[i].sym
 					copy(caller.params[a.offset:a.offset+min(a.size, p.size)], f.params[p.offset:])
 				}
 			}
+			f = caller
+			code, regs = f.fn.code, f.regs
 		case opCall:
 			callee, err := t.m.Func(in.callee)
 			if err != nil {
@@ -375,6 +380,8 @@ func (t *Thread) Run() (Stop, error) {
 				a := in.ops[i].sym
 				copy(nf.params[p.offset:p.offset+p.size], caller.params[a.offset:a.offset+min(a.size, p.size)])
 			}
+			f = nf
+			code, regs = f.fn.code, f.regs
 		case opTrap:
 			return 0, t.fail(f, in, &TrapError{What: in.trap})
 		case opShfl, opVote, opActivemask:
@@ -403,8 +410,17 @@ func (t *Thread) fail(f *frame, in *inst, err error) error {
 	return e
 }
 
-// value reads operand o as type ty.
+// value reads operand o as type ty: a register directly, any other kind
+// through operand (value is small enough to be inlined).
 func (t *Thread) value(f *frame, o *operand, ty typ) uint64 {
+	if o.kind == oReg && !o.not {
+		return f.regs[o.reg]
+	}
+	return t.operand(f, o, ty)
+}
+
+// operand reads operand o as type ty.
+func (t *Thread) operand(f *frame, o *operand, ty typ) uint64 {
 	switch o.kind {
 	case oReg:
 		if o.not {

@@ -928,10 +928,15 @@ func (d *Detector) reread(sh *shadow, v *rec, t *thread, lo, hi uint64) bool {
 		return false
 	}
 	r.ep = v.ep
+	at := i // where the first state holds r
 	sh.each(lo, hi, func(s *state) {
 		// A state the granules hold in several runs is visited again:
 		// r is then its last access already.
-		i := s.ownRead(t)
+		i := at
+		if at < 0 {
+			i = s.ownRead(t)
+		}
+		at = -1
 		y := s.accs[i]
 		copy(s.accs[i:], s.accs[i+1:])
 		y.clock = r.ep.clock
