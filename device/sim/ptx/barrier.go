@@ -180,10 +180,8 @@ func (mem *BlockMem) checkWarp(b *barState, w int) error {
 	if p.lanes == 0 {
 		return nil
 	}
-	for l := uint32(0); l < 32; l++ {
-		if wp.lanes>>l&1 == 1 && p.lanes>>l&1 == 0 && wp.state[l] != laneExited {
-			return nil
-		}
+	if wp.lanes&^p.lanes&^wp.exited != 0 {
+		return nil // a lane that has not exited has yet to arrive
 	}
 	ph := b.cur
 	if ph == nil {

@@ -413,7 +413,14 @@ func fcompare(c cmpOp, f fpFormat, ftz bool, a, b uint64) bool {
 	if ftz {
 		a, b = f.flush(a), f.flush(b)
 	}
-	x, y := toF64(a, f), toF64(b, f)
+	var x, y float64
+	if f == fmtF32 {
+		// Widening is exact, and a comparison never looks at a NaN's
+		// payload.
+		x, y = float64(math.Float32frombits(uint32(a))), float64(math.Float32frombits(uint32(b)))
+	} else {
+		x, y = toF64(a, f), toF64(b, f)
+	}
 	nan := x != x || y != y
 	switch c {
 	case cmpEq:

@@ -28,6 +28,7 @@ const (
 // result and releases them.
 type warp struct {
 	lanes   uint32 // the lanes that exist (a last warp may be partial)
+	exited  uint32 // the lanes whose state is laneExited
 	state   [32]uint8
 	barLine [32]int
 	barID   [32]int       // the barrier each lane waits at
@@ -71,6 +72,11 @@ func (mem *BlockMem) leave(dim Dim, state uint8, line int) {
 	}
 	w.state[dim.Tid%32] = state
 	w.barLine[dim.Tid%32] = line
+	if bit := uint32(1) << (dim.Tid % 32); state == laneExited {
+		w.exited |= bit
+	} else {
+		w.exited &^= bit
+	}
 }
 
 // warpOp executes activemask, shfl.sync and vote.sync.
