@@ -82,6 +82,7 @@ type barWarp struct {
 	count    int    // the thread count of the first lane (0: every thread)
 	red      uint8  // its bar.red operation; 0 for none
 	line     int    // its line
+	in       *inst  // its instruction
 	popc     int    // lanes whose bar.red predicate was true
 	released uint64 // the largest token of the lanes' arrivals
 }
@@ -152,9 +153,12 @@ func (mem *BlockMem) arrive(dim Dim, id int, in *inst, count int, pred bool) (ui
 	w, bit := dim.Tid/32, uint32(1)<<(dim.Tid%32)
 	p := &b.pend[w]
 	if p.lanes == 0 {
-		*p = barWarp{count: count, red: red, line: in.line}
+		*p = barWarp{count: count, red: red, line: in.line, in: in}
 	} else if why := compatible(id, p.count, p.red, p.line, count, red, in.line); why != "" {
 		return 0, errors.New(why)
+	} else if in != p.in && (in.aligned || p.in.aligned) {
+		return 0, fmt.Errorf("barrier %d: lanes of warp %d arrive at lines %d and %d, but an .aligned barrier (bar, or barrier with .aligned) must be executed by every lane of the warp at the same instruction",
+			id, w, p.line, in.line)
 	}
 	p.lanes |= bit
 	if in.bar == barArrive {

@@ -460,3 +460,72 @@ func TestBarrierErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestAlignedBarrierDivergence: bar (and barrier with .aligned) promises
+// that every lane of a warp executes the same barrier instruction; lanes
+// of one warp arriving at two of them break it, and the arrival says
+// where. Without .aligned, and for lanes of different warps, two
+// instructions of one barrier meet in one phase.
+func TestAlignedBarrierDivergence(t *testing.T) {
+	kernel := func(split, sync string) string {
+		return `.visible .entry k(.param .u64 p)
+{
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<4>;
+	.reg .pred %p<2>;
+	ld.param.u64 %rd1, [p];
+	mov.u32 %r1, %tid.x;
+	` + split + `
+	@%p1 bra B;
+	` + sync + ` 0;
+	bra.uni DONE;
+B:
+	` + sync + ` 0;
+DONE:
+	mul.wide.u32 %rd2, %r1, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r1;
+	ret;
+}
+`
+	}
+	const inWarp = "and.b32 %r2, %r1, 1;\n\tsetp.eq.u32 %p1, %r2, 1;" // odd lanes branch
+	const byWarp = "setp.ge.u32 %p1, %r1, 32;"                       // warp 1 branches
+	for _, c := range []struct {
+		name, split, sync string
+		fails             bool
+	}{
+		{"bar.sync, lanes of a warp apart", inWarp, "bar.sync", true},
+		{"barrier.sync.aligned, lanes of a warp apart", inWarp, "barrier.sync.aligned", true},
+		{"barrier.sync, lanes of a warp apart", inWarp, "barrier.sync", false},
+		{"bar.sync, warps apart", byWarp, "bar.sync", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			buf := make([]byte, 4*64)
+			errs, _ := runBlock(t, kernel(c.split, c.sync), 64, buf)
+			if !c.fails {
+				noErrors(t, errs)
+				for i := range 64 {
+					if got := binary.LittleEndian.Uint32(buf[4*i:]); got != uint32(i) {
+						t.Fatalf("thread %d stored %d after the barrier", i, got)
+					}
+				}
+				return
+			}
+			// The lane that broke the promise fails; the others then
+			// wait at the barrier for good.
+			var msgs []string
+			for _, err := range errs {
+				if err != nil && strings.Contains(err.Error(), ".aligned") {
+					msgs = append(msgs, err.Error())
+				}
+			}
+			if len(msgs) == 0 {
+				t.Fatalf("lanes of one warp at two instructions of an .aligned barrier: no error of it in %v", errs)
+			}
+			if !strings.Contains(msgs[0], "lines 14 and 17") && !strings.Contains(msgs[0], "lines 17 and 14") {
+				t.Fatalf("error %q does not name both lines", msgs[0])
+			}
+		})
+	}
+}

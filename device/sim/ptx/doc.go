@@ -74,9 +74,10 @@
 // phase completed; and a deadlock ([ErrDeadlock]: every thread that has
 // not exited waits at a barrier none of which can complete), which says
 // which threads wait at which barrier and line and how far each barrier
-// is. .aligned (the promise that the warp runs the same barrier
-// instruction) is accepted and not checked. bar.warp.sync and the cluster
-// forms are refused.
+// is; and lanes of one warp arriving at a barrier through two different
+// instructions when either is .aligned (every bar form, and barrier with
+// .aligned: the promise that the whole warp executes that instruction).
+// bar.warp.sync and the cluster forms are refused.
 //
 // Arithmetic is exact: every operation computes its result once, rounded
 // in its mode (the narrower formats through float64 with rounding to odd,

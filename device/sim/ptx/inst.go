@@ -357,6 +357,7 @@ type inst struct {
 	aop     AtomOp
 	noDst   bool  // red: an atom without a result
 	bar     uint8 // opBar: barSync, barArrive or barRed
+	aligned bool  // opBar: bar, or barrier.aligned (the warp executes this very instruction)
 	mode    uint8 // prmt, shfl or vote mode; bar.red's operation
 	dstSize uint8 // bytes of the destination register (ld and cvt extend to it)
 	guard   int   // predicate register, -1 for none
@@ -508,6 +509,7 @@ func (d *decoder) mnemonic(in *inst) error {
 			sawScope = true
 		case op == opBar && m == "cta":
 		case op == opBar && m == "aligned" && parts[0] == "barrier":
+			in.aligned = true
 		case op == opBar && m == "sync" && !sawSync && in.bar == barSync:
 			sawSync = true
 		case op == opBar && m == "arrive" && !sawSync && in.bar == barSync:
@@ -542,6 +544,7 @@ func (d *decoder) mnemonic(in *inst) error {
 		if err := decodeBar(in, types, sawSync); err != nil {
 			return err
 		}
+		in.aligned = in.aligned || parts[0] == "bar" // bar is barrier...aligned
 	case opBra, opRet, opCall, opMembar, opTrap:
 		if len(types) > 0 {
 			return unsupported(in)
