@@ -490,7 +490,7 @@ DONE:
 `
 	}
 	const inWarp = "and.b32 %r2, %r1, 1;\n\tsetp.eq.u32 %p1, %r2, 1;" // odd lanes branch
-	const byWarp = "setp.ge.u32 %p1, %r1, 32;"                       // warp 1 branches
+	const byWarp = "setp.ge.u32 %p1, %r1, 32;"                        // warp 1 branches
 	for _, c := range []struct {
 		name, split, sync string
 		fails             bool
