@@ -398,7 +398,9 @@ func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signa
 	p := sg.phys
 	h := histOf(sg, size)
 	if h == nil {
-		h = &history{off: sg.off, size: size, ents: make([]wstore, 1, 4)}
+		// Room for the base and this store: most locations get no other
+		// (a packet of the low-latency protocol is written once a launch).
+		h = &history{off: sg.off, size: size, ents: make([]wstore, 1, 2)}
 		h.ents[0] = wstore{val: loadN(sg.b[:size]), base: true}
 		if p.weak == nil {
 			p.weak = &weakMemOf{pages: map[uint64]*weakPage{}}
