@@ -47,7 +47,7 @@ const (
 type Task struct {
 	id     int
 	label  Label
-	resume chan bool // its worker's resumptions: true aborts the task
+	w      *worker // the worker that runs it
 	state  taskState
 	point  string // the scheduling point the task is parked at
 
@@ -78,11 +78,12 @@ func (t *Task) Waiting() bool { return t.state == taskBlocked }
 
 // Scheduler is the deterministic simulator runtime. See the package doc.
 //
-// Only one task runs at a time; control passes from task goroutine to task
-// goroutine through channels (the task that parks takes the next
-// scheduling step itself), so all simulation state may be accessed without
-// locks from tasks and from Wait conditions. Task goroutines are reused
-// for later tasks of the same run.
+// Only one task runs at a time; control passes from task to task as
+// between coroutines (the task that parks takes the next scheduling step
+// itself, then hands the chosen task to Run's driver, which resumes it),
+// so all simulation state may be accessed without locks from tasks and from
+// Wait conditions. The goroutines that run tasks are reused for later
+// tasks.
 type Scheduler struct {
 	seed     uint64
 	strategy Strategy
@@ -93,8 +94,7 @@ type Scheduler struct {
 	now      time.Duration
 	steps    int64
 	trace    *Trace
-	parked   chan struct{} // an aborted task is done unwinding
-	finished chan struct{} // the run is over, its outcome in result
+	next     *Task // the task the driver resumes next; nil: the run is over
 	result   error
 	// ready and blocked hold the tasks that are not halted, not running
 	// and not done, in ID order: those parked at a Yield (or not started)
@@ -125,7 +125,6 @@ func NewScheduler(cfg Config) *Scheduler {
 		strategy: st,
 		maxSteps: cfg.MaxSteps,
 		trace:    NewTrace(cfg.KeepEvents),
-		parked:   make(chan struct{}),
 	}
 }
 
@@ -175,38 +174,38 @@ func (s *Scheduler) SpawnLabeled(l Label, fn func()) *Task {
 	} else {
 		w = takeWorker()
 	}
-	t.resume = w.resume
-	w.jobs <- job{s, t, fn}
+	t.w = w
+	w.job = job{s, t, fn}
 	return t
 }
 
 // body runs task t on worker w. It reports whether t finished on its own,
-// in which case w has joined the idle list; an aborted task's worker ends.
+// in which case w has joined the idle list and the next task to run is
+// chosen; an aborted task's worker ends.
 func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
-	if abort := <-t.resume; abort {
+	if t.aborting { // aborted before it started
 		t.state = taskDone
 		s.reapDue = true
-		s.parked <- struct{}{}
 		return false
 	}
 	aborted := true
 	defer func() {
-		if r := recover(); r != nil && s.failure == nil {
+		r := recover()
+		if r != nil && s.failure == nil {
 			s.failure = &PanicError{Task: t.label.Name, Value: r, Stack: string(debug.Stack())}
 		} else if !aborted {
 			s.Record("exit", t.label.Name)
 		}
 		t.state = taskDone
 		s.reapDue = true
-		if t.aborting {
-			// Unwinding with runtime.Goexit, or the run is ending: the
-			// worker does not come back.
-			s.parked <- struct{}{}
+		if t.aborting || aborted && r == nil {
+			// Unwinding with runtime.Goexit (the run is ending, or the
+			// task called it): the worker does not come back.
 			reusable = false
 			return
 		}
 		s.idle = append(s.idle, w)
-		s.handOff(s.pick())
+		s.next = s.pick()
 		reusable = true
 	}()
 	fn()
@@ -215,24 +214,16 @@ func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
 }
 
 // park passes control on from the running task t and waits to be resumed.
+// A task resumed to be aborted unwinds with runtime.Goexit.
 func (s *Scheduler) park(t *Task) {
 	next := s.pick()
 	if next == t {
 		return
 	}
-	s.handOff(next)
-	if abort := <-t.resume; abort {
+	s.next = next
+	if !t.w.yield(struct{}{}) || t.aborting {
 		runtime.Goexit()
 	}
-}
-
-// handOff resumes next, or tells Run that the run is over when next is nil.
-func (s *Scheduler) handOff(next *Task) {
-	if next == nil {
-		s.finished <- struct{}{}
-		return
-	}
-	next.resume <- false
 }
 
 func (s *Scheduler) mustCurrent(op string) *Task {
@@ -332,11 +323,7 @@ func (s *Scheduler) Run() error {
 	}
 	s.running = true
 	defer func() { s.running = false }()
-	s.finished = make(chan struct{}, 1)
-	if t := s.pick(); t != nil {
-		t.resume <- false
-		<-s.finished
-	}
+	s.drive()
 	err := s.result
 	s.abortAll()
 	poolWorkers(s.idle)
@@ -344,11 +331,36 @@ func (s *Scheduler) Run() error {
 	return err
 }
 
+// drive resumes the tasks the scheduling steps choose until the run is
+// over. It runs on a goroutine of its own, so that a task that calls
+// runtime.Goexit (which leaves its worker through the driver) ends only the
+// run, with an error.
+func (s *Scheduler) drive() {
+	done := make(chan struct{})
+	finished := false
+	go func() {
+		defer close(done)
+		for t := s.pick(); t != nil; t = s.next {
+			s.next = nil
+			t.w.resume()
+		}
+		finished = true
+	}()
+	<-done
+	if !finished && s.result == nil {
+		name := "a task"
+		if s.cur != nil {
+			name = "task " + s.cur.label.Name
+		}
+		s.result = fmt.Errorf("scheduler: %s called runtime.Goexit", name)
+	}
+}
+
 // pick takes a scheduling step: it chooses the task that runs next and
 // marks it running, or returns nil once the run is over, its outcome in
-// s.result. It runs on the goroutine of the task that just parked or
-// finished (on Run's at the start), so control passes straight from task to
-// task, and not at all when the strategy picks the task that parked.
+// s.result. It runs on the task that just parked or finished (on the
+// driver at the start), and control passes to the task chosen through the
+// driver, and not at all when the strategy picks the task that parked.
 func (s *Scheduler) pick() *Task {
 	s.cur = nil
 	for {
@@ -528,8 +540,14 @@ func (s *Scheduler) abortAll() {
 		}
 		t.aborting = true
 		s.cur = t
-		t.resume <- true
-		<-s.parked
+		// The task unwinds with runtime.Goexit, which its worker passes
+		// on to the goroutine that resumed it: a goroutine of its own.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			t.w.resume()
+		}()
+		<-done
 		s.cur = nil
 	}
 	s.tasks, s.ready, s.blocked = nil, nil, nil
