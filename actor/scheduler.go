@@ -45,11 +45,11 @@ const (
 // Task is one coroutine under a [Scheduler]: a rank program, a mailbox run, a
 // kernel block or a signalling lane.
 type Task struct {
-	id     int
-	label  Label
-	w      *worker // the worker that runs it
-	state  taskState
-	point  string // the scheduling point the task is parked at
+	id    int
+	label Label
+	w     *worker // the worker that runs it
+	state taskState
+	point string // the scheduling point the task is parked at
 
 	what     string
 	ready    func() bool
