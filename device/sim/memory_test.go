@@ -410,24 +410,47 @@ func TestGranulesAreRecycled(t *testing.T) {
 
 // TestRegionsBySize: a freed allocation's bytes go to the next allocation
 // of their size, never to one of another size; the cache keeps no more
-// bytes than its bound and counts what it holds.
+// bytes than its bound, pushing out the regions idle the longest (so the
+// sizes a run allocates now displace an earlier run's), and counts what it
+// holds.
 func TestRegionsBySize(t *testing.T) {
-	c := regionCache{max: 4 * device.Granularity}
-	big, small := c.get(3*device.Granularity), c.get(device.Granularity)
+	const g = device.Granularity
+	c := regionCache{max: 4 * g}
+	big, small := c.get(3*g), c.get(g)
 	c.put(big)
 	c.put(small)
-	c.put(make([]byte, device.Granularity)) // past the bound: dropped
-	if got := len(c.idleRegions()); got != 2 || c.bytes() != 4*device.Granularity {
-		t.Fatalf("the cache holds %d regions of %d bytes, want 2 of %d", got, c.bytes(), 4*device.Granularity)
+	if got := len(c.idleRegions()); got != 2 || c.bytes() != 4*g {
+		t.Fatalf("the cache holds %d regions of %d bytes, want 2 of %d", got, c.bytes(), 4*g)
 	}
-	if b := c.get(device.Granularity); &b[0] != &small[0] {
+	if b := c.get(g); &b[0] != &small[0] {
 		t.Fatal("a 1-granule allocation did not get the freed 1-granule region")
 	}
-	if b := c.get(3 * device.Granularity); &b[0] != &big[0] {
+	if b := c.get(3 * g); &b[0] != &big[0] {
 		t.Fatal("a 3-granule allocation did not get the freed 3-granule region")
 	}
 	if c.bytes() != 0 || len(c.idleRegions()) != 0 {
 		t.Fatalf("the cache holds %d bytes with every region in use", c.bytes())
+	}
+	// Full, a new region pushes out the one idle the longest.
+	c.put(big)
+	c.put(small)
+	newer := make([]byte, g)
+	c.put(newer) // past the bound: big goes
+	if c.bytes() != 2*g || len(c.idleRegions()) != 2 {
+		t.Fatalf("after pushing out: %d regions of %d bytes, want 2 of %d", len(c.idleRegions()), c.bytes(), 2*g)
+	}
+	if b := c.get(3 * g); &b[0] == &big[0] {
+		t.Fatal("the region idle the longest was not pushed out")
+	}
+	if b := c.get(g); &b[0] != &newer[0] {
+		t.Fatal("a 1-granule allocation did not get the region freed last")
+	}
+	if b := c.get(g); &b[0] != &small[0] {
+		t.Fatal("a 1-granule allocation did not get the other freed region")
+	}
+	c.put(make([]byte, 5*g)) // larger than the bound: not kept
+	if c.bytes() != 0 {
+		t.Fatalf("the cache kept a region larger than its bound: %d bytes", c.bytes())
 	}
 }
 

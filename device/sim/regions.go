@@ -15,13 +15,18 @@ var regions = regionCache{max: maxPooledBytes}
 const maxPooledBytes = 128 << 20
 
 // regionCache keeps idle byte slices by length, at most max bytes in all;
-// safe for concurrent use.
+// a region that would not fit pushes out the regions idle the longest, so
+// that the sizes a run allocates now displace those of earlier runs. Safe
+// for concurrent use.
 type regionCache struct {
 	max uint64
 
 	mu   sync.Mutex
 	held uint64
-	idle map[uint64][][]byte
+	idle map[uint64][][]byte // by length, the longest idle first
+	// order is the lengths of the idle regions, one entry per region, the
+	// longest idle first.
+	order []uint64
 }
 
 // get returns n bytes, recycled (holding what their last user left) or
@@ -33,6 +38,14 @@ func (c *regionCache) get(n uint64) []byte {
 		l[len(l)-1] = nil
 		c.idle[n] = l[:len(l)-1]
 		c.held -= n
+		// The region taken is the newest of its length: drop the last
+		// entry of that length from order.
+		for i := len(c.order) - 1; i >= 0; i-- {
+			if c.order[i] == n {
+				c.order = append(c.order[:i], c.order[i+1:]...)
+				break
+			}
+		}
 		c.mu.Unlock()
 		return b
 	}
@@ -40,19 +53,29 @@ func (c *regionCache) get(n uint64) []byte {
 	return make([]byte, n)
 }
 
-// put keeps b for a later get of its length, unless the cache would then
-// hold more than max bytes.
+// put keeps b for a later get of its length, dropping the regions idle the
+// longest while the cache would otherwise hold more than max bytes; a
+// region larger than max is not kept.
 func (c *regionCache) put(b []byte) {
 	n := uint64(len(b))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if n == 0 || c.held+n > c.max {
+	if n == 0 || n > c.max {
 		return
+	}
+	for c.held+n > c.max {
+		m := c.order[0]
+		c.order = c.order[1:]
+		l := c.idle[m]
+		l[0] = nil
+		c.idle[m] = l[1:]
+		c.held -= m
 	}
 	if c.idle == nil {
 		c.idle = map[uint64][][]byte{}
 	}
 	c.idle[n] = append(c.idle[n], b)
+	c.order = append(c.order, n)
 	c.held += n
 }
 
