@@ -314,7 +314,8 @@ func (s *Scheduler) curID() int {
 
 // Run runs tasks until all have finished. It returns a [*DeadlockError] when
 // tasks remain blocked with nothing to wake them, a [*PanicError] when a task
-// panics, or [ErrStepLimit]. Whatever the outcome, no task is left running
+// panics, [ErrStepLimit], or an error naming a task that called
+// runtime.Goexit (t.FailNow does). Whatever the outcome, no task is left running
 // or parked: the goroutines that ran tasks end, or wait idle for the tasks
 // of later runs (a bounded number; see [ReleaseWorkers]).
 func (s *Scheduler) Run() error {
