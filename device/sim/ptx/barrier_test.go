@@ -529,3 +529,41 @@ DONE:
 		})
 	}
 }
+
+// TestThreadBarrierSaysWhereItWaits: a thread stopped at a barrier of
+// every thread names the barrier and its line, and says whether its phase
+// completed: not while another thread has yet to arrive, then yes.
+func TestThreadBarrierSaysWhereItWaits(t *testing.T) {
+	m, err := Parse(header + `.visible .entry k(.param .u64 p)
+{
+	bar.sync 3;
+	ret;
+}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := m.NewBlockMem("k", make([]byte, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ths [2]*Thread
+	for i := range ths {
+		if ths[i], err = m.NewThread("k", &sliceEnv{}, mem, Dim{Tid: uint32(i), Ntid: 2, Nctaid: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const line = 6 // bar.sync 3, after the header's three lines
+	for i, th := range ths {
+		if stop, err := th.Run(); err != nil || stop != AtBarrier {
+			t.Fatalf("thread %d: Run = %v, %v; want AtBarrier", i, stop, err)
+		}
+		want := Barrier{ID: 3, Line: line, Done: i == 1}
+		if got := th.Barrier(); got != want {
+			t.Fatalf("thread %d of 2 arrived: Barrier() = %+v, want %+v", i, got, want)
+		}
+	}
+	if got := ths[0].Barrier(); !got.Done {
+		t.Fatalf("both threads arrived: thread 0's Barrier() = %+v, want Done", got)
+	}
+}

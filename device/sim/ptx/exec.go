@@ -110,9 +110,8 @@ const (
 
 // Barrier describes the barrier a stopped thread waits at.
 type Barrier struct {
-	ID    int
-	Line  int
-	Phase uint64 // the barrier's phase: 0 for its first
+	ID   int // the barrier's number, 0 to 15
+	Line int // the line of the barrier instruction
 	// Done: the phase completed (every thread of the block that has not
 	// exited arrived), so [Thread.Release] may resume the thread.
 	Done bool
@@ -244,7 +243,7 @@ func (t *Thread) Barrier() Barrier {
 	w, lane := t.mem.warps[t.dim.Tid/32], t.dim.Tid%32
 	b := Barrier{ID: w.barID[lane], Line: t.barInst.line}
 	if ph := w.barAt[lane]; ph != nil {
-		b.Phase, b.Done = ph.n, ph.done
+		b.Done = ph.done
 	}
 	return b
 }
