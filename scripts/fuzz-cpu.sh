@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Compares the CPU time and peak memory of `symmem fuzz` between builds:
+# each revision is built once, then the runs alternate between the builds,
+# round after round, so that a machine whose speed drifts (shared or
+# throttled CPUs) weighs on every build alike. Prints, per build and mode,
+# the CPU time (user + sys) of each run, its minimum and median, and the
+# peak RSS.
+#
+#   scripts/fuzz-cpu.sh [--rounds 3] [--seeds 30] [--modes go,ptx] [--jobs 1] REV...
+#
+# REV is anything git rev-parse takes (HEAD, a hash, a branch); "." is the
+# working tree as it is. Needs GNU time (/usr/bin/time).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rounds=3 seeds=30 modes=go,ptx jobs=1
+revs=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rounds) rounds=$2; shift 2 ;;
+    --seeds) seeds=$2; shift 2 ;;
+    --modes) modes=$2; shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -*) echo "fuzz-cpu: unknown flag $1" >&2; exit 2 ;;
+    *) revs+=("$1"); shift ;;
+  esac
+done
+if [ ${#revs[@]} -eq 0 ]; then
+  echo "fuzz-cpu: name at least one revision (e.g. HEAD~3 .)" >&2
+  exit 2
+fi
+if [ ! -x /usr/bin/time ]; then
+  echo "fuzz-cpu: needs GNU time at /usr/bin/time" >&2
+  exit 1
+fi
+
+tmp=$(mktemp -d)
+trap 'git worktree prune >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+names=()
+for i in "${!revs[@]}"; do
+  rev=${revs[$i]}
+  bin="$tmp/symmem.$i"
+  if [ "$rev" = . ]; then
+    go build -o "$bin" ./cmd/symmem
+    names+=("working-tree")
+  else
+    hash=$(git rev-parse --short "$rev^{commit}")
+    git worktree add --detach -q "$tmp/wt.$i" "$hash"
+    (cd "$tmp/wt.$i" && go build -o "$bin" ./cmd/symmem)
+    git worktree remove --force "$tmp/wt.$i"
+    names+=("$hash")
+  fi
+done
+
+IFS=, read -r -a modelist <<<"$modes"
+for mode in "${modelist[@]}"; do
+  case "$mode" in
+    go) kflag=() ;;
+    ptx) kflag=(--kernels ptx) ;;
+    *) echo "fuzz-cpu: unknown mode $mode (go or ptx)" >&2; exit 2 ;;
+  esac
+  declare -A cpu=() rss=()
+  for ((r = 1; r <= rounds; r++)); do
+    for i in "${!revs[@]}"; do
+      /usr/bin/time -o "$tmp/time" -f "%U %S %M" "$tmp/symmem.$i" fuzz "${kflag[@]}" --seeds "$seeds" \
+        -j "$jobs" --shrink=false --progress=false >/dev/null 2>&1 || true
+      read -r user sys kb <"$tmp/time"
+      cpu[$i]+=" $(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')"
+      rss[$i]+=" $((kb / 1024))"
+    done
+  done
+  echo "symmem fuzz ${kflag[*]:+${kflag[*]} }--seeds $seeds -j $jobs, $rounds rounds alternated:"
+  for i in "${!revs[@]}"; do
+    sorted=$(tr ' ' '\n' <<<"${cpu[$i]}" | sed '/^$/d' | sort -n | tr '\n' ' ')
+    echo "  ${names[$i]}: CPU s ${sorted}$(awk '{ printf "(min %s, median %s)", $1, $(int((NF + 1) / 2)) }' <<<"$sorted"), peak RSS MB${rss[$i]}"
+  done
+  unset cpu rss
+done
