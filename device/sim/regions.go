@@ -1,6 +1,9 @@
 package sim
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // regions recycles the bytes of freed physical allocations for later
 // allocations of the same size: clearing a fresh 2 MiB granule (or a
@@ -14,42 +17,31 @@ var regions = regionCache{max: maxPooledBytes}
 // maxPooledBytes bounds the bytes regions keeps (128 MiB).
 const maxPooledBytes = 128 << 20
 
-// regionCache keeps idle byte slices by length, at most max bytes in all;
-// a region that would not fit pushes out the regions idle the longest, so
-// that the sizes a run allocates now displace those of earlier runs. Safe
-// for concurrent use.
+// regionCache keeps idle byte slices, at most max bytes in all; a region
+// that would not fit pushes out the regions idle the longest, so that the
+// sizes a run allocates now displace those of earlier runs. It holds a few
+// dozen regions at most (128 MiB of 2 MiB granules): a list in the order
+// they came back serves both. Safe for concurrent use.
 type regionCache struct {
 	max uint64
 
 	mu   sync.Mutex
 	held uint64
-	idle map[uint64][][]byte // by length, the longest idle first
-	// order is the lengths of the idle regions, one entry per region, the
-	// longest idle first.
-	order []uint64
+	idle [][]byte // the longest idle first
 }
 
-// get returns n bytes, recycled (holding what their last user left) or
-// new.
+// get returns n bytes, recycled (the newest idle region of that length,
+// holding what its last user left) or new.
 func (c *regionCache) get(n uint64) []byte {
 	c.mu.Lock()
-	if l := c.idle[n]; len(l) > 0 {
-		b := l[len(l)-1]
-		l[len(l)-1] = nil
-		c.idle[n] = l[:len(l)-1]
-		c.held -= n
-		// The region taken is the newest of its length: drop the last
-		// entry of that length from order.
-		for i := len(c.order) - 1; i >= 0; i-- {
-			if c.order[i] == n {
-				c.order = append(c.order[:i], c.order[i+1:]...)
-				break
-			}
+	defer c.mu.Unlock()
+	for i := len(c.idle) - 1; i >= 0; i-- {
+		if b := c.idle[i]; uint64(len(b)) == n {
+			c.idle = slices.Delete(c.idle, i, i+1)
+			c.held -= n
+			return b
 		}
-		c.mu.Unlock()
-		return b
 	}
-	c.mu.Unlock()
 	return make([]byte, n)
 }
 
@@ -64,18 +56,11 @@ func (c *regionCache) put(b []byte) {
 		return
 	}
 	for c.held+n > c.max {
-		m := c.order[0]
-		c.order = c.order[1:]
-		l := c.idle[m]
-		l[0] = nil
-		c.idle[m] = l[1:]
-		c.held -= m
+		c.held -= uint64(len(c.idle[0]))
+		c.idle[0] = nil
+		c.idle = c.idle[1:]
 	}
-	if c.idle == nil {
-		c.idle = map[uint64][][]byte{}
-	}
-	c.idle[n] = append(c.idle[n], b)
-	c.order = append(c.order, n)
+	c.idle = append(c.idle, b)
 	c.held += n
 }
 
