@@ -920,9 +920,9 @@ func (d *Detector) reread(sh *shadow, v *rec, t *thread, lo, hi uint64) bool {
 	if w.ep = r.ep; *r != w {
 		return false
 	}
-	held := true
+	first, held := s, true
 	sh.each(lo, hi, func(s *state) {
-		held = held && s != nil && (s == sh.at(lo) || holdsRead(s, t, y))
+		held = held && s != nil && (s == first || holdsRead(s, t, y))
 	})
 	if !held {
 		return false
@@ -956,11 +956,10 @@ func holdsRead(s *state, t *thread, y acc) bool {
 // learned anything and only reads of other threads follow it; -1 when
 // there is none such.
 func (s *state) ownRead(t *thread) int {
-	want := uint32(t.slot)<<accSlotShift | accSettled
 	for i := len(s.accs) - 1; i >= 0; i-- {
 		y := s.accs[i]
 		if y.slot() == t.slot {
-			if y.tag == want && y.clock >= t.quiet {
+			if y.settledReadOf(t) {
 				return i
 			}
 			return -1
@@ -1057,7 +1056,7 @@ func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 	write := x.write
 	inPlace := cap(dst) > 0 && len(accs) > 0 && &dst[:1][0] == &accs[0]
 	if n := len(accs); !write && n > 0 {
-		if y := accs[n-1]; y.tag&accSettled != 0 && y.slot() == t.slot && y.clock >= t.quiet {
+		if accs[n-1].settledReadOf(t) {
 			if inPlace {
 				dst = dst[:n-1]
 			} else {

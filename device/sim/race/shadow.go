@@ -182,6 +182,12 @@ func accOf(r *rec, settled bool) acc {
 // slot is the clock component of y's thread.
 func (y acc) slot() int { return int(y.tag >> accSlotShift) }
 
+// settledReadOf reports whether y is a settled read of t made since t last
+// learned anything (settled: only reads carry the bit).
+func (y acc) settledReadOf(t *thread) bool {
+	return y.tag == uint32(t.slot)<<accSlotShift|accSettled && y.clock >= t.quiet
+}
+
 // write reports whether y writes.
 func (y acc) write() bool { return y.tag&accWrite != 0 }
 
