@@ -48,13 +48,20 @@ func TestWorkerSurvivesPanic(t *testing.T) {
 	if err := s.Run(); err == nil {
 		t.Fatal("a panicking task did not fail the run")
 	}
+	laterRunWorks(t, "a panic")
+}
+
+// laterRunWorks checks that a run after what went wrong (the pooled
+// workers it left) runs every task to its end.
+func laterRunWorks(t *testing.T, after string) {
+	t.Helper()
 	ran := 0
-	s2 := NewScheduler(Config{Seed: 1})
+	s := NewScheduler(Config{Seed: 2})
 	for range 3 {
-		s2.Go("after", func() { s2.Yield("after"); ran++ })
+		s.Go("after", func() { s.Yield("after"); ran++ })
 	}
-	if err := s2.Run(); err != nil || ran != 3 {
-		t.Fatalf("run after a panic: %v, %d of 3 tasks ran", err, ran)
+	if err := s.Run(); err != nil || ran != 3 {
+		t.Fatalf("run after %s: %v, %d of 3 tasks ran", after, err, ran)
 	}
 }
 
@@ -83,14 +90,7 @@ func TestGoexitInTaskEndsTheRun(t *testing.T) {
 	if unwound != 3 {
 		t.Fatalf("%d of 3 waiting tasks unwound", unwound)
 	}
-	ran := 0
-	s2 := NewScheduler(Config{Seed: 2})
-	for range 3 {
-		s2.Go("after", func() { s2.Yield("after"); ran++ })
-	}
-	if err := s2.Run(); err != nil || ran != 3 {
-		t.Fatalf("run after a Goexit: %v, %d of 3 tasks ran", err, ran)
-	}
+	laterRunWorks(t, "a Goexit")
 }
 
 // BenchmarkSwitch is the cost of a scheduling step that passes control

@@ -83,6 +83,10 @@ func (f *feed) kernel(grid, lanes int, body func(a sim.Access, part, parts, step
 		a.Kind, a.Task = kind, task
 		f.observe(a)
 	}
+	run := func(a sim.Access, part, parts int) { // every step of a part
+		for step := 0; body(a, part, parts, step); step++ {
+		}
+	}
 	ev(op, sim.Enqueue, hostTask)
 	ev(op, sim.OpStart, workerTask)
 	op.Launch = f.launch
@@ -93,8 +97,7 @@ func (f *feed) kernel(grid, lanes int, body func(a sim.Access, part, parts, step
 		ev(ba, sim.BlockStart, bt)
 		ba.Parent, ba.Task = -1, bt
 		if lanes == 0 {
-			for step := 0; body(ba, blk, grid, step); step++ {
-			}
+			run(ba, blk, grid)
 			ev(ba, sim.BlockEnd, bt)
 			continue
 		}
@@ -109,8 +112,7 @@ func (f *feed) kernel(grid, lanes int, body func(a sim.Access, part, parts, step
 				las = append(las, la)
 				continue
 			}
-			for step := 0; body(la, blk*lanes+l, grid*lanes, step); step++ {
-			}
+			run(la, blk*lanes+l, grid*lanes)
 			ev(la, sim.LaneEnd, lt)
 		}
 		if f.interleave {
