@@ -408,11 +408,12 @@ func TestGranulesAreRecycled(t *testing.T) {
 	}
 }
 
-// TestRegionsBySize: a freed allocation's bytes go to the next allocation
-// of their size, never to one of another size; the cache keeps no more
-// bytes than its bound, pushing out the regions idle the longest (so the
-// sizes a run allocates now displace an earlier run's), and counts what it
-// holds.
+// TestRegionsBySize: an allocation takes the smallest idle region that
+// holds it (an exact fit first, the newest among equals), a larger region's
+// start when no smaller one is idle, and that region comes back whole; the
+// cache keeps no more bytes than its bound, pushing out the regions idle
+// the longest (so the sizes a run allocates now displace an earlier
+// run's), and counts what it holds.
 func TestRegionsBySize(t *testing.T) {
 	const g = device.Granularity
 	c := regionCache{max: 4 * g}
@@ -431,8 +432,28 @@ func TestRegionsBySize(t *testing.T) {
 	if c.bytes() != 0 || len(c.idleRegions()) != 0 {
 		t.Fatalf("the cache holds %d bytes with every region in use", c.bytes())
 	}
-	// Full, a new region pushes out the one idle the longest.
+	// With only a larger region idle, a smaller allocation takes its
+	// start, and the region comes back whole.
 	c.put(big)
+	b := c.get(2 * g)
+	if &b[0] != &big[0] || uint64(len(b)) != 2*g {
+		t.Fatalf("a 2-granule allocation got %d bytes, not the start of the idle 3-granule region", len(b))
+	}
+	if c.bytes() != 0 {
+		t.Fatalf("the cache holds %d bytes with its only region in use", c.bytes())
+	}
+	if fresh := c.get(4 * g); uint64(len(fresh)) != 4*g {
+		t.Fatalf("a 4-granule allocation got %d bytes", len(fresh))
+	}
+	c.put(b)
+	if got := c.idleRegions(); len(got) != 1 || uint64(len(got[0])) != 3*g || c.bytes() != 3*g {
+		t.Fatalf("the region came back as %d regions of %d bytes, want 1 of %d", len(got), c.bytes(), 3*g)
+	}
+	if b := c.get(g); &b[0] != &big[0] {
+		t.Fatal("a 1-granule allocation did not get the only idle region")
+	}
+	c.put(big)
+	// Full, a new region pushes out the one idle the longest.
 	c.put(small)
 	newer := make([]byte, g)
 	c.put(newer) // past the bound: big goes

@@ -6,7 +6,7 @@ import (
 )
 
 // regions recycles the bytes of freed physical allocations for later
-// allocations of the same size: clearing a fresh 2 MiB granule (or a
+// allocations of their size or smaller: clearing a fresh 2 MiB granule (or a
 // larger allocation) for every new allocation dominated the cost of short
 // simulations. Bytes come back when an allocation is freed, or when
 // [World.Release] frees what a run left behind (a crashed rank never frees
@@ -30,25 +30,36 @@ type regionCache struct {
 	idle [][]byte // the longest idle first
 }
 
-// get returns n bytes, recycled (the newest idle region of that length,
-// holding what its last user left) or new.
+// get returns n bytes: the start of the smallest idle region that holds
+// them (the newest of that length among equals), holding what its last user
+// left, or new bytes. A region served to a smaller allocation comes back
+// whole (see put): lending it costs no fresh memory, where keeping it idle
+// for its own size would make the allocation miss (runs of the fuzzer
+// allocate regions of a few sizes, in changing numbers).
 func (c *regionCache) get(n uint64) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	best := -1
 	for i := len(c.idle) - 1; i >= 0; i-- {
-		if b := c.idle[i]; uint64(len(b)) == n {
-			c.idle = slices.Delete(c.idle, i, i+1)
-			c.held -= n
-			return b
+		if l := uint64(len(c.idle[i])); l >= n && (best < 0 || l < uint64(len(c.idle[best]))) {
+			best = i
 		}
 	}
-	return make([]byte, n)
+	if best < 0 {
+		return make([]byte, n)
+	}
+	b := c.idle[best]
+	c.idle = slices.Delete(c.idle, best, best+1)
+	c.held -= uint64(len(b))
+	return b[:n]
 }
 
-// put keeps b for a later get of its length, dropping the regions idle the
+// put keeps the region b starts (all of it, when a smaller allocation
+// took its start) for later gets of its length or less, dropping the regions idle the
 // longest while the cache would otherwise hold more than max bytes; a
 // region larger than max is not kept.
 func (c *regionCache) put(b []byte) {
+	b = b[:cap(b)] // the whole region, when a smaller allocation used it
 	n := uint64(len(b))
 	c.mu.Lock()
 	defer c.mu.Unlock()
