@@ -34,10 +34,11 @@ type Detector struct {
 	ops        map[opKey]vclock // clock of each enqueued op not yet started
 	streams    map[streamKey]*streamClock
 	keys       map[string]vclock // host synchronisation objects
-	mem        map[uint64]*shadow
-	// lastPhys and lastShadow cache the latest lookup in mem.
-	lastPhys   uint64
-	lastShadow *shadow
+	// mem is the shadow memory of the allocations numbered below
+	// denseIDs, by number (the device's allocations, numbered in
+	// order); far holds the others (shared memory and barriers).
+	mem []*shadow
+	far map[uint64]*shadow
 	// fresh is the state that granules no access touched before take in
 	// access freshGen.
 	fresh    *state
@@ -418,7 +419,7 @@ func New(w *sim.World) *Detector {
 		ops:     map[opKey]vclock{},
 		streams: map[streamKey]*streamClock{},
 		keys:    map[string]vclock{},
-		mem:     map[uint64]*shadow{},
+		far:     map[uint64]*shadow{},
 		sites:   map[siteKey]int{},
 		moved:   map[*state]*state{},
 	}
@@ -994,17 +995,30 @@ func (d *Detector) label(t *thread) *actor.Label {
 	return t.label
 }
 
+// denseIDs bounds the physical allocation numbers whose shadows a
+// Detector keeps in a slice.
+const denseIDs = 1 << 16
+
 // shadowOf is the shadow memory of physical allocation phys.
 func (d *Detector) shadowOf(phys uint64) *shadow {
-	if d.lastPhys == phys && d.lastShadow != nil {
-		return d.lastShadow
+	if phys < uint64(len(d.mem)) {
+		if sh := d.mem[phys]; sh != nil {
+			return sh
+		}
 	}
-	sh := d.mem[phys]
-	if sh == nil {
-		sh = &shadow{}
-		d.mem[phys] = sh
+	if phys >= denseIDs {
+		sh := d.far[phys]
+		if sh == nil {
+			sh = &shadow{}
+			d.far[phys] = sh
+		}
+		return sh
 	}
-	d.lastPhys, d.lastShadow = phys, sh
+	if phys >= uint64(len(d.mem)) {
+		d.mem = append(d.mem, make([]*shadow, phys+1-uint64(len(d.mem)))...)
+	}
+	sh := &shadow{}
+	d.mem[phys] = sh
 	return sh
 }
 

@@ -51,7 +51,7 @@ func matchSpans(t *testing.T, from, to uint64) {
 					// The granules of the access and a page either side.
 					lo := max(a.PhysOffset/granule, pageGranules) - pageGranules
 					hi := (a.PhysOffset+a.Size+granule-1)/granule + pageGranules
-					compareShadow(t, a, paged.mem[a.Phys], spans[a.Phys], lo, hi)
+					compareShadow(t, a, paged.shadowOf(a.Phys), spans[a.Phys], lo, hi)
 				}
 			}
 			if !reflect.DeepEqual(paged.races, ref.races) {
@@ -60,10 +60,10 @@ func matchSpans(t *testing.T, from, to uint64) {
 			if ref.total == 0 {
 				t.Fatal("the stream made no race: it checks too little")
 			}
-			for phys, sh := range paged.mem {
+			paged.shadows(func(phys uint64, sh *shadow) {
 				compareShadow(t, sim.Access{Phys: phys}, sh, spans[phys], 0, uint64(len(sh.pages))<<pageShift)
 				checkRefs(t, sh)
-			}
+			})
 		})
 	}
 }
@@ -436,5 +436,17 @@ func TestShadowUpdate(t *testing.T) {
 	}
 	if rejoined == 0 {
 		t.Fatal("no page was ever held whole by one state: the rejoin is untested")
+	}
+}
+
+// shadows calls fn with every shadow memory d keeps and its allocation.
+func (d *Detector) shadows(fn func(phys uint64, sh *shadow)) {
+	for phys, sh := range d.mem {
+		if sh != nil {
+			fn(uint64(phys), sh)
+		}
+	}
+	for phys, sh := range d.far {
+		fn(phys, sh)
 	}
 }

@@ -225,9 +225,7 @@ func TestStampsKeepNewestReads(t *testing.T) {
 			if err := d.Err(); err != nil {
 				races[k] = err.Error()
 			}
-			for _, sh := range d.mem {
-				checkRefs(t, sh)
-			}
+			d.shadows(func(_ uint64, sh *shadow) { checkRefs(t, sh) })
 		}
 		if races[0] == "" {
 			t.Fatalf("seed %d: the stream made no race: it checks too little", seed)
