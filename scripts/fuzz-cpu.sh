@@ -65,7 +65,10 @@ for mode in "${modelist[@]}"; do
     for i in "${!revs[@]}"; do
       /usr/bin/time -o "$tmp/time" -f "%U %S %M" "$tmp/symmem.$i" fuzz "${kflag[@]}" --seeds "$seeds" \
         -j "$jobs" --shrink=false --progress=false >/dev/null 2>&1 || true
-      read -r user sys kb <"$tmp/time"
+      # GNU time puts "Command exited with non-zero status N" first when
+      # the run fails (a build whose fuzzer finds a failure): the figures
+      # are the last line.
+      read -r user sys kb < <(tail -n 1 "$tmp/time")
       cpu[$i]+=" $(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')"
       rss[$i]+=" $((kb / 1024))"
     done
