@@ -42,6 +42,7 @@ type fuzzFlags struct {
 	shrinkRuns int
 	saveDir    string
 	progress   bool
+	cpuProfile string
 
 	sizesSet, algosSet bool
 }
@@ -113,6 +114,7 @@ fails.`,
 	fl.IntVar(&f.shrinkRuns, "shrink-runs", d.Budget, "runs one shrink may take (at least 1)")
 	fl.StringVar(&f.saveDir, "save-dir", "", "write each failure's case and its shrunk form to this directory (created if need be; checked before the run)")
 	fl.BoolVar(&f.progress, "progress", true, "show a progress bar (only when stdout is a terminal)")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the cases (and shrinks) to this file (go tool pprof reads it)")
 	return cmd
 }
 
@@ -265,7 +267,7 @@ func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer, log *zap.Logger) 
 	if f.saveDir != "" {
 		err = errors.Join(err, checkSaveDir("--save-dir", f.saveDir))
 	}
-	if err != nil {
+	if err = errors.Join(err, checkWritable("cpuprofile", f.cpuProfile)); err != nil {
 		return err
 	}
 	if ctx == nil {
@@ -276,6 +278,10 @@ func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer, log *zap.Logger) 
 	// shrink starts after it, and the report covers the cases that ran.
 	ctx, stop := signalContext(ctx)
 	defer stop()
+	stopProfile, err := startProfile(f.cpuProfile)
+	if err != nil {
+		return err
+	}
 	finish := func() {}
 	if f.progress && out == io.Writer(os.Stdout) && isTerminal(os.Stdout) {
 		cfg.Progress, finish = fuzzProgress(cfg)
@@ -285,6 +291,7 @@ func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer, log *zap.Logger) 
 	if rep.Interrupted && errors.Is(ferr, context.Canceled) {
 		ferr = nil // the interrupt is reported below
 	}
+	ferr = errors.Join(ferr, stopProfile(out))
 	// The cases that ran are reported even when some could not run, and
 	// even when a case file could not be written.
 	perr := printReport(out, cfg, f, rep, interruptErr(ctx, "fuzz"))

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"compress/gzip"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -46,6 +48,34 @@ func TestFuzzCommandPasses(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestFuzzWritesCPUProfile: --cpuprofile writes a Go CPU profile of the
+// cases (gzipped, as pprof writes it) and says so.
+func TestFuzzWritesCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fuzz.prof")
+	out, err := runCmd(t, "fuzz", "--seeds", "4", "--worlds", "2", "--sizes", "64", "--cpuprofile", path)
+	if err != nil && strings.Contains(err.Error(), "already in use") {
+		t.Skip("the test binary is being profiled itself")
+	}
+	if err != nil {
+		t.Fatalf("fuzz: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "wrote "+path) {
+		t.Errorf("output does not say it wrote %s:\n%s", path, out)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("the profile is not gzipped: %v", err)
+	}
+	if b, err := io.ReadAll(z); err != nil || len(b) == 0 {
+		t.Fatalf("the profile holds %d bytes (%v)", len(b), err)
 	}
 }
 

@@ -25,6 +25,7 @@ func TestFlagsAreCheckedBeforeAnyWork(t *testing.T) {
 		{[]string{"bench", "--timeout", "-1s", "--max-blocks", "-2", "--device", "tpu", "--warmup", "-1"}, []string{"--timeout -1s", "--max-blocks -2", `--device "tpu"`, "--warmup -1"}},
 		{[]string{"bench", "--json", "/nonexistent/x.json", "--csv", "/nonexistent/x.csv"}, []string{"--json: open /nonexistent/x.json", "--csv: open /nonexistent/x.csv"}},
 		{[]string{"bench", "--cpuprofile", "/nonexistent/p"}, []string{"--cpuprofile: open /nonexistent/p"}},
+		{[]string{"fuzz", "--cpuprofile", "/nonexistent/p", "--seeds", "-1"}, []string{"--cpuprofile: open /nonexistent/p", "--seeds -1"}},
 		{[]string{"bench", "--algo", "ll", "--min", "512KiB"}, []string{"--algo ll: the low-latency all-reduce takes tensors up to 256KiB, and --min is 512KiB"}},
 		{[]string{"bench", "--graph", "--sync"}, []string{"--graph and --sync"}},
 		{[]string{"bench", "plot", "--out", "/nonexistent/p.png", "x.json"}, []string{"--out: open /nonexistent/p.png", "x.json"}},
