@@ -83,3 +83,27 @@ func TestRunnableListsMatchAScan(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveAt: removing any element of a task list keeps the others in
+// order, whichever side moves, and leaves no pointer to the removed task
+// anywhere in the list's array.
+func TestRemoveAt(t *testing.T) {
+	for n := 1; n <= 6; n++ {
+		for i := range n {
+			l := make([]*Task, n)
+			for k := range l {
+				l[k] = &Task{id: k}
+			}
+			removed := l[i]
+			array := slices.Clone(l)
+			got := removeAt(array, i)
+			want := slices.Delete(slices.Clone(l), i, i+1)
+			if !slices.Equal(got, want) {
+				t.Fatalf("n %d, i %d: %v, want %v", n, i, ids(got), ids(want))
+			}
+			if slices.Contains(array, removed) {
+				t.Fatalf("n %d, i %d: the list's array still holds the removed task", n, i)
+			}
+		}
+	}
+}

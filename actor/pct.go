@@ -180,7 +180,7 @@ func (p *PCT) place(t *Task) int {
 // setPrio changes t's priority and its place in the ranking.
 func (p *PCT) setPrio(t *Task, prio int64) {
 	if i := p.place(t); i < len(p.ranked) && p.ranked[i] == t {
-		p.ranked = slices.Delete(p.ranked, i, i+1)
+		p.ranked = removeAt(p.ranked, i)
 	}
 	p.prio[t.id] = prio
 	p.insert(t)
@@ -199,7 +199,7 @@ func (p *PCT) highest(runnable []*Task) int {
 	for j := 0; j < len(p.ranked); j++ {
 		t := p.ranked[j]
 		if t.state == taskDone || t.halted {
-			p.ranked = slices.Delete(p.ranked, j, j+1) // it never runs again
+			p.ranked = removeAt(p.ranked, j) // it never runs again
 			j--
 			continue
 		}

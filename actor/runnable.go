@@ -25,3 +25,18 @@ func Unseen(runnable []*Task, seen int) []*Task {
 	}
 	return runnable[i:]
 }
+
+// removeAt removes l[i], keeping the order, and returns the shorter list.
+// It moves the elements on the shorter side of i: those after it, as
+// slices.Delete does, or those before it, one place up, the list then
+// starting one element later in its array. Task lists lose their first
+// tasks most often (the highest ranked, the lowest IDs), and every move of
+// a pointer costs a write barrier while the collector marks.
+func removeAt(l []*Task, i int) []*Task {
+	if i >= len(l)/2 {
+		return slices.Delete(l, i, i+1)
+	}
+	copy(l[1:i+1], l[:i])
+	l[0] = nil
+	return l[1:]
+}

@@ -57,6 +57,10 @@ type Task struct {
 	timedOut bool
 	woke     bool // the last resumption ended a Wait
 	wakeable bool // blocked, with its condition true in the runnable list shown
+	// listed: the task is in the scheduler's ready list, which keeps a
+	// task chosen from it there while it runs, so that a Yield (the step
+	// most tasks take most often) moves nothing.
+	listed   bool
 	halted   bool // stopped for good by Halt
 	aborting bool // being unwound by Run's end: Wait and Yield return at once
 }
@@ -96,9 +100,10 @@ type Scheduler struct {
 	trace    *Trace
 	next     *Task // the task the driver resumes next; nil: the run is over
 	result   error
-	// ready and blocked hold the tasks that are not halted, not running
-	// and not done, in ID order: those parked at a Yield (or not started)
-	// and those parked in a Wait. A step visits the blocked ones only.
+	// ready and blocked hold the tasks that are not halted and not done,
+	// in ID order: those parked at a Yield (or not started), with the
+	// running task when it was chosen from there, and those parked in a
+	// Wait. A step visits the blocked ones only.
 	ready, blocked []*Task
 	runnable       []*Task // scratch of pick
 	// choosing is set while the strategy chooses, from a runnable list
@@ -166,6 +171,7 @@ func (s *Scheduler) SpawnLabeled(l Label, fn func()) *Task {
 	s.Recordf("spawn", "%d %s", t.id, l.Name)
 	if !s.haltNew(t) {
 		s.ready = append(s.ready, t) // IDs grow: the list stays in order
+		t.listed = true
 	}
 	var w *worker
 	if n := len(s.idle); n > 0 {
@@ -198,6 +204,7 @@ func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
 		}
 		t.state = taskDone
 		s.reapDue = true
+		s.unready(t)
 		if t.aborting || aborted && r == nil {
 			// Unwinding with runtime.Goexit (the run is ending, or the
 			// task called it): the worker does not come back.
@@ -407,7 +414,9 @@ func (s *Scheduler) pick() *Task {
 			continue
 		}
 		s.steps++
-		s.delist(t)
+		if t.state == taskBlocked {
+			s.delist(t)
+		} // else it stays in the ready list while it runs
 		t.woke = t.state == taskBlocked
 		s.trace.Add(s.steps, t.id, "run", t.point)
 		t.state = taskRunning
@@ -446,34 +455,51 @@ func (s *Scheduler) collect() []*Task {
 	return runnable
 }
 
-// list is the list of the tasks in t's state.
-func (s *Scheduler) list(t *Task) *[]*Task {
-	if t.state == taskBlocked {
-		return &s.blocked
-	}
-	return &s.ready
-}
-
 // enlist adds t, which just parked, to the list of its state (unless it is
-// halted: it never runs again).
+// halted: it never runs again). A task that yields is still in the ready
+// list when it was chosen from there.
 func (s *Scheduler) enlist(t *Task) {
-	if t.halted {
+	if t.state == taskBlocked {
+		s.unready(t)
+		if !t.halted {
+			insert(&s.blocked, t)
+		}
 		return
 	}
-	l := s.list(t)
+	if !t.halted && !t.listed {
+		insert(&s.ready, t)
+		t.listed = true
+	}
+}
+
+// delist removes t from the list it is in, if any.
+func (s *Scheduler) delist(t *Task) {
+	if t.listed {
+		s.unready(t)
+		return
+	}
+	if t.state == taskBlocked {
+		if i, found := IndexOf(s.blocked, t.id); found && s.blocked[i] == t {
+			s.blocked = removeAt(s.blocked, i)
+		}
+	}
+}
+
+// unready removes t from the ready list if it is there.
+func (s *Scheduler) unready(t *Task) {
+	if !t.listed {
+		return
+	}
+	t.listed = false
+	if i, found := IndexOf(s.ready, t.id); found && s.ready[i] == t {
+		s.ready = removeAt(s.ready, i)
+	}
+}
+
+// insert puts t in the ID-ordered list l.
+func insert(l *[]*Task, t *Task) {
 	i, _ := IndexOf(*l, t.id)
 	*l = slices.Insert(*l, i, t)
-}
-
-// delist removes t from the list of its state, if it is there.
-func (s *Scheduler) delist(t *Task) {
-	if t.state != taskReady && t.state != taskBlocked {
-		return
-	}
-	l := s.list(t)
-	if i, found := IndexOf(*l, t.id); found && (*l)[i] == t {
-		*l = slices.Delete(*l, i, i+1)
-	}
 }
 
 // reap drops the finished tasks from s.tasks.
