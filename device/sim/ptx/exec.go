@@ -131,6 +131,7 @@ type Thread struct {
 	// the simulator. 0 means DefaultBudget.
 	Budget int
 	buf    [16]byte
+	unit   int // the element size of the ld or st that Env.Load or Env.Store serves
 }
 
 // DefaultBudget is the default [Thread.Budget].
@@ -713,6 +714,7 @@ func (t *Thread) access(f *frame, in *inst, o *operand, buf []byte, write bool) 
 		}
 		return move(t.mem.Shared, addr, buf, write, "shared")
 	}
+	t.unit = in.t.size()
 	if write {
 		return t.env.Store(addr, buf, in.sem, in.scope)
 	}

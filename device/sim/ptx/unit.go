@@ -1,15 +1,8 @@
 package ptx
 
-// AccessUnit is the element size in bytes of the memory instruction the
-// thread is executing (an ld, st or atom): a vector access (.v2, .v4) is
-// that many accesses of this size each, as the memory model has it.
-func (t *Thread) AccessUnit() int {
-	if len(t.frames) == 0 {
-		return 0
-	}
-	f := &t.frames[len(t.frames)-1]
-	if f.pc == 0 {
-		return 0
-	}
-	return f.fn.code[f.pc-1].t.size()
-}
+// AccessUnit is the element size in bytes of the ld or st instruction
+// whose access of global memory the thread's Env serves ([Env].Load,
+// [Env].Store): a vector access (.v2, .v4) is that many accesses of this
+// size each, as the memory model has it. It is 0 before the thread's first
+// such access.
+func (t *Thread) AccessUnit() int { return t.unit }
