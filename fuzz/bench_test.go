@@ -8,9 +8,14 @@ import (
 )
 
 // benchCase is the case the schedule rate is quoted for: a world-4
-// one-shot all-reduce of 4 KiB of float32, checked.
-func benchCase(b *testing.B, strategy string, faults FaultSet) Case {
-	p, err := SpecProgram(workload.Spec{World: 4, Bytes: 4096, DType: device.Float32, Op: device.Sum, Algo: workload.OneShot})
+// all-reduce of 4 KiB of float32 (one-shot, unless algo says otherwise),
+// checked.
+func benchCase(b *testing.B, strategy string, faults FaultSet, algo ...workload.Algo) Case {
+	a := workload.OneShot
+	if len(algo) > 0 {
+		a = algo[0]
+	}
+	p, err := SpecProgram(workload.Spec{World: 4, Bytes: 4096, DType: device.Float32, Op: device.Sum, Algo: a})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -20,8 +25,8 @@ func benchCase(b *testing.B, strategy string, faults FaultSet) Case {
 // benchmarkSchedules runs one schedule (a whole simulated job and its
 // check) per iteration, each with its own seed, and reports schedules per
 // second. Run it with -cpu 1 for the single-core rate.
-func benchmarkSchedules(b *testing.B, strategy string, faults FaultSet, ptx, race bool) {
-	c := benchCase(b, strategy, faults)
+func benchmarkSchedules(b *testing.B, strategy string, faults FaultSet, ptx, race bool, algo ...workload.Algo) {
+	c := benchCase(b, strategy, faults, algo...)
 	c.Kernels.PTX, c.Race = ptx, race
 	var steps int64
 	b.ResetTimer()
@@ -72,6 +77,19 @@ func BenchmarkSchedulesPTX(b *testing.B) {
 // `symmem fuzz --kernels ptx` runs by default.
 func BenchmarkSchedulesPTXRace(b *testing.B) {
 	benchmarkSchedules(b, StrategyRandom, FaultsNone, true, true)
+}
+
+// BenchmarkSchedulesLLRace is BenchmarkSchedulesRace on the low-latency
+// all-reduce, whose packets are a strong access per word.
+func BenchmarkSchedulesLLRace(b *testing.B) {
+	benchmarkSchedules(b, StrategyRandom, FaultsNone, false, true, workload.LowLatency)
+}
+
+// BenchmarkSchedulesPTXLLRace is BenchmarkSchedulesPTXRace on the
+// low-latency all-reduce: every thread's store and poll of a packet is a
+// scheduling step (three quarters of the steps of default PTX programs).
+func BenchmarkSchedulesPTXLLRace(b *testing.B) {
+	benchmarkSchedules(b, StrategyRandom, FaultsNone, true, true, workload.LowLatency)
 }
 
 // benchmarkDrawn runs the cases `symmem fuzz` draws with its default flags
