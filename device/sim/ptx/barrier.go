@@ -81,7 +81,6 @@ type barWarp struct {
 	arrive   uint32 // those of them that do not wait for the phase (bar.arrive)
 	count    int    // the thread count of the first lane (0: every thread)
 	red      uint8  // its bar.red operation; 0 for none
-	line     int    // its line
 	in       *inst  // its instruction
 	popc     int    // lanes whose bar.red predicate was true
 	released uint64 // the largest token of the lanes' arrivals
@@ -153,12 +152,12 @@ func (mem *BlockMem) arrive(dim Dim, id int, in *inst, count int, pred bool) (ui
 	w, bit := dim.Tid/32, uint32(1)<<(dim.Tid%32)
 	p := &b.pend[w]
 	if p.lanes == 0 {
-		*p = barWarp{count: count, red: red, line: in.line, in: in}
-	} else if why := compatible(id, p.count, p.red, p.line, count, red, in.line); why != "" {
+		*p = barWarp{count: count, red: red, in: in}
+	} else if why := compatible(id, p.count, p.red, p.in.line, count, red, in.line); why != "" {
 		return 0, errors.New(why)
 	} else if in != p.in && (in.aligned || p.in.aligned) {
 		return 0, fmt.Errorf("barrier %d: lanes of warp %d arrive at lines %d and %d, but an .aligned barrier (bar, or barrier with .aligned) must be executed by every lane of the warp at the same instruction",
-			id, w, p.line, in.line)
+			id, w, p.in.line, in.line)
 	}
 	p.lanes |= bit
 	if in.bar == barArrive {
@@ -189,14 +188,14 @@ func (mem *BlockMem) checkWarp(b *barState, w int) error {
 	}
 	ph := b.cur
 	if ph == nil {
-		ph = &barPhase{n: b.next, count: p.count, red: p.red, line: p.line, warps: make([]bool, len(mem.warps))}
+		ph = &barPhase{n: b.next, count: p.count, red: p.red, line: p.in.line, warps: make([]bool, len(mem.warps))}
 		b.cur, b.next = ph, b.next+1
-	} else if why := compatible(b.id, ph.count, ph.red, ph.line, p.count, p.red, p.line); why != "" {
+	} else if why := compatible(b.id, ph.count, ph.red, ph.line, p.count, p.red, p.in.line); why != "" {
 		return errors.New(why)
 	}
 	if ph.warps[w] {
 		return fmt.Errorf("warp %d arrives at barrier %d again (line %d) before its phase %d completed (a bar.arrive followed by another barrier instruction of the same barrier)",
-			w, b.id, p.line, ph.n)
+			w, b.id, p.in.line, ph.n)
 	}
 	ph.warps[w] = true
 	ph.nwarps++
