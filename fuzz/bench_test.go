@@ -8,14 +8,10 @@ import (
 )
 
 // benchCase is the case the schedule rate is quoted for: a world-4
-// all-reduce of 4 KiB of float32 (one-shot, unless algo says otherwise),
+// all-reduce of 4 KiB of float32 by algo (one-shot for the rate quoted),
 // checked.
-func benchCase(b *testing.B, strategy string, faults FaultSet, algo ...workload.Algo) Case {
-	a := workload.OneShot
-	if len(algo) > 0 {
-		a = algo[0]
-	}
-	p, err := SpecProgram(workload.Spec{World: 4, Bytes: 4096, DType: device.Float32, Op: device.Sum, Algo: a})
+func benchCase(b *testing.B, algo workload.Algo, strategy string, faults FaultSet) Case {
+	p, err := SpecProgram(workload.Spec{World: 4, Bytes: 4096, DType: device.Float32, Op: device.Sum, Algo: algo})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -25,8 +21,8 @@ func benchCase(b *testing.B, strategy string, faults FaultSet, algo ...workload.
 // benchmarkSchedules runs one schedule (a whole simulated job and its
 // check) per iteration, each with its own seed, and reports schedules per
 // second. Run it with -cpu 1 for the single-core rate.
-func benchmarkSchedules(b *testing.B, strategy string, faults FaultSet, ptx, race bool, algo ...workload.Algo) {
-	c := benchCase(b, strategy, faults, algo...)
+func benchmarkSchedules(b *testing.B, algo workload.Algo, strategy string, faults FaultSet, ptx, race bool) {
+	c := benchCase(b, algo, strategy, faults)
 	c.Kernels.PTX, c.Race = ptx, race
 	var steps int64
 	b.ResetTimer()
@@ -48,48 +44,48 @@ func benchmarkSchedules(b *testing.B, strategy string, faults FaultSet, ptx, rac
 
 // BenchmarkSchedules is the fuzzer's raw rate: random walks, no faults.
 func BenchmarkSchedules(b *testing.B) {
-	benchmarkSchedules(b, StrategyRandom, FaultsNone, false, false)
+	benchmarkSchedules(b, workload.OneShot, StrategyRandom, FaultsNone, false, false)
 }
 
 // BenchmarkSchedulesPCT is the rate under PCT of depth 3.
 func BenchmarkSchedulesPCT(b *testing.B) {
-	benchmarkSchedules(b, StrategyPCT, FaultsNone, false, false)
+	benchmarkSchedules(b, workload.OneShot, StrategyPCT, FaultsNone, false, false)
 }
 
 // BenchmarkSchedulesSafety is the rate with safety faults drawn per seed.
 func BenchmarkSchedulesSafety(b *testing.B) {
-	benchmarkSchedules(b, StrategyRandom, FaultsSafety, false, false)
+	benchmarkSchedules(b, workload.OneShot, StrategyRandom, FaultsSafety, false, false)
 }
 
 // BenchmarkSchedulesRace is the raw rate with the race detector on, as
 // `symmem fuzz` runs by default.
 func BenchmarkSchedulesRace(b *testing.B) {
-	benchmarkSchedules(b, StrategyRandom, FaultsNone, false, true)
+	benchmarkSchedules(b, workload.OneShot, StrategyRandom, FaultsNone, false, true)
 }
 
 // BenchmarkSchedulesPTX is the raw rate with the kernels' PTX interpreted
 // thread by thread instead of their Go twins.
 func BenchmarkSchedulesPTX(b *testing.B) {
-	benchmarkSchedules(b, StrategyRandom, FaultsNone, true, false)
+	benchmarkSchedules(b, workload.OneShot, StrategyRandom, FaultsNone, true, false)
 }
 
 // BenchmarkSchedulesPTXRace is the PTX rate with the race detector on, as
 // `symmem fuzz --kernels ptx` runs by default.
 func BenchmarkSchedulesPTXRace(b *testing.B) {
-	benchmarkSchedules(b, StrategyRandom, FaultsNone, true, true)
+	benchmarkSchedules(b, workload.OneShot, StrategyRandom, FaultsNone, true, true)
 }
 
 // BenchmarkSchedulesLLRace is BenchmarkSchedulesRace on the low-latency
 // all-reduce, whose packets are a strong access per word.
 func BenchmarkSchedulesLLRace(b *testing.B) {
-	benchmarkSchedules(b, StrategyRandom, FaultsNone, false, true, workload.LowLatency)
+	benchmarkSchedules(b, workload.LowLatency, StrategyRandom, FaultsNone, false, true)
 }
 
 // BenchmarkSchedulesPTXLLRace is BenchmarkSchedulesPTXRace on the
 // low-latency all-reduce: every thread's store and poll of a packet is a
 // scheduling step (three quarters of the steps of default PTX programs).
 func BenchmarkSchedulesPTXLLRace(b *testing.B) {
-	benchmarkSchedules(b, StrategyRandom, FaultsNone, true, true, workload.LowLatency)
+	benchmarkSchedules(b, workload.LowLatency, StrategyRandom, FaultsNone, true, true)
 }
 
 // benchmarkDrawn runs the cases `symmem fuzz` draws with its default flags

@@ -328,10 +328,7 @@ func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error
 		return err
 	}
 	w := l.l.dev.w
-	unit := 0
-	if strong {
-		unit = l.unit(len(dst))
-	}
+	unit := l.unit(len(dst))
 	at := 0
 	for _, sg := range segs {
 		n := copy(dst[at:], sg.b)
@@ -470,10 +467,7 @@ func (l *ptxLane) Store(addr uint64, src []byte, sem ptx.Sem, sc ptx.Scope) erro
 		return err
 	}
 	w := l.l.dev.w
-	unit := 0
-	if strong {
-		unit = l.unit(len(src))
-	}
+	unit := l.unit(len(src))
 	at := 0
 	for _, sg := range segs {
 		if !strong {

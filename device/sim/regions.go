@@ -55,9 +55,9 @@ func (c *regionCache) get(n uint64) []byte {
 }
 
 // put keeps the region b starts (all of it, when a smaller allocation
-// took its start) for later gets of its length or less, dropping the regions idle the
-// longest while the cache would otherwise hold more than max bytes; a
-// region larger than max is not kept.
+// took its start) for later gets of its length or less, dropping the
+// regions idle the longest while the cache would otherwise hold more than
+// max bytes; a region larger than max is not kept.
 func (c *regionCache) put(b []byte) {
 	b = b[:cap(b)] // the whole region, when a smaller allocation used it
 	n := uint64(len(b))

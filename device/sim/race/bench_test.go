@@ -83,6 +83,15 @@ func (f *feed) kernel(grid, lanes int, body func(a sim.Access, part, parts, step
 		a.Kind, a.Task = kind, task
 		f.observe(a)
 	}
+	// start forks a block or lane of the task parent as a new task and
+	// returns the access template of its events.
+	start := func(a sim.Access, kind sim.AccessKind, parent int) sim.Access {
+		task := f.newTask()
+		a.Parent = parent
+		ev(a, kind, task)
+		a.Parent, a.Task = -1, task
+		return a
+	}
 	run := func(a sim.Access, part, parts int) { // every step of a part
 		for step := 0; body(a, part, parts, step); step++ {
 		}
@@ -91,11 +100,10 @@ func (f *feed) kernel(grid, lanes int, body func(a sim.Access, part, parts, step
 	ev(op, sim.OpStart, workerTask)
 	op.Launch = f.launch
 	for blk := range grid {
-		bt := f.newTask()
 		ba := op
-		ba.Block, ba.Parent = blk, workerTask
-		ev(ba, sim.BlockStart, bt)
-		ba.Parent, ba.Task = -1, bt
+		ba.Block = blk
+		ba = start(ba, sim.BlockStart, workerTask)
+		bt := ba.Task
 		if lanes == 0 {
 			run(ba, blk, grid)
 			ev(ba, sim.BlockEnd, bt)
@@ -103,17 +111,15 @@ func (f *feed) kernel(grid, lanes int, body func(a sim.Access, part, parts, step
 		}
 		var las []sim.Access // the lanes taking turns
 		for l := range lanes {
-			lt := f.newTask()
 			la := ba
-			la.Lane, la.Parent = l, bt
-			ev(la, sim.LaneStart, lt)
-			la.Parent, la.Task = -1, lt
+			la.Lane = l
+			la = start(la, sim.LaneStart, bt)
 			if f.interleave {
 				las = append(las, la)
 				continue
 			}
 			run(la, blk*lanes+l, grid*lanes)
-			ev(la, sim.LaneEnd, lt)
+			ev(la, sim.LaneEnd, la.Task)
 		}
 		if f.interleave {
 			for step, more := 0, true; more; step++ {
