@@ -109,6 +109,37 @@ type thread struct {
 	// checked against what it knows now.
 	quiet uint32
 	org   *origin // who made the thread's last access
+	// fresh is the release list the thread's last relaxed strong write
+	// started on a word that had none (see [Detector.release]).
+	fresh freshRelease
+}
+
+// freshRelease is a release list made from none by a relaxed strong
+// write, with what made it: the writer's fences and the write's place
+// and scope. A write that finds them the same makes the same list, and
+// takes this one (lists are copied on write): the words of a buffer of
+// packets that one thread writes share a list instead of holding one
+// each.
+type freshRelease struct {
+	fences [signal.System + 1]vclock
+	dev    int
+	launch uint64
+	block  int
+	scope  signal.Scope
+	list   []release
+}
+
+// of returns the list when a, made after the fences fences, would make it.
+func (f *freshRelease) of(a *sim.Access, fences *[signal.System + 1]vclock) ([]release, bool) {
+	if f.list == nil || f.scope != a.Scope || f.dev != a.Device || f.launch != a.Launch || f.block != a.Block {
+		return nil, false
+	}
+	for s := range fences {
+		if !same(f.fences[s], fences[s]) {
+			return nil, false
+		}
+	}
+	return f.list, true
 }
 
 // pending is what a thread's strong reads observed from releases.
@@ -1299,5 +1330,13 @@ func (d *Detector) release(t *thread, rel []release, a sim.Access, vc vclock) []
 	if a.Order.Releases() {
 		return addRelease(rel, a, vc)
 	}
-	return addReleases(rel, a, &t.relFence)
+	if len(rel) > 0 {
+		return addReleases(rel, a, &t.relFence)
+	}
+	if l, ok := t.fresh.of(&a, &t.relFence); ok {
+		return l
+	}
+	l := addReleases(nil, a, &t.relFence)
+	t.fresh = freshRelease{fences: t.relFence, dev: a.Device, launch: a.Launch, block: a.Block, scope: a.Scope, list: l}
+	return l
 }

@@ -323,3 +323,33 @@ func TestStrongStoreObservesNoRelease(t *testing.T) {
 		})
 	}
 }
+
+// TestRelaxedWritesAlikeShareARelease: the relaxed strong writes that a
+// thread makes after the same fences on words with no release sequence
+// start the same one, and share its list; a new fence or a second writer
+// gives a word a list of its own, leaving the others as they were.
+func TestRelaxedWritesAlikeShareARelease(t *testing.T) {
+	l := newLitmus(t, true)
+	rel := func(off uint64) []release { return l.d.shadowOf(1).at(off / granule).rel }
+	l.fence(writer, signal.System, false)
+	l.stRelaxed(writer, x)
+	l.stRelaxed(writer, f)
+	if len(rel(x)) == 0 || !sameRel(rel(x), rel(f)) {
+		t.Fatalf("words written alike hold lists %v and %v, want one shared list", rel(x), rel(f))
+	}
+	shared := rel(x)
+	l.fence(writer, signal.System, false)
+	l.stRelaxed(writer, g)
+	if sameRel(rel(g), shared) || !rel(g)[0].holds(l.d.thread(writer).relFence[signal.System]) {
+		t.Fatalf("a write after a new fence took the list of the writes before it")
+	}
+	l.fence(reader, signal.System, false)
+	l.stRelaxed(reader, f)
+	if sameRel(rel(f), shared) || !sameRel(rel(x), shared) {
+		t.Fatalf("a second writer's store changed the shared list or kept it: f %v, x %v, shared %v", rel(f), rel(x), shared)
+	}
+	if !rel(f)[len(rel(f))-1].holds(l.d.thread(reader).relFence[signal.System]) {
+		t.Fatalf("the second writer's release is not in f's list: %v", rel(f))
+	}
+	l.wantRace(false)
+}
