@@ -785,3 +785,34 @@ func TestFakeNVLinkMatrix(t *testing.T) {
 		t.Errorf("matrix %v, want 2 x 2", m)
 	}
 }
+
+// TestFakeDestroyGraphFailure: a graph whose driver objects fail to go
+// stays known with what is left of it, and destroying it again destroys
+// only that.
+func TestFakeDestroyGraphFailure(t *testing.T) {
+	drv, f := newFakeDriver(1)
+	g := openFake(t, drv, 0)
+	mustDo(t, g.BeginCapture(0))
+	mustDo(t, g.Launch(0, device.Launch{Kernel: kernels.Barrier, Blocks: 1, Threads: 32, Args: signalArgs()}))
+	gr, err := g.EndCapture(0)
+	mustDo(t, err)
+
+	f.inject("cuGraphDestroy", errInvalidValue)
+	wantErrContains(t, "failed destroy", g.DestroyGraph(gr), "cuGraphDestroy: CUDA_ERROR_INVALID_VALUE")
+	f.inject("cuGraphDestroy", cuSuccess)
+	if live := f.live(); live["graphs"] != 1 || live["graph execs"] != 0 {
+		t.Errorf("after a failed cuGraphDestroy the driver holds %v, want the graph only", live)
+	}
+	if _, ok := g.graphs[gr]; !ok {
+		t.Fatalf("graph %d forgotten although the driver still holds it", gr)
+	}
+	// The retry destroys the graph alone: a second cuGraphExecDestroy
+	// of the same exec would fail.
+	mustDo(t, g.DestroyGraph(gr))
+	if live := f.live(); live["graphs"] != 0 {
+		t.Errorf("after the retry the driver holds %v", live)
+	}
+	wantErrContains(t, "third destroy", g.DestroyGraph(gr), fmt.Sprintf("unknown graph %d", gr))
+	mustDo(t, g.Close())
+	f.checkReleased(t)
+}

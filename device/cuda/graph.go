@@ -94,11 +94,17 @@ func (g *gpu) LaunchGraph(id device.Graph, s device.Stream) error {
 	})
 }
 
+// DestroyGraph releases the graph's driver objects and forgets it. When
+// the driver fails to destroy one, the graph stays known with what is
+// left of it, so that destroying it again retries only that.
 func (g *gpu) DestroyGraph(id device.Graph) error {
 	return g.do(opf("destroy graph %d", id), func() error {
 		gr, ok := g.graphs[id]
 		if !ok {
 			return fmt.Errorf("unknown graph %d", id)
+		}
+		if err := g.destroyGraph(gr); err != nil {
+			return err
 		}
 		delete(g.graphs, id)
 		if st, ok := g.streams[gr.stream]; ok {
@@ -106,14 +112,28 @@ func (g *gpu) DestroyGraph(id device.Graph) error {
 				delete(st.graphNames, n)
 			}
 		}
-		return g.destroyGraph(gr)
+		return nil
 	})
 }
 
-// destroyGraph releases the driver's objects of gr. It runs with the
+// destroyGraph releases the driver's objects of gr that it still holds,
+// each one forgotten once the driver destroyed it. It runs with the
 // context current.
 func (g *gpu) destroyGraph(gr *graph) error {
-	return errors.Join(
-		g.drv.check("cuGraphExecDestroy", g.drv.cuGraphExecDestroy(gr.exec)),
-		g.drv.check("cuGraphDestroy", g.drv.cuGraphDestroy(gr.g)))
+	var errs []error
+	if gr.exec != 0 {
+		if err := g.drv.check("cuGraphExecDestroy", g.drv.cuGraphExecDestroy(gr.exec)); err != nil {
+			errs = append(errs, err)
+		} else {
+			gr.exec = 0
+		}
+	}
+	if gr.g != 0 {
+		if err := g.drv.check("cuGraphDestroy", g.drv.cuGraphDestroy(gr.g)); err != nil {
+			errs = append(errs, err)
+		} else {
+			gr.g = 0
+		}
+	}
+	return errors.Join(errs...)
 }
