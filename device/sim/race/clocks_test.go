@@ -1,6 +1,7 @@
 package race
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/symmem/symmem/device/sim"
@@ -116,5 +117,25 @@ func TestForkedThreadsShareTheirParentsClock(t *testing.T) {
 	join(b)
 	if parent.get(2) != 2 || parent.get(3) != 9 || parent.get(1) != 3 {
 		t.Fatalf("joining a lane that learned: parent %v", parent.vc)
+	}
+}
+
+// TestRecObservers: a strong write tells every thread that observed it,
+// the first one kept apart from the others, from those that did not.
+func TestRecObservers(t *testing.T) {
+	r := &atomicRec{}
+	r.rec.strong = &r.st
+	observed := []int{1500, 3, 1500, 64, 0, 3}
+	for _, s := range observed {
+		r.rec.observe(s)
+	}
+	for s := range 1600 {
+		want := slices.Contains(observed, s)
+		if got := r.rec.observedBy(s); got != want {
+			t.Errorf("observedBy(%d) = %v, want %v", s, got, want)
+		}
+	}
+	if r.st.seen != 1501 || r.st.seenMore == nil {
+		t.Errorf("first observer %d and the others %v, want slot 1500 first", r.st.seen-1, r.st.seenMore)
 	}
 }

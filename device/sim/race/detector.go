@@ -308,17 +308,21 @@ func (r *rec) access() sim.Access {
 type strong struct {
 	vc    vclock // atomic writes: the writer's clock, to explain races
 	fence vclock // atomic writes: the fence clock the write published
-	// Strong writes: the slots of the threads whose strong reads observed
-	// this write (read it, morally strong, directly or through a chain of
-	// read-modify-writes): it precedes, in causality order, what those
-	// threads do to the word afterwards. A bit set: bit s of word s/64.
-	seen []uint64
 	// from is the strong write a read-modify-write read, when morally
 	// strong: observing this write observes that one too.
 	from *rec
+	// Strong writes: the slots of the threads whose strong reads observed
+	// this write (read it, morally strong, directly or through a chain of
+	// read-modify-writes): it precedes, in causality order, what those
+	// threads do to the word afterwards. The first one's slot plus one is
+	// seen (0: none), the others are bits of seenMore (bit s of word
+	// s/64): most writes are observed by one thread, whose slot may be
+	// in the thousands.
+	seenMore *[]uint64
 	// stamp, old and new are the access's Stamp, Old and New.
 	stamp    uint64
 	old, new uint32
+	seen     int32
 }
 
 // atomicRec allocates a rec and its strong part at once.
@@ -345,17 +349,34 @@ const maxObserveChain = 64
 // observedBy reports whether the thread of slot observed r, a strong
 // write.
 func (r *rec) observedBy(slot int) bool {
+	if int(r.seen) == slot+1 {
+		return true
+	}
+	if r.seenMore == nil {
+		return false
+	}
 	w := slot / 64
-	return w < len(r.seen) && r.seen[w]&(1<<(slot%64)) != 0
+	return w < len(*r.seenMore) && (*r.seenMore)[w]&(1<<(slot%64)) != 0
 }
 
 // observe records that the thread of slot observed r, an atomic access.
 func (r *rec) observe(slot int) {
-	w := slot / 64
-	if w >= len(r.seen) {
-		r.seen = append(r.seen, make([]uint64, w+1-len(r.seen))...)
+	switch int(r.seen) {
+	case 0:
+		r.seen = int32(slot + 1)
+		return
+	case slot + 1:
+		return
 	}
-	r.seen[w] |= 1 << (slot % 64)
+	if r.seenMore == nil {
+		r.seenMore = new([]uint64)
+	}
+	more := r.seenMore
+	w := slot / 64
+	if w >= len(*more) {
+		*more = append(*more, make([]uint64, w+1-len(*more))...)
+	}
+	(*more)[w] |= 1 << (slot % 64)
 }
 
 // release is what atomic writes to a word have released at one scope, for
