@@ -100,12 +100,19 @@ func TestWrongResultAndCap(t *testing.T) {
 }
 
 // TestHangs: a thread spinning on a flag nobody raises, with a load or
-// with a compare-and-swap, is a hang naming the PTX line it spins at.
+// with a compare-and-swap, on two flags a round, or on a flag whose
+// pointer it reloads every round, is a hang naming the PTX line of the
+// flag's load (and the loop's other reads).
 func TestHangs(t *testing.T) {
 	src := load(t, "testdata/hang.ptx")
-	for entry, line := range map[string]string{"wait_load": "PTX line 20", "wait_cas": "PTX line 39"} {
+	for entry, line := range map[string]string{"wait_load": "PTX line 20", "wait_cas": "PTX line 39", "wait_two": "PTX line 58",
+		"wait_reload": "PTX line 119"} {
+		param := "ptr"
+		if entry == "wait_reload" {
+			param = "ptrs"
+		}
 		p := program(t, `{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64}],
-			"steps": [{"launch": {"entry": "`+entry+`", "grid": 1, "block": 2, "params": [{"ptr": "flag"}]}}, {"sync": true}]}`)
+			"steps": [{"launch": {"entry": "`+entry+`", "grid": 1, "block": 2, "params": [{"`+param+`": "flag"}]}}, {"sync": true}]}`)
 		rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Seeds: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -115,6 +122,32 @@ func TestHangs(t *testing.T) {
 		}
 		if d := strings.Join(rep.Findings[0].Details, "\n"); !strings.Contains(d, line) || !strings.Contains(d, "spun 1ms") {
 			t.Errorf("%s: the hang does not name %s after 1ms:\n%s", entry, line, d)
+		}
+		also := map[string]string{"wait_two": "4004 (00 00 00 00)", "wait_reload": ", and on "}[entry]
+		if d := strings.Join(rep.Findings[0].Details, "\n"); !strings.Contains(d, also) {
+			t.Errorf("%s: the hang does not name the loop's other read (%q):\n%s", entry, also, d)
+		}
+	}
+}
+
+// TestSpinOnTwoFlags: a thread whose loop polls two flags sleeps while
+// both hold what it read, and wakes when block 1 raises them: the run
+// takes about the raiser's steps (401 strong stores on each rank), not
+// a step per poll as well.
+func TestSpinOnTwoFlags(t *testing.T) {
+	src := load(t, "testdata/hang.ptx")
+	p := program(t, `{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64}],
+		"steps": [{"launch": {"entry": "wait_two_raised", "grid": 2, "block": 1, "params": [{"ptr": "flag"}]}}, {"sync": true}]}`)
+	rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Seeds: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 0 {
+		t.Fatalf("findings %+v, want none", rep.Findings)
+	}
+	for _, r := range rep.Runs {
+		if r.Steps > 1200 {
+			t.Errorf("world %d seed %d: %d steps, want the raisers' 802 and little more", r.World, r.Seed, r.Steps)
 		}
 	}
 }

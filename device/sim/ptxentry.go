@@ -47,12 +47,37 @@ type SpinError struct {
 	Line   int        // the PTX line of the spinning load or compare-and-swap
 	Addr   device.Ptr // what it read
 	Value  []byte     // the bytes it kept reading
+	// Also is what else the thread's loop polled, unchanged too, when it
+	// polls several words a round (in the order it reads them).
+	Also   []SpinRead
 	Waited time.Duration
 }
 
+// SpinRead is a word a spinning thread kept reading, and what it held.
+type SpinRead struct {
+	Addr  device.Ptr
+	Value []byte
+}
+
 func (e *SpinError) Error() string {
-	return fmt.Sprintf("device %d %s#%d block %d thread %d: PTX line %d spun for %v on %v, which kept holding % x",
+	s := fmt.Sprintf("device %d %s#%d block %d thread %d: PTX line %d spun for %v on %v, which kept holding % x",
 		e.Device, e.Kernel, e.Launch, e.Block, e.Lane, e.Line, e.Waited, e.Addr, e.Value)
+	return s + e.AlsoText()
+}
+
+// AlsoText lists the other words of the loop: ", and on A (% x), ...", or
+// nothing.
+func (e *SpinError) AlsoText() string {
+	var s string
+	for i, r := range e.Also {
+		if i == 0 {
+			s += ", and on "
+		} else {
+			s += ", "
+		}
+		s += fmt.Sprintf("%v (% x)", r.Addr, r.Value)
+	}
+	return s
 }
 
 // LaunchPTX enqueues a launch of any PTX entry point (see [PTXLauncher]).

@@ -233,11 +233,98 @@ type ptxLane struct {
 	pollLoops  uint64 // the thread's loop count at the poll
 	poll       [16]byte
 	pollLen    int
-	spinStart  time.Duration
-	spinning   bool
+	// round is the thread's polls (loads and failed compare-and-swaps)
+	// since its loop count last changed, with no other access among
+	// them, and last the round before it: a loop that polls several
+	// words, or reloads the pointer to its flag (see spinsAt).
+	round, last pollRound
+	one         [1]poll // the last poll, when it alone spins
+	spinStart   time.Duration
+	spinning    bool
 }
 
-func (l *ptxLane) reset() { l.polling, l.casPolling, l.spinning = false, false, false }
+// poll is one read of a poll round: n bytes at addr that held b.
+type poll struct {
+	addr uint64
+	n    int
+	line int // the PTX line of the read
+	kind pollKind
+	b    [16]byte
+}
+
+// pollKind is how a poll read: a strong load, a compare-and-swap that
+// failed, or a plain load (a loop that reloads a pointer to its flag).
+type pollKind uint8
+
+const (
+	strongPoll pollKind = iota
+	casPoll
+	plainPoll
+)
+
+// maxPolls bounds the reads of a poll round: a loop that reads more is
+// not taken for a spin.
+const maxPolls = 64
+
+// pollRound is the polls of one round of a loop.
+type pollRound struct {
+	loops  uint64 // the thread's loop count during the round
+	ok     bool   // polls only so far
+	strong bool   // a strong poll among them: a loop of plain loads only is no spin
+	polls  []poll
+}
+
+func (l *ptxLane) reset() {
+	l.polling, l.casPolling, l.spinning = false, false, false
+	l.round, l.last = pollRound{polls: l.round.polls[:0]}, pollRound{polls: l.last.polls[:0]}
+}
+
+// unpoll notes an access that is not a poll: neither the round it falls
+// in nor the next one can be a spin.
+func (l *ptxLane) unpoll() { l.polling, l.casPolling, l.round.ok = false, false, false }
+
+// spinsAt reports whether the thread, about to read n bytes at addr as
+// kind says, is spinning, and on what: the bytes of its last strong
+// poll when that was the same read, made before its loop went round with
+// no other access since (one word polled); else the bytes of the last
+// round when that round read several words, one of them strong, and
+// nothing else, and began with the same read (all of them would read the
+// same again). A poll at a new loop count starts a new round.
+func (l *ptxLane) spinsAt(addr uint64, n int, kind pollKind) (polls []poll, ok bool) {
+	loops := l.th.Loops()
+	if loops != l.round.loops || (!l.round.ok && len(l.round.polls) == 0) {
+		l.last, l.round = l.round, pollRound{loops: loops, ok: true, polls: l.last.polls[:0]}
+	}
+	last := (kind == strongPoll && l.polling) || (kind == casPoll && l.casPolling)
+	if last && l.pollAddr == addr && l.pollLen == n && loops != l.pollLoops {
+		l.one[0] = poll{addr: addr, n: n, line: l.th.Line(), kind: kind, b: l.poll}
+		return l.one[:], true
+	}
+	if len(l.round.polls) > 0 || !l.last.ok || !l.last.strong || len(l.last.polls) < 2 {
+		return nil, false
+	}
+	first := l.last.polls[0]
+	return l.last.polls, first.addr == addr && first.n == n && first.kind == kind
+}
+
+// polled notes a poll that read b at addr.
+func (l *ptxLane) polled(addr uint64, b []byte, kind pollKind) {
+	if kind == plainPoll {
+		l.polling, l.casPolling = false, false
+	} else {
+		l.polling, l.casPolling = kind == strongPoll, kind == casPoll
+		l.pollAddr, l.pollLen, l.pollLoops = addr, copy(l.poll[:], b), l.th.Loops()
+	}
+	r := &l.round
+	if !r.ok || len(b) > len(poll{}.b) || len(r.polls) == maxPolls {
+		r.ok = false
+		return
+	}
+	p := poll{addr: addr, n: len(b), line: l.th.Line(), kind: kind}
+	copy(p.b[:], b)
+	r.polls = append(r.polls, p)
+	r.strong = r.strong || kind != plainPoll
+}
 
 // emitSeg reports an access of the thread as blockCtx's does, with the
 // PTX line of the instruction that made it.
@@ -304,19 +391,29 @@ func scope(s ptx.Scope) signal.Scope {
 // repeats the thread's previous strong load of the same address, after a
 // loop went round and with no other access in between, is a spin: if the
 // bytes are still the same, the thread sleeps until they change (or until
-// the launch's timeout would have passed). Each element of a strong load
-// (a vector's elements are accesses of their own) returns one of the
-// stores the memory model lets the thread read (weak.go); a plain load
-// returns the newest bytes.
+// the launch's timeout would have passed). So is a load that begins a
+// round of a loop as the round before began, when that round only read
+// (loads, plain ones included, and failed compare-and-swaps, at least
+// one of them strong) and every byte it read still holds what it read:
+// the thread sleeps until one of them changes. Each element of a strong
+// load (a vector's elements are accesses of their own) returns one of
+// the stores the memory model lets the thread read (weak.go); a plain
+// load returns the newest bytes.
 func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error {
 	if r, ok, err := l.inRecord(addr, len(dst)); ok || err != nil {
+		l.round.ok = false
 		copy(dst, r)
 		return err
 	}
 	p := device.Ptr(addr)
 	strong := sem != ptx.Weak
-	if strong && l.polling && l.pollAddr == addr && l.pollLen == len(dst) && l.th.Loops() != l.pollLoops {
-		if err := l.spin(p, len(dst)); err != nil {
+	kind := strongPoll
+	if !strong {
+		kind = plainPoll
+	}
+	polls, spins := l.spinsAt(addr, len(dst), kind)
+	if spins {
+		if err := l.spin(polls); err != nil {
 			return err
 		}
 	} else {
@@ -354,10 +451,7 @@ func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error
 		}
 		at += n
 	}
-	l.polling, l.casPolling = strong, false
-	if strong {
-		l.pollAddr, l.pollLen, l.pollLoops = addr, copy(l.poll[:], dst), l.th.Loops()
-	}
+	l.polled(addr, dst, kind)
 	return nil
 }
 
@@ -387,30 +481,53 @@ func (l *ptxLane) emitStrong(sg segment, write bool, order signal.Order, scope s
 	l.emit(a)
 }
 
-// spin sleeps until the n bytes at p differ from the last poll, or for
-// the time left of the kernel's timeout (forever without one).
-func (l *ptxLane) spin(p device.Ptr, n int) error {
+// spin sleeps until the bytes of one of polls (the first: the read the
+// thread is about to make) differ from what that poll read, or for the
+// time left of the kernel's timeout (forever without one). A thread that
+// spins that long is named by its first strong poll (its flag, rather
+// than a pointer to it that the loop reloads).
+func (l *ptxLane) spin(polls []poll) error {
 	w := l.l.dev.w
 	now := w.sched.Now()
 	if !l.spinning {
 		l.spinning, l.spinStart = true, now
 	}
-	segs, err := l.l.dev.resolve(p, uint64(n), false)
-	if err != nil {
-		return err
+	type read struct {
+		segs []segment
+		last []byte
 	}
-	segs = append([]segment(nil), segs...)
-	last := l.poll[:n]
+	reads := make([]read, len(polls))
+	main := 0
+	for i := range polls {
+		q := &polls[i]
+		segs, err := l.l.dev.resolve(device.Ptr(q.addr), uint64(q.n), false)
+		if err != nil {
+			if i == 0 {
+				return err
+			}
+			w.sched.Yield("ptx load") // the loop's later read faults
+			return nil
+		}
+		reads[i] = read{append([]segment(nil), segs...), append([]byte(nil), q.b[:q.n]...)}
+		if polls[main].kind == plainPoll && q.kind != plainPoll {
+			main = i
+		}
+	}
 	var cur [16]byte
 	changed := func() bool {
-		at := 0
-		for _, sg := range segs {
-			if sg.phys.freed() {
-				return true // the next access faults
+		for _, r := range reads {
+			at := 0
+			for _, sg := range r.segs {
+				if sg.phys.freed() {
+					return true // the next access faults
+				}
+				at += copy(cur[at:], sg.b)
 			}
-			at += copy(cur[at:], sg.b)
+			if !bytes.Equal(cur[:len(r.last)], r.last) {
+				return true
+			}
 		}
-		return !bytes.Equal(cur[:n], last)
+		return false
 	}
 	if changed() {
 		w.sched.Yield("ptx load")
@@ -420,9 +537,14 @@ func (l *ptxLane) spin(p device.Ptr, n int) error {
 	if t := launchTimeout(l.l.args); t > 0 {
 		timeout = max(t-(now-l.spinStart), time.Nanosecond)
 	}
-	what := l.name() + ": spinning on " + fmt.Sprintf("%#x", uint64(p)) + " at PTX line " + itoa(l.th.Line()) + " for a change"
+	p, line := device.Ptr(polls[main].addr), polls[main].line
+	what := l.name() + ": spinning on " + fmt.Sprintf("%#x", uint64(p))
+	if len(polls) > 1 {
+		what += " and " + itoa(len(polls)-1) + " other words"
+	}
+	what += " at PTX line " + itoa(line) + " for a change"
 	l.record(blockPrefix+"spin on %#x", lanePrefix+"spin on %#x", uint64(p))
-	err = w.sched.Wait(what, changed, timeout)
+	err := w.sched.Wait(what, changed, timeout)
 	switch {
 	case err == nil:
 		return nil
@@ -432,8 +554,14 @@ func (l *ptxLane) spin(p device.Ptr, n int) error {
 	if _, user := l.l.args.(PTXLaunch); user {
 		// The kernels' own give up through their clock; any other
 		// kernel that spins that long hangs.
-		return &SpinError{Device: l.l.dev.index, Kernel: l.l.kernel, Launch: l.l.id, Block: l.index, Lane: l.lane,
-			Line: l.th.Line(), Addr: p, Value: append([]byte(nil), last...), Waited: w.sched.Now() - l.spinStart}
+		e := &SpinError{Device: l.l.dev.index, Kernel: l.l.kernel, Launch: l.l.id, Block: l.index, Lane: l.lane,
+			Line: line, Addr: p, Value: reads[main].last, Waited: w.sched.Now() - l.spinStart}
+		for i, r := range reads {
+			if i != main {
+				e.Also = append(e.Also, SpinRead{Addr: device.Ptr(polls[i].addr), Value: r.last})
+			}
+		}
+		return e
 	}
 	return nil
 }
@@ -455,7 +583,7 @@ func launchTimeout(args any) time.Duration {
 // a strong store joins its location's history (weak.go); a plain store
 // ends the histories of what it overwrites.
 func (l *ptxLane) Store(addr uint64, src []byte, sem ptx.Sem, sc ptx.Scope) error {
-	l.polling, l.casPolling = false, false
+	l.unpoll()
 	if r, ok, err := l.inRecord(addr, len(src)); ok || err != nil {
 		copy(r, src)
 		return err
@@ -495,7 +623,7 @@ func (l *ptxLane) Store(addr uint64, src []byte, sem ptx.Sem, sc ptx.Scope) erro
 // Atomic performs an atom instruction after a scheduling point, and
 // records it in the trace.
 func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc ptx.Scope, a, b uint64) (uint64, error) {
-	l.polling = false
+	l.polling, l.round.ok = false, false
 	if r, ok, err := l.inRecord(addr, size); ok || err != nil {
 		if err != nil {
 			return 0, err
@@ -512,15 +640,19 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 	// A compare-and-swap that failed on this word, retried after a loop
 	// went round with no other access in between, spins like a load:
 	// the thread sleeps until the word changes.
-	if op == ptx.AtomCAS && l.casPolling && l.pollAddr == addr && l.pollLen == size && l.th.Loops() != l.pollLoops {
-		if err := l.spin(p, size); err != nil {
+	var polls []poll
+	spins := false
+	if op == ptx.AtomCAS {
+		polls, spins = l.spinsAt(addr, size, casPoll)
+	}
+	if spins {
+		if err := l.spin(polls); err != nil {
 			return 0, err
 		}
 	} else {
 		w.sched.Yield("atomic")
 		l.spinning = false
 	}
-	l.casPolling = false
 	segs, err := l.l.dev.resolve(p, uint64(size), true)
 	if err != nil {
 		return 0, err
@@ -533,11 +665,11 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 	carried := w.weakRMW(&l.wv, sg, size, o, scope(sc))
 	var stamp uint64
 	if write {
+		l.unpoll()
 		stamp = w.weakStore(&l.wv, sg, size, val, o, scope(sc), carried)
 		storeWord(sg.b, val)
 	} else {
-		l.casPolling = true
-		l.pollAddr, l.pollLen, l.pollLoops = addr, copy(l.poll[:], sg.b), l.th.Loops()
+		l.polled(addr, sg.b, casPoll)
 	}
 	const at = "atom %s %#x phys %d+%d %d %d prev %d %s %s"
 	l.record(blockPrefix+at, lanePrefix+at, op.String(), addr, sg.phys.id, sg.off, a, b, old, o.String(), scope(sc).String())
@@ -551,7 +683,7 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 // writes after it, acquires what the strong reads before it observed, and
 // (fence.sc) is ordered with the other sc fences it is morally strong with.
 func (l *ptxLane) Fence(sem ptx.Sem, sc ptx.Scope) {
-	l.polling, l.casPolling = false, false
+	l.unpoll()
 	l.l.dev.w.sched.Yield("ptx fence")
 	l.wv.fence(&l.l.dev.w.weak, scope(sc), sem == ptx.SC)
 	l.emit(Access{Kind: Fence, Parent: -1, Order: signal.AcqRel, Scope: scope(sc), SC: sem == ptx.SC})
@@ -561,7 +693,7 @@ func (l *ptxLane) Fence(sem ptx.Sem, sc ptx.Scope) {
 // detector; it is a scheduling point, so the threads of a block interleave
 // their shared accesses.
 func (l *ptxLane) Shared(off uint64, n int, write, atomic bool) {
-	l.polling, l.casPolling = false, false
+	l.unpoll()
 	l.l.dev.w.sched.Yield("ptx shared")
 	kind := Load
 	switch {
@@ -595,7 +727,7 @@ func (l *ptxLane) WaitWarp(what string, ready func() bool) error {
 // threads its phase releases acquire; for weak reads it releases every
 // strong store so far (weak.go).
 func (l *ptxLane) Arrive(id int, n uint64, released *uint64) {
-	l.polling, l.casPolling = false, false
+	l.unpoll()
 	w := l.l.dev.w
 	*released = max(*released, w.weak.stamp)
 	l.emit(l.barrierAccess(id, ptx.Arrival{Thread: uint32(l.lane), N: n}, true))
@@ -605,7 +737,7 @@ func (l *ptxLane) Arrive(id int, n uint64, released *uint64) {
 // Leave is [ptx.BarrierEnv]: the thread acquires what the arrivals of
 // the phase that released it released.
 func (l *ptxLane) Leave(id int, arrivals []ptx.Arrival, released uint64) {
-	l.polling, l.casPolling = false, false
+	l.unpoll()
 	l.wv.learn(released)
 	if l.l.dev.w.observe == nil {
 		return
