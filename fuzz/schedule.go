@@ -83,7 +83,13 @@ func (c *runCounts) ran(id int) {
 
 // defaultChoice is the default policy: the task that ran last if it is
 // runnable (no preemption), else the runnable task with the lowest ID.
-func defaultChoice(last int, runnable []*actor.Task) int {
+// hint is where last stood in the list of the step before, looked at
+// first: a task that yields keeps its place in the list of the next step
+// unless a task before it came or went.
+func defaultChoice(last int, runnable []*actor.Task, hint int) int {
+	if hint >= 0 && hint < len(runnable) && runnable[hint].ID() == last {
+		return hint
+	}
 	if i, found := actor.IndexOf(runnable, last); found {
 		return i
 	}
@@ -95,24 +101,27 @@ func defaultChoice(last int, runnable []*actor.Task) int {
 // else the runnable task with the lowest ID): the [Schedule] that replays
 // the run.
 type Recorder struct {
-	inner actor.Strategy
-	last  int
-	runs  runCounts
-	sched Schedule
+	inner  actor.Strategy
+	last   int
+	lastAt int // last's index in the runnable list it was chosen from
+	runs   runCounts
+	sched  Schedule
 }
 
 // NewRecorder returns a recorder of the choices of inner.
-func NewRecorder(inner actor.Strategy) *Recorder { return &Recorder{inner: inner, last: -1} }
+func NewRecorder(inner actor.Strategy) *Recorder {
+	return &Recorder{inner: inner, last: -1, lastAt: -1}
+}
 
 // Next asks the inner strategy and records its choice when it is not the
 // default one.
 func (r *Recorder) Next(step int64, runnable []*actor.Task) int {
 	i := r.inner.Next(step, runnable)
 	t := runnable[i]
-	if i != defaultChoice(r.last, runnable) {
+	if t.ID() != r.last && i != defaultChoice(r.last, runnable, r.lastAt) {
 		r.sched = append(r.sched, Decision{Step: step, Task: t.ID(), Run: r.runs.of(t.ID())})
 	}
-	r.last = t.ID()
+	r.last, r.lastAt = t.ID(), i
 	r.runs.ran(t.ID())
 	return i
 }
@@ -136,12 +145,13 @@ type Replay struct {
 	pending  Schedule
 	diverged bool
 	last     int
+	lastAt   int // last's index in the runnable list it was chosen from
 	runs     runCounts
 }
 
 // NewReplay returns a strategy following s (in step order, as recorded).
 func NewReplay(s Schedule) *Replay {
-	return &Replay{pending: slices.Clone(s), last: -1}
+	return &Replay{pending: slices.Clone(s), last: -1, lastAt: -1}
 }
 
 // Diverged reports whether the run has left the recorded schedule.
@@ -149,7 +159,7 @@ func (p *Replay) Diverged() bool { return p.diverged }
 
 // Next follows the schedule, or the default policy.
 func (p *Replay) Next(step int64, runnable []*actor.Task) int {
-	choice := defaultChoice(p.last, runnable)
+	choice := defaultChoice(p.last, runnable, p.lastAt)
 	if !p.diverged && len(p.pending) > 0 {
 		switch d := p.pending[0]; {
 		case d.Step > step:
@@ -171,7 +181,7 @@ func (p *Replay) Next(step int64, runnable []*actor.Task) int {
 		}
 	}
 	id := runnable[choice].ID()
-	p.last = id
+	p.last, p.lastAt = id, choice
 	p.runs.ran(id)
 	return choice
 }
