@@ -247,7 +247,7 @@ type ptxLane struct {
 type poll struct {
 	addr uint64
 	n    int
-	line int // the PTX line of the read
+	line int // the PTX line of the read (of a strong one)
 	kind pollKind
 	b    [16]byte
 }
@@ -266,12 +266,17 @@ const (
 // not taken for a spin.
 const maxPolls = 64
 
-// pollRound is the polls of one round of a loop.
+// pollRound is the polls of one round of a loop. Plain loads are noted
+// only in a round after one with a strong poll (track): a loop of plain
+// loads alone (one that copies a buffer) is no spin, and noting its
+// reads would cost every plain load.
 type pollRound struct {
-	loops  uint64 // the thread's loop count during the round
-	ok     bool   // polls only so far
-	strong bool   // a strong poll among them: a loop of plain loads only is no spin
-	polls  []poll
+	loops   uint64 // the thread's loop count during the round
+	started bool   // a read began it (the round after a barrier has none yet)
+	ok      bool   // its reads so far are polls, all noted
+	strong  bool   // a strong poll among them
+	track   bool   // plain polls are noted: the round before had a strong poll
+	polls   []poll
 }
 
 func (l *ptxLane) reset() {
@@ -292,15 +297,16 @@ func (l *ptxLane) unpoll() { l.polling, l.casPolling, l.round.ok = false, false,
 // same again). A poll at a new loop count starts a new round.
 func (l *ptxLane) spinsAt(addr uint64, n int, kind pollKind) (polls []poll, ok bool) {
 	loops := l.th.Loops()
-	if loops != l.round.loops || (!l.round.ok && len(l.round.polls) == 0) {
-		l.last, l.round = l.round, pollRound{loops: loops, ok: true, polls: l.last.polls[:0]}
+	if !l.round.started || loops != l.round.loops {
+		l.last, l.round = l.round, pollRound{loops: loops, started: true, ok: true, track: l.round.strong,
+			polls: l.last.polls[:0]}
 	}
 	last := (kind == strongPoll && l.polling) || (kind == casPoll && l.casPolling)
 	if last && l.pollAddr == addr && l.pollLen == n && loops != l.pollLoops {
 		l.one[0] = poll{addr: addr, n: n, line: l.th.Line(), kind: kind, b: l.poll}
 		return l.one[:], true
 	}
-	if len(l.round.polls) > 0 || !l.last.ok || !l.last.strong || len(l.last.polls) < 2 {
+	if !l.round.ok || len(l.round.polls) > 0 || !l.last.ok || !l.last.strong || len(l.last.polls) < 2 {
 		return nil, false
 	}
 	first := l.last.polls[0]
@@ -316,14 +322,22 @@ func (l *ptxLane) polled(addr uint64, b []byte, kind pollKind) {
 		l.pollAddr, l.pollLen, l.pollLoops = addr, copy(l.poll[:], b), l.th.Loops()
 	}
 	r := &l.round
-	if !r.ok || len(b) > len(poll{}.b) || len(r.polls) == maxPolls {
+	if kind != plainPoll {
+		r.strong = true
+	}
+	switch {
+	case !r.ok:
+		return
+	case kind == plainPoll && !r.track, len(b) > len(poll{}.b), len(r.polls) == maxPolls:
 		r.ok = false
 		return
 	}
-	p := poll{addr: addr, n: len(b), line: l.th.Line(), kind: kind}
+	p := poll{addr: addr, n: len(b), kind: kind}
+	if kind != plainPoll {
+		p.line = l.th.Line()
+	}
 	copy(p.b[:], b)
 	r.polls = append(r.polls, p)
-	r.strong = r.strong || kind != plainPoll
 }
 
 // emitSeg reports an access of the thread as blockCtx's does, with the
