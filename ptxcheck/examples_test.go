@@ -25,11 +25,16 @@ var verdicts = []struct {
 // TestExamples: the example kernels of examples/kernels, built by nvcc
 // from CUDA, give their verdicts at world 2 on 192 elements (their
 // harnesses' 1024 elements at worlds 2 to 8 and 5 seeds with
-// SYMMEM_LONG=1): the racy ones a race between the named CUDA lines, the
-// others no finding at all.
+// SYMMEM_LONG=1; at worlds 2 and 3 and 2 seeds under the race detector,
+// which makes the whole sweep take many minutes and gigabytes): the racy
+// ones a race between the named CUDA lines, the others no finding at all.
 func TestExamples(t *testing.T) {
 	worlds, seeds, vars := []int{2}, 1, map[string]Expr{"n": "192"}
-	if longtest.Enabled() {
+	switch {
+	case longtest.Enabled() && raceOn:
+		worlds, seeds, vars = []int{2, 3}, 2, nil
+		t.Log("the race detector is on: worlds 2 and 3, 2 seeds (the whole sweep runs without -race)")
+	case longtest.Enabled():
 		worlds, seeds, vars = []int{2, 3, 4, 5, 6, 7, 8}, 5, nil
 	}
 	for _, v := range verdicts {
