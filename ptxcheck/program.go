@@ -80,11 +80,14 @@ type Write struct {
 }
 
 // Launch is a kernel launch: Entry with Grid blocks of Block threads on
-// stream Stream (0: the rank's own; others are created on first use).
+// stream Stream (0: the rank's own; others are created on first use),
+// each block with Shared bytes of dynamic shared memory (none when
+// empty).
 type Launch struct {
 	Entry  string  `json:"entry"`
 	Grid   Expr    `json:"grid"`
 	Block  Expr    `json:"block"`
+	Shared Expr    `json:"shared,omitempty"`
 	Stream int     `json:"stream,omitempty"`
 	Params []Param `json:"params"`
 }
@@ -299,10 +302,10 @@ type cWrite struct {
 }
 
 type cLaunch struct {
-	sig         *Signature
-	grid, block *expr
-	stream      int
-	params      []cParam
+	sig                 *Signature
+	grid, block, shared *expr
+	stream              int
+	params              []cParam
 }
 
 type cCheck struct {
@@ -498,7 +501,8 @@ func compile(p *Program, src *Source) (*compiled, error) {
 			case s.Launch != nil:
 				l := s.Launch
 				cs.what += " (launch " + l.Entry + ")"
-				cl := &cLaunch{grid: parse(cs.what+": grid", l.Grid, ""), block: parse(cs.what+": block", l.Block, ""), stream: l.Stream}
+				cl := &cLaunch{grid: parse(cs.what+": grid", l.Grid, ""), block: parse(cs.what+": block", l.Block, ""),
+					shared: parse(cs.what+": shared", l.Shared, "0"), stream: l.Stream}
 				if l.Stream < 0 || l.Stream > 64 {
 					bad("%s: stream %d out of range [0, 64]", cs.what, l.Stream)
 				}

@@ -286,3 +286,38 @@ func TestDebugLines(t *testing.T) {
 		t.Errorf("unsupported: %v", p)
 	}
 }
+
+// TestDynamicShared: a launch's "shared" bytes are the blocks' dynamic
+// shared memory (an extern __shared__ array); without them the kernel's
+// accesses fall outside shared memory and the run reports the error.
+func TestDynamicShared(t *testing.T) {
+	src := load(t, "testdata/dynshared.ptx")
+	harness := `{"buffers": [{"name": "out", "kind": "plain", "bytes": 256}],
+		"steps": [{"launch": {"entry": "rotate", "grid": 1, "block": 64, SHARED"params": [{"ptr": "out"}]}}, {"sync": true},
+		{"check": {"buffer": "out", "dtype": "u32", "count": 64, "value": "(i + 1) % 64"}}]}`
+	rep, err := RunProgram(program(t, strings.Replace(harness, "SHARED", `"shared": "4*64", `, 1)), src, Options{Worlds: []int{2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 0 {
+		t.Fatalf("with 256 bytes of dynamic shared memory: %+v", rep.Findings)
+	}
+	rep, err = RunProgram(program(t, strings.Replace(harness, "SHARED", "", 1)), src, Options{Worlds: []int{2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 1 || rep.Findings[0].Kind != "error" || !strings.Contains(rep.Findings[0].Title, "shared") {
+		t.Fatalf("without dynamic shared memory: %+v, want one error naming shared memory", rep.Findings)
+	}
+	rep, err = RunProgram(program(t, strings.Replace(harness, "SHARED", `"shared": "-4", `, 1)), src, Options{Worlds: []int{2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) == 0 || !strings.Contains(rep.Findings[0].Title, "-4 bytes of dynamic shared memory out of range") {
+		t.Fatalf("with -4 bytes of dynamic shared memory: %+v, want the launch refused", rep.Findings)
+	}
+	err = Validate(program(t, strings.Replace(harness, "SHARED", `"shared": "4*", `, 1)), src)
+	if err == nil || !strings.Contains(err.Error(), "shared") {
+		t.Errorf("a bad shared expression: %v, want an error naming it", err)
+	}
+}

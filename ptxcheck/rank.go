@@ -389,6 +389,10 @@ func (rr *rankRun) launch(l *cLaunch, loc map[string]float64) error {
 	if err != nil {
 		return fmt.Errorf("block: %w", err)
 	}
+	shared, err := l.shared.evalInt(rr.vars, loc)
+	if err != nil {
+		return fmt.Errorf("shared: %w", err)
+	}
 	params := make([]byte, l.sig.Size)
 	for i, p := range l.params {
 		d := l.sig.Params[i]
@@ -413,7 +417,7 @@ func (rr *rankRun) launch(l *cLaunch, loc map[string]float64) error {
 		return err
 	}
 	if err := launcher.LaunchPTX(s, sim.PTXLaunch{Module: rr.c.src.Module, Entry: l.sig.Entry, Params: params,
-		Grid: int(grid), Block: int(block), Timeout: rr.c.timeout}); err != nil {
+		Grid: int(grid), Block: int(block), Shared: int(shared), Timeout: rr.c.timeout}); err != nil {
 		return err
 	}
 	return rr.redeliver()

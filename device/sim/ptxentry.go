@@ -17,6 +17,10 @@ type PTXLaunch struct {
 	// Grid and Block are the launch's shape in x: blocks, and threads per
 	// block. [Kernels].MaxBlocks and MaxThreads cap them when set.
 	Grid, Block int
+	// Shared is the bytes of dynamic shared memory each block gets (the
+	// third argument of a CUDA launch, what an extern __shared__ array
+	// holds), at most MaxDynamicShared.
+	Shared int
 	// Timeout bounds every spin of the launch's threads in virtual time:
 	// a thread that keeps reading the same unchanged bytes (a load, or a
 	// compare-and-swap that keeps failing) for that long fails the launch
@@ -95,6 +99,9 @@ func (d *simDevice) LaunchPTX(s device.Stream, l PTXLaunch) error {
 	if l.Block < 1 || l.Block > maxPTXThreads {
 		return fmt.Errorf("device %d: launch %s: %d threads per block out of range [1, %d]", d.index, l.Entry, l.Block, maxPTXThreads)
 	}
+	if l.Shared < 0 || l.Shared > MaxDynamicShared {
+		return fmt.Errorf("device %d: launch %s: %d bytes of dynamic shared memory out of range [0, %d]", d.index, l.Entry, l.Shared, MaxDynamicShared)
+	}
 	if l.Timeout < 0 {
 		return fmt.Errorf("device %d: launch %s: negative spin timeout %v", d.index, l.Entry, l.Timeout)
 	}
@@ -118,6 +125,10 @@ func (d *simDevice) LaunchPTX(s device.Stream, l PTXLaunch) error {
 // maxPTXThreads is the most threads a block of a CUDA launch has.
 const maxPTXThreads = 1024
 
+// MaxDynamicShared is the most dynamic shared memory a launch gives a
+// block: what an sm_90 block may opt in to.
+const MaxDynamicShared = 227 << 10
+
 // runEntry runs a PTX launch's blocks, capped as the device's Kernels say.
 func (d *simDevice) runEntry(o *op, id uint64, l PTXLaunch) error {
 	cfg := d.w.cfg.Kernels
@@ -130,5 +141,5 @@ func (d *simDevice) runEntry(o *op, id uint64, l PTXLaunch) error {
 	}
 	ln := &launch{dev: d, op: o, kernel: l.Entry, id: id, grid: grid, threads: threads, args: l}
 	d.record("kernel", "dev%d start %s#%d grid %d x %d ptx %s", d.index, l.Entry, id, grid, threads, l.Entry)
-	return d.runBlocks(ln, func(ctx *blockCtx) error { return ctx.runPTXBlock(l.Module, l.Entry, l.Params, nil) })
+	return d.runBlocks(ln, func(ctx *blockCtx) error { return ctx.runPTXBlock(l.Module, l.Entry, l.Params, l.Shared, nil) })
 }

@@ -126,7 +126,7 @@ func (d *simDevice) runPTX(o *op, k *kernels.Kernel, id uint64, grid, threads in
 	ln := &launch{dev: d, op: o, kernel: k.Name, id: id, grid: grid, threads: threads, args: args}
 	rec := make([]byte, cabi.ErrorRecordSize)
 	d.record("kernel", "dev%d start %s#%d grid %d x %d ptx %s", d.index, k.Name, id, grid, threads, entry)
-	if err := d.runBlocks(ln, func(ctx *blockCtx) error { return ctx.runPTXBlock(mod, entry, params, rec) }); err != nil {
+	if err := d.runBlocks(ln, func(ctx *blockCtx) error { return ctx.runPTXBlock(mod, entry, params, 0, rec) }); err != nil {
 		return err
 	}
 	if r, ok := cabi.DecodeErrorRecord(rec); ok {
@@ -140,10 +140,11 @@ func (d *simDevice) runPTX(o *op, k *kernels.Kernel, id uint64, grid, threads in
 // runs until it stops at such a barrier (bar.sync or bar.red without a
 // thread count) or exits; then the block, having joined them, releases
 // them once the barrier completed. Barriers with a thread count and
-// bar.arrive run inside the threads' tasks ([ptxLane.Arrive]).
-func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params, rec []byte) error {
+// bar.arrive run inside the threads' tasks ([ptxLane.Arrive]). The block
+// has shared bytes of dynamic shared memory.
+func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, shared int, rec []byte) error {
 	w := c.l.dev.w
-	mem, err := mod.NewBlockMem(entry, params)
+	mem, err := mod.NewBlockMemDynamic(entry, params, shared)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.name(), err)
 	}
