@@ -130,6 +130,24 @@ func TestHangs(t *testing.T) {
 	}
 }
 
+// TestSpinThatGivesUp: a wait that gives up after 100 unchanged polls by
+// its own count is taken for a spin, but polls on after the launch's
+// timeout long enough to give up: no hang, and its own result.
+func TestSpinThatGivesUp(t *testing.T) {
+	src := load(t, "testdata/hang.ptx")
+	p := program(t, `{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64},
+		{"name": "out", "kind": "plain", "bytes": 4}],
+		"steps": [{"launch": {"entry": "wait_count", "grid": 1, "block": 1, "params": [{"ptr": "flag"}, {"ptr": "out"}]}},
+		{"sync": true}, {"check": {"buffer": "out", "dtype": "u32", "count": 1, "value": 57005}}]}`)
+	rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Seeds: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 0 {
+		t.Fatalf("findings %+v, want none: the loop gives up by itself", rep.Findings)
+	}
+}
+
 // TestSpinOnTwoFlags: a thread whose loop polls two flags sleeps while
 // both hold what it read, and wakes when block 1 raises them: the run
 // takes about the raiser's steps (401 strong stores on each rank), not

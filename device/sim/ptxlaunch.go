@@ -242,7 +242,16 @@ type ptxLane struct {
 	one         [1]poll // the last poll, when it alone spins
 	spinStart   time.Duration
 	spinning    bool
+	// pastTimeout counts the rounds the thread polled on after its spin
+	// outlasted the launch's timeout (see spin).
+	pastTimeout int
 }
+
+// roundsPastTimeout is how many rounds a thread of a user's launch whose
+// spin outlasted the launch's timeout still polls, a step each, before
+// the spin is a hang: a loop that gives up by its own count of polls, or
+// by the clock, which now reads past its timeout too, ends meanwhile.
+const roundsPastTimeout = 256
 
 // poll is one read of a poll round: n bytes at addr that held b.
 type poll struct {
@@ -277,7 +286,10 @@ type pollRound struct {
 	ok      bool   // its reads so far are polls, all noted
 	strong  bool   // a strong poll among them
 	track   bool   // plain polls are noted: the round before had a strong poll
-	polls   []poll
+	// spun: the round began with a spin on several words, whose other
+	// reads continue the spin rather than end it.
+	spun  bool
+	polls []poll
 }
 
 func (l *ptxLane) reset() {
@@ -433,7 +445,7 @@ func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error
 		}
 	} else {
 		l.point(strong, "ptx load")
-		l.spinning = false
+		l.spinning = l.spinning && l.round.spun
 	}
 	segs, err := l.l.dev.resolve(p, uint64(len(dst)), false)
 	if err != nil {
@@ -498,15 +510,17 @@ func (l *ptxLane) emitStrong(sg segment, write bool, order signal.Order, scope s
 
 // spin sleeps until the bytes of one of polls (the first: the read the
 // thread is about to make) differ from what that poll read, or for the
-// time left of the kernel's timeout (forever without one). A thread that
-// spins that long is named by its first strong poll (its flag, rather
-// than a pointer to it that the loop reloads).
+// time left of the kernel's timeout (forever without one). A thread of a
+// user's launch that spins that long polls on for roundsPastTimeout
+// rounds, then fails with a [*SpinError] that names its first strong
+// poll (its flag, rather than a pointer to it that the loop reloads).
 func (l *ptxLane) spin(polls []poll) error {
 	w := l.l.dev.w
 	now := w.sched.Now()
 	if !l.spinning {
-		l.spinning, l.spinStart = true, now
+		l.spinning, l.spinStart, l.pastTimeout = true, now, 0
 	}
+	l.round.spun = len(polls) > 1
 	type read struct {
 		segs []segment
 		last []byte
@@ -548,11 +562,28 @@ func (l *ptxLane) spin(polls []poll) error {
 		w.sched.Yield("ptx load")
 		return nil
 	}
+	p, line := device.Ptr(polls[main].addr), polls[main].line
+	if l.pastTimeout > 0 {
+		// The spin outlasted the launch's timeout: the thread polls on,
+		// a round a step, for roundsPastTimeout rounds.
+		if l.pastTimeout == roundsPastTimeout {
+			e := &SpinError{Device: l.l.dev.index, Kernel: l.l.kernel, Launch: l.l.id, Block: l.index, Lane: l.lane,
+				Line: line, Addr: p, Value: reads[main].last, Waited: w.sched.Now() - l.spinStart}
+			for i, r := range reads {
+				if i != main {
+					e.Also = append(e.Also, SpinRead{Addr: device.Ptr(polls[i].addr), Value: r.last})
+				}
+			}
+			return e
+		}
+		l.pastTimeout++
+		w.sched.Yield("ptx load")
+		return nil
+	}
 	var timeout time.Duration
 	if t := launchTimeout(l.l.args); t > 0 {
 		timeout = max(t-(now-l.spinStart), time.Nanosecond)
 	}
-	p, line := device.Ptr(polls[main].addr), polls[main].line
 	what := l.name() + ": spinning on " + fmt.Sprintf("%#x", uint64(p))
 	if len(polls) > 1 {
 		what += " and " + itoa(len(polls)-1) + " other words"
@@ -568,15 +599,9 @@ func (l *ptxLane) spin(polls []poll) error {
 	}
 	if _, user := l.l.args.(PTXLaunch); user {
 		// The kernels' own give up through their clock; any other
-		// kernel that spins that long hangs.
-		e := &SpinError{Device: l.l.dev.index, Kernel: l.l.kernel, Launch: l.l.id, Block: l.index, Lane: l.lane,
-			Line: line, Addr: p, Value: reads[main].last, Waited: w.sched.Now() - l.spinStart}
-		for i, r := range reads {
-			if i != main {
-				e.Also = append(e.Also, SpinRead{Addr: device.Ptr(polls[i].addr), Value: r.last})
-			}
-		}
-		return e
+		// kernel that spins that long, and then roundsPastTimeout rounds
+		// more, hangs.
+		l.pastTimeout = 1
 	}
 	return nil
 }
@@ -666,7 +691,7 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 		}
 	} else {
 		w.sched.Yield("atomic")
-		l.spinning = false
+		l.spinning = l.spinning && l.round.spun
 	}
 	segs, err := l.l.dev.resolve(p, uint64(size), true)
 	if err != nil {
