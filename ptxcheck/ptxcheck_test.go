@@ -100,13 +100,13 @@ func TestWrongResultAndCap(t *testing.T) {
 }
 
 // TestHangs: a thread spinning on a flag nobody raises, with a load or
-// with a compare-and-swap, on two flags a round, or on a flag whose
-// pointer it reloads every round, is a hang naming the PTX line of the
-// flag's load (and the loop's other reads).
+// with a compare-and-swap, on two flags a round (loaded or swapped), or on
+// a flag whose pointer it reloads every round, is a hang naming the PTX
+// line of the flag's load (and the loop's other reads).
 func TestHangs(t *testing.T) {
 	src := load(t, "testdata/hang.ptx")
 	for entry, line := range map[string]string{"wait_load": "PTX line 20", "wait_cas": "PTX line 39", "wait_two": "PTX line 58",
-		"wait_reload": "PTX line 119"} {
+		"wait_reload": "PTX line 119", "wait_cas_two": "PTX line 169"} {
 		param := "ptr"
 		if entry == "wait_reload" {
 			param = "ptrs"
@@ -123,7 +123,7 @@ func TestHangs(t *testing.T) {
 		if d := strings.Join(rep.Findings[0].Details, "\n"); !strings.Contains(d, line) || !strings.Contains(d, "spun 1ms") {
 			t.Errorf("%s: the hang does not name %s after 1ms:\n%s", entry, line, d)
 		}
-		also := map[string]string{"wait_two": "4004 (00 00 00 00)", "wait_reload": ", and on "}[entry]
+		also := map[string]string{"wait_two": "4004 (00 00 00 00)", "wait_reload": ", and on ", "wait_cas_two": "4004 (00 00 00 00)"}[entry]
 		if d := strings.Join(rep.Findings[0].Details, "\n"); !strings.Contains(d, also) {
 			t.Errorf("%s: the hang does not name the loop's other read (%q):\n%s", entry, also, d)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -225,15 +226,13 @@ type ptxLane struct {
 	plain      int    // plain accesses since the last scheduling point
 	pointLoops uint64 // the thread's loop count at its last scheduling point
 
-	// Polling: the last access was a strong load of poll at pollAddr (or,
-	// with casPolling, a compare-and-swap that failed on it); a thread
-	// that reads the same bytes again is spinning.
-	polling    bool
-	casPolling bool
-	pollAddr   uint64
-	pollLoops  uint64 // the thread's loop count at the poll
-	poll       [16]byte
-	pollLen    int
+	// prev is the thread's last strong poll (a strong load, or a
+	// compare-and-swap that failed; b holds its first n bytes, at most
+	// 16), live while no other access followed it; prevLoops is the
+	// thread's loop count at it.
+	prev      poll
+	prevLive  bool
+	prevLoops uint64
 	// round is the thread's polls (loads and failed compare-and-swaps)
 	// since its loop count last changed, with no other access among
 	// them, and last the round before it: a loop that polls several
@@ -293,13 +292,13 @@ type pollRound struct {
 }
 
 func (l *ptxLane) reset() {
-	l.polling, l.casPolling, l.spinning = false, false, false
+	l.prevLive, l.spinning = false, false
 	l.round, l.last = pollRound{polls: l.round.polls[:0]}, pollRound{polls: l.last.polls[:0]}
 }
 
 // unpoll notes an access that is not a poll: neither the round it falls
 // in nor the next one can be a spin.
-func (l *ptxLane) unpoll() { l.polling, l.casPolling, l.round.ok = false, false, false }
+func (l *ptxLane) unpoll() { l.prevLive, l.round.ok = false, false }
 
 // spinsAt reports whether the thread, about to read n bytes at addr as
 // kind says, is spinning, and on what: the bytes of its last strong
@@ -314,9 +313,9 @@ func (l *ptxLane) spinsAt(addr uint64, n int, kind pollKind) (polls []poll, ok b
 		l.last, l.round = l.round, pollRound{loops: loops, started: true, ok: true, track: l.round.strong,
 			polls: l.last.polls[:0]}
 	}
-	last := (kind == strongPoll && l.polling) || (kind == casPoll && l.casPolling)
-	if last && l.pollAddr == addr && l.pollLen == n && loops != l.pollLoops {
-		l.one[0] = poll{addr: addr, n: n, line: l.th.Line(), kind: kind, b: l.poll}
+	if p := l.prev; l.prevLive && p.kind == kind && p.addr == addr && p.n == n && loops != l.prevLoops {
+		p.line = l.th.Line()
+		l.one[0] = p
 		return l.one[:], true
 	}
 	if !l.round.ok || len(l.round.polls) > 0 || !l.last.ok || !l.last.strong || len(l.last.polls) < 2 {
@@ -328,14 +327,11 @@ func (l *ptxLane) spinsAt(addr uint64, n int, kind pollKind) (polls []poll, ok b
 
 // polled notes a poll that read b at addr.
 func (l *ptxLane) polled(addr uint64, b []byte, kind pollKind) {
-	if kind == plainPoll {
-		l.polling, l.casPolling = false, false
-	} else {
-		l.polling, l.casPolling = kind == strongPoll, kind == casPoll
-		l.pollAddr, l.pollLen, l.pollLoops = addr, copy(l.poll[:], b), l.th.Loops()
-	}
 	r := &l.round
-	if kind != plainPoll {
+	l.prevLive = kind != plainPoll
+	if l.prevLive {
+		l.prev = poll{addr: addr, kind: kind}
+		l.prev.n, l.prevLoops = copy(l.prev.b[:], b), l.th.Loops()
 		r.strong = true
 	}
 	switch {
@@ -523,7 +519,7 @@ func (l *ptxLane) spin(polls []poll) error {
 	l.round.spun = len(polls) > 1
 	type read struct {
 		segs []segment
-		last []byte
+		last []byte // what the poll read (polls' own bytes)
 	}
 	reads := make([]read, len(polls))
 	main := 0
@@ -537,7 +533,7 @@ func (l *ptxLane) spin(polls []poll) error {
 			w.sched.Yield("ptx load") // the loop's later read faults
 			return nil
 		}
-		reads[i] = read{append([]segment(nil), segs...), append([]byte(nil), q.b[:q.n]...)}
+		reads[i] = read{append([]segment(nil), segs...), q.b[:q.n]}
 		if polls[main].kind == plainPoll && q.kind != plainPoll {
 			main = i
 		}
@@ -568,10 +564,10 @@ func (l *ptxLane) spin(polls []poll) error {
 		// a round a step, for roundsPastTimeout rounds.
 		if l.pastTimeout == roundsPastTimeout {
 			e := &SpinError{Device: l.l.dev.index, Kernel: l.l.kernel, Launch: l.l.id, Block: l.index, Lane: l.lane,
-				Line: line, Addr: p, Value: reads[main].last, Waited: w.sched.Now() - l.spinStart}
+				Line: line, Addr: p, Value: slices.Clone(reads[main].last), Waited: w.sched.Now() - l.spinStart}
 			for i, r := range reads {
 				if i != main {
-					e.Also = append(e.Also, SpinRead{Addr: device.Ptr(polls[i].addr), Value: r.last})
+					e.Also = append(e.Also, SpinRead{Addr: device.Ptr(polls[i].addr), Value: slices.Clone(r.last)})
 				}
 			}
 			return e
@@ -663,8 +659,8 @@ func (l *ptxLane) Store(addr uint64, src []byte, sem ptx.Sem, sc ptx.Scope) erro
 // Atomic performs an atom instruction after a scheduling point, and
 // records it in the trace.
 func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc ptx.Scope, a, b uint64) (uint64, error) {
-	l.polling, l.round.ok = false, false
 	if r, ok, err := l.inRecord(addr, size); ok || err != nil {
+		l.unpoll()
 		if err != nil {
 			return 0, err
 		}

@@ -550,7 +550,7 @@ var _ ptx.Reorderer = (*ptxLane)(nil)
 // repeats the thread's last poll (a spin) keeps its store after it, and
 // the launch's error record is never involved.
 func (l *ptxLane) Hoist(loadAddr uint64, loadSize int, storeAddr uint64, storeSize int) bool {
-	if (l.polling || l.casPolling) && l.pollAddr == loadAddr {
+	if l.prevLive && l.prev.addr == loadAddr {
 		return false
 	}
 	if _, in, _ := l.inRecord(loadAddr, loadSize); in {
