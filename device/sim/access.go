@@ -110,14 +110,14 @@ type Access struct {
 const StoreUnknown = ^uint64(0)
 
 // emit sends a to the observer, if any.
-func (w *World) emit(a Access) {
+func (w *World) emit(a *Access) {
 	if w.observe != nil {
 		if cur := w.sched.Current(); cur != nil {
 			a.Task = cur.ID()
 		} else {
 			a.Task = -1
 		}
-		w.observe(a)
+		w.observe(*a)
 	}
 }
 

@@ -102,7 +102,7 @@ func (c *blockCtx) record(blockFormat, laneFormat string, args ...any) {
 const maxRecordArgs = 10
 
 // emit fills in the launch coordinates of a and reports it.
-func (c *blockCtx) emit(a Access) {
+func (c *blockCtx) emit(a *Access) {
 	w := c.l.dev.w
 	if w.observe == nil {
 		return
@@ -120,7 +120,8 @@ func (c *blockCtx) emitAtomic(kind AccessKind, sg segment, write bool, order sig
 	if c.l.dev.w.observe == nil {
 		return
 	}
-	c.emit(segAccess(kind, sg, write, order, scope, old, new))
+	a := segAccess(kind, sg, write, order, scope, old, new)
+	c.emit(&a)
 }
 
 // segAccess is the access of segment sg by a kernel thread; emit fills in
@@ -139,7 +140,7 @@ func (c *blockCtx) emitRMW(sg segment, write bool, order signal.Order, scope sig
 	}
 	a := segAccess(Atomic, sg, write, order, scope, old, new)
 	a.RMW, a.Stamp, a.Line = true, stamp, line
-	c.emit(a)
+	c.emit(&a)
 }
 
 // Load copies device memory at p into dst.
@@ -297,9 +298,9 @@ func (c *blockCtx) Lanes(n int, fn func(kernels.Block) error) error {
 	for i := 0; i < n; i++ {
 		lc := &blockCtx{l: c.l, index: c.index, lane: i}
 		w.sched.GoLabeled(lc.label(), func() {
-			lc.emit(Access{Kind: LaneStart, Parent: parent})
+			lc.emit(&Access{Kind: LaneStart, Parent: parent})
 			errs[i] = fn(lc)
-			lc.emit(Access{Kind: LaneEnd, Parent: -1})
+			lc.emit(&Access{Kind: LaneEnd, Parent: -1})
 			done++
 		})
 	}

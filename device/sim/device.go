@@ -335,7 +335,7 @@ func (d *simDevice) emitSeg(kind AccessKind, o *op, sg segment, write bool) {
 	if d.w.observe == nil {
 		return
 	}
-	d.w.emit(Access{
+	d.w.emit(&Access{
 		Kind: kind, Parent: -1, Device: d.index, Stream: o.stream.id, Seq: o.seq, Op: o.name,
 		Block: -1, Lane: -1, Addr: sg.addr, Size: uint64(len(sg.b)), Phys: sg.phys.id,
 		PhysOffset: sg.off, Owner: sg.phys.owner, Write: write,
@@ -442,9 +442,9 @@ func (d *simDevice) runBlocks(ln *launch, body func(ctx *blockCtx) error) error 
 	for b := 0; b < ln.grid; b++ {
 		ctx := &blockCtx{l: ln, index: b, lane: -1}
 		d.w.sched.GoLabeled(ctx.label(), func() {
-			ctx.emit(Access{Kind: BlockStart, Parent: parent})
+			ctx.emit(&Access{Kind: BlockStart, Parent: parent})
 			errs[b] = body(ctx)
-			ctx.emit(Access{Kind: BlockEnd, Parent: -1})
+			ctx.emit(&Access{Kind: BlockEnd, Parent: -1})
 			done++
 		})
 	}

@@ -105,6 +105,6 @@ func (c *blockCtx) emitWords(sg segment, write bool) {
 	if c.l.dev.w.observe == nil {
 		return
 	}
-	c.emit(Access{Kind: Atomic, Parent: -1, Addr: sg.addr, Size: uint64(len(sg.b)), Unit: 8, Phys: sg.phys.id,
+	c.emit(&Access{Kind: Atomic, Parent: -1, Addr: sg.addr, Size: uint64(len(sg.b)), Unit: 8, Phys: sg.phys.id,
 		PhysOffset: sg.off, Owner: sg.phys.owner, Write: write, Order: signal.Relaxed, Scope: signal.System})
 }

@@ -171,9 +171,9 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 				ln.wv.sync(&w.weak) // bar.sync
 			}
 			w.sched.GoLabeled(ln.label(), func() {
-				ln.emit(Access{Kind: LaneStart, Parent: parent})
+				ln.emit(&Access{Kind: LaneStart, Parent: parent})
 				ln.stop, ln.err = ln.th.Run()
-				ln.emit(Access{Kind: LaneEnd, Parent: -1})
+				ln.emit(&Access{Kind: LaneEnd, Parent: -1})
 				done++
 			})
 		}
@@ -182,7 +182,7 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 		if err := w.sched.Wait(what, func() bool { return done == n }, 0); err != nil {
 			return err
 		}
-		c.emit(Access{Kind: BlockSync, Parent: -1})
+		c.emit(&Access{Kind: BlockSync, Parent: -1})
 		errs := make([]error, n)
 		next := live[:0]
 		for i, ln := range live {
@@ -357,7 +357,7 @@ func (l *ptxLane) emitSeg(kind AccessKind, sg segment, write bool, order signal.
 	}
 	a := segAccess(kind, sg, write, order, scope, 0, 0)
 	a.Line = l.th.Line()
-	l.emit(a)
+	l.emit(&a)
 }
 
 // point is the scheduling point of a global access: every strong one,
@@ -501,7 +501,7 @@ func (l *ptxLane) emitStrong(sg segment, write bool, order signal.Order, scope s
 	if len(sg.b) > unit {
 		a.Unit = uint64(unit)
 	}
-	l.emit(a)
+	l.emit(&a)
 }
 
 // spin sleeps until the bytes of one of polls (the first: the read the
@@ -722,7 +722,7 @@ func (l *ptxLane) Fence(sem ptx.Sem, sc ptx.Scope) {
 	l.unpoll()
 	l.l.dev.w.sched.Yield("ptx fence")
 	l.wv.fence(&l.l.dev.w.weak, scope(sc), sem == ptx.SC)
-	l.emit(Access{Kind: Fence, Parent: -1, Order: signal.AcqRel, Scope: scope(sc), SC: sem == ptx.SC})
+	l.emit(&Access{Kind: Fence, Parent: -1, Order: signal.AcqRel, Scope: scope(sc), SC: sem == ptx.SC})
 }
 
 // Shared reports an access to the block's shared memory to the race
@@ -738,7 +738,7 @@ func (l *ptxLane) Shared(off uint64, n int, write, atomic bool) {
 	case write:
 		kind = Store
 	}
-	l.emit(Access{Kind: kind, Parent: -1, Size: uint64(n), Phys: SharedPhys(l.l.id, l.index), PhysOffset: off,
+	l.emit(&Access{Kind: kind, Parent: -1, Size: uint64(n), Phys: SharedPhys(l.l.id, l.index), PhysOffset: off,
 		Owner: l.l.dev.index, Write: write, Shared: true, Order: signal.Relaxed, Scope: signal.Block})
 }
 
@@ -766,7 +766,8 @@ func (l *ptxLane) Arrive(id int, n uint64, released *uint64) {
 	l.unpoll()
 	w := l.l.dev.w
 	*released = max(*released, w.weak.stamp)
-	l.emit(l.barrierAccess(id, ptx.Arrival{Thread: uint32(l.lane), N: n}, true))
+	a := l.barrierAccess(id, ptx.Arrival{Thread: uint32(l.lane), N: n}, true)
+	l.emit(&a)
 	w.sched.Yield("ptx barrier")
 }
 
@@ -780,7 +781,8 @@ func (l *ptxLane) Leave(id int, arrivals []ptx.Arrival, released uint64) {
 	}
 	for _, a := range arrivals {
 		if int(a.Thread) != l.lane {
-			l.emit(l.barrierAccess(id, a, false))
+			b := l.barrierAccess(id, a, false)
+			l.emit(&b)
 		}
 	}
 }

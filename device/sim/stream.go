@@ -61,7 +61,7 @@ func (d *simDevice) enqueue(st *stream, name, kernel string, run func(o *op) err
 	st.queue = append(st.queue, o)
 	d.record("enqueue", "dev%d stream %d op %d %s %s", d.index, uint64(st.id), o.seq, name, kernel)
 	if d.w.observe != nil {
-		d.w.emit(Access{Kind: Enqueue, Parent: -1, Device: d.index, Stream: st.id, Seq: o.seq, Op: name, Kernel: kernel, Block: -1, Lane: -1})
+		d.w.emit(&Access{Kind: Enqueue, Parent: -1, Device: d.index, Stream: st.id, Seq: o.seq, Op: name, Kernel: kernel, Block: -1, Lane: -1})
 	}
 	if !st.working {
 		st.working = true
@@ -106,7 +106,7 @@ func prefixed(s string) string {
 
 func (d *simDevice) emitOp(kind AccessKind, o *op) {
 	if d.w.observe != nil {
-		d.w.emit(Access{Kind: kind, Parent: -1, Device: d.index, Stream: o.stream.id, Seq: o.seq, Op: o.name, Kernel: o.kernel, Block: -1, Lane: -1})
+		d.w.emit(&Access{Kind: kind, Parent: -1, Device: d.index, Stream: o.stream.id, Seq: o.seq, Op: o.name, Kernel: o.kernel, Block: -1, Lane: -1})
 	}
 }
 
@@ -122,7 +122,7 @@ func (d *simDevice) await(st *stream, o *op) error {
 
 func (d *simDevice) emitComplete(st *stream, seq uint64) {
 	if d.w.observe != nil {
-		d.w.emit(Access{Kind: Complete, Parent: -1, Device: d.index, Stream: st.id, Seq: seq, Block: -1, Lane: -1})
+		d.w.emit(&Access{Kind: Complete, Parent: -1, Device: d.index, Stream: st.id, Seq: seq, Block: -1, Lane: -1})
 	}
 }
 

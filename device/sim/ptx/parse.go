@@ -236,7 +236,14 @@ type lexer struct {
 	line int
 }
 
-const punct = "{}[](),;:+@!<>|"
+// isPunct reports whether c is a token by itself: {}[](),;:+@!<>|
+func isPunct(c byte) bool {
+	switch c {
+	case '{', '}', '[', ']', '(', ')', ',', ';', ':', '+', '@', '!', '<', '>', '|':
+		return true
+	}
+	return false
+}
 
 // next returns the next token; ok is false at the end of the text.
 func (lx *lexer) next() (token, bool, error) {
@@ -257,7 +264,7 @@ func (lx *lexer) next() (token, bool, error) {
 			}
 			lx.line += strings.Count(lx.src[lx.pos:lx.pos+2+end], "\n")
 			lx.pos += end + 4
-		case strings.IndexByte(punct, c) >= 0:
+		case isPunct(c):
 			lx.pos++
 			return token{s: lx.src[lx.pos-1 : lx.pos], line: lx.line}, true, nil
 		default:
@@ -268,7 +275,7 @@ func (lx *lexer) next() (token, bool, error) {
 					lx.pos += 2 // a qualifier such as .L1::evict_last
 					continue
 				}
-				if c == ' ' || c == '\t' || c == '\r' || c == '\n' || strings.IndexByte(punct, c) >= 0 ||
+				if c == ' ' || c == '\t' || c == '\r' || c == '\n' || isPunct(c) ||
 					(c == '/' && lx.pos+1 < len(lx.src) && (lx.src[lx.pos+1] == '/' || lx.src[lx.pos+1] == '*')) {
 					break
 				}

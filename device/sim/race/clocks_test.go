@@ -42,15 +42,15 @@ func TestWriteClockIsSharedUntilTheThreadLearns(t *testing.T) {
 func TestAddReleaseSharesClocks(t *testing.T) {
 	a := sim.Access{Device: 0, Scope: signal.System}
 	fence := clockOf(2, 2)
-	rel := addRelease(nil, a, fence)
+	rel := addRelease(nil, &a, fence)
 	if len(rel) != 1 || len(rel[0].vcs) != 1 || !same(rel[0].vcs[0], fence) {
 		t.Fatalf("a released clock was copied: %v", rel)
 	}
-	if got := addRelease(rel, a, clockOf(1, 2)); &got[0] != &rel[0] {
+	if got := addRelease(rel, &a, clockOf(1, 2)); &got[0] != &rel[0] {
 		t.Fatal("a release that adds nothing made a new list")
 	}
 	other := clockOf(1, 3)
-	got := addRelease(rel, a, other)
+	got := addRelease(rel, &a, other)
 	if len(rel[0].vcs) != 1 || len(got[0].vcs) != 2 || !same(got[0].vcs[0], fence) || !same(got[0].vcs[1], other) {
 		t.Fatalf("adding a second writer's clock: %v from %v", got, rel)
 	}
@@ -60,12 +60,12 @@ func TestAddReleaseSharesClocks(t *testing.T) {
 		t.Fatalf("an acquire learns %v, want %v", learned, want)
 	}
 	later := clockOf(3, 3)
-	if got = addRelease(got, a, later); len(got[0].vcs) != 1 || !same(got[0].vcs[0], later) {
+	if got = addRelease(got, &a, later); len(got[0].vcs) != 1 || !same(got[0].vcs[0], later) {
 		t.Fatalf("a clock holding the others did not replace them: %v", got[0].vcs)
 	}
 	b := a
 	b.Device = 1
-	if got = addRelease(rel, b, other); len(got) != 2 || len(rel) != 1 || !same(got[1].vcs[0], other) {
+	if got = addRelease(rel, &b, other); len(got) != 2 || len(rel) != 1 || !same(got[1].vcs[0], other) {
 		t.Fatalf("a new place: got %v from %v", got, rel)
 	}
 	rel = nil
@@ -74,7 +74,7 @@ func TestAddReleaseSharesClocks(t *testing.T) {
 		v := clockOf()
 		v.set(i, 1)
 		want.join(v)
-		rel = addRelease(rel, a, v)
+		rel = addRelease(rel, &a, v)
 	}
 	if len(rel[0].vcs) != 1 || !rel[0].vcs[0].leq(want) || !want.leq(rel[0].vcs[0]) {
 		t.Fatalf("past %d clocks: %v, want one clock %v", maxReleaseClocks, rel[0].vcs, want)

@@ -713,9 +713,9 @@ func (d *Detector) observe(a sim.Access) {
 		// lanes fork from its clock now.
 		d.self(a.Task).step()
 	case sim.Load, sim.Store, sim.Atomic:
-		d.access(a)
+		d.access(&a)
 	case sim.Fence:
-		d.fenceOp(a)
+		d.fenceOp(&a)
 	}
 }
 
@@ -826,26 +826,26 @@ func (t *thread) joinParent() {
 
 // access checks one load, store or atomic against the shadow memory and
 // records it.
-func (d *Detector) access(a sim.Access) {
+func (d *Detector) access(a *sim.Access) {
 	if a.Size == 0 {
 		return
 	}
 	t := d.self(a.Task)
 	t.step()
 	sh := d.shadowOf(a.Phys)
-	at := sh.places.of(&a)
+	at := sh.places.of(a)
 	lo, hi := a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule
 	sh.grow(hi)
 	var x *rec
 	if a.Kind == sim.Load {
-		v := d.recOf(&a, t, at, nil)
+		v := d.recOf(a, t, at, nil)
 		if d.reread(sh, &v, t, lo, hi) {
 			return
 		}
 		x = new(rec)
 		*x = v
 	} else {
-		x = d.newRec(&a, t, at)
+		x = d.newRec(a, t, at)
 	}
 	first := sh.at(lo)
 	atomic := a.Kind == sim.Atomic
@@ -1196,7 +1196,7 @@ func (r *rec) unitSize() uint64 {
 }
 
 // unit is the size of each strong access a reported access stands for.
-func unit(a sim.Access) uint64 {
+func unit(a *sim.Access) uint64 {
 	if a.Unit > 0 {
 		return a.Unit
 	}
@@ -1213,7 +1213,7 @@ func neededBy(x, y *origin) signal.Scope {
 // learnFrom is what atomic access a learns from a release sequence rel
 // of the word it reads: acquire for an acquiring read, observeRelease for
 // any other.
-func (d *Detector) learnFrom(t *thread, rel []release, a sim.Access) {
+func (d *Detector) learnFrom(t *thread, rel []release, a *sim.Access) {
 	if a.Order.Acquires() {
 		d.acquire(t, rel, a)
 	} else {
@@ -1223,7 +1223,7 @@ func (d *Detector) learnFrom(t *thread, rel []release, a sim.Access) {
 
 // acquire: an acquiring atomic read synchronises with what releasing
 // writes of the word released at a scope that covers both threads.
-func (d *Detector) acquire(t *thread, rel []release, a sim.Access) {
+func (d *Detector) acquire(t *thread, rel []release, a *sim.Access) {
 	for _, r := range rel {
 		sameDev := r.dev == a.Device
 		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
@@ -1237,7 +1237,7 @@ func (d *Detector) acquire(t *thread, rel []release, a sim.Access) {
 // releasing writes of the word released; a later fence of a wide enough
 // scope acquires it (a strong read followed by a fence is an acquire
 // pattern). The read and the release must both reach the other thread.
-func (d *Detector) observeRelease(t *thread, rel []release, a sim.Access) {
+func (d *Detector) observeRelease(t *thread, rel []release, a *sim.Access) {
 	for _, r := range rel {
 		sameDev := r.dev == a.Device
 		sameBlock := sameDev && r.block >= 0 && r.launch == a.Launch && r.block == a.Block
@@ -1262,7 +1262,7 @@ func (d *Detector) observeRelease(t *thread, rel []release, a sim.Access) {
 // both at the scopes it covers. A fence.sc is also ordered after every
 // earlier fence.sc it is morally strong with (both scopes include the
 // other's thread), so it acquires what those released.
-func (d *Detector) fenceOp(a sim.Access) {
+func (d *Detector) fenceOp(a *sim.Access) {
 	t := d.self(a.Task)
 	t.step()
 	for s := signal.Block; s <= a.Scope; s++ {
@@ -1290,7 +1290,7 @@ func (d *Detector) fenceOp(a sim.Access) {
 // addRelease returns rel with v released at a's scope and place (merged
 // into the entry of the same scope and place). v is shared, not copied:
 // the caller never changes it.
-func addRelease(rel []release, a sim.Access, v vclock) []release {
+func addRelease(rel []release, a *sim.Access, v vclock) []release {
 	var vs [signal.System + 1]vclock
 	vs[a.Scope] = v
 	return addReleases(rel, a, &vs)
@@ -1303,7 +1303,7 @@ func addRelease(rel []release, a sim.Access, v vclock) []release {
 // is rel when every entry already holds its clock, else a new list
 // (release lists are shared between states: copy on write). The clocks
 // are shared, not copied.
-func addReleases(rel []release, a sim.Access, vs *[signal.System + 1]vclock) []release {
+func addReleases(rel []release, a *sim.Access, vs *[signal.System + 1]vclock) []release {
 	var out []release // the new list, once something changed
 	var one []vclock  // the clocks of the last entry added, shared by the next when alike
 	for s := signal.Block; s <= a.Scope; s++ {
@@ -1347,14 +1347,14 @@ func addReleases(rel []release, a sim.Access, vs *[signal.System + 1]vclock) []r
 // strong write is a release pattern; the kernel's start counts as a
 // system-scope fence). Either way the write continues the word's release
 // sequence.
-func (d *Detector) release(t *thread, rel []release, a sim.Access, vc vclock) []release {
+func (d *Detector) release(t *thread, rel []release, a *sim.Access, vc vclock) []release {
 	if a.Order.Releases() {
 		return addRelease(rel, a, vc)
 	}
 	if len(rel) > 0 {
 		return addReleases(rel, a, &t.relFence)
 	}
-	if l, ok := t.fresh.of(&a, &t.relFence); ok {
+	if l, ok := t.fresh.of(a, &t.relFence); ok {
 		return l
 	}
 	l := addReleases(nil, a, &t.relFence)

@@ -120,7 +120,7 @@ func sameRel(x, y []release) bool {
 // store read. It returns nil, nil when the detector no longer knows that
 // store (it is older than the prior writes kept, or no numbered store
 // made it): the read then learns nothing, which cannot hide a race.
-func (sh *shadow) stored(a sim.Access, from []uint64, i int) (*rec, []release) {
+func (sh *shadow) stored(a *sim.Access, from []uint64, i int) (*rec, []release) {
 	b := a.PhysOffset + uint64(i)*unit(a)
 	if b >= a.PhysOffset+a.Size {
 		return nil, nil // more entries in from than units

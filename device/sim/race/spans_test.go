@@ -138,9 +138,9 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 		switch {
 		case a.Write && !a.RMW: // a strong store observes nothing
 		case a.Order.Acquires():
-			d.acquire(t, st.rel, a)
+			d.acquire(t, st.rel, &a)
 		default:
-			d.observeRelease(t, st.rel, a)
+			d.observeRelease(t, st.rel, &a)
 		}
 		if w := st.lastWrite(); a.Write && w != nil && w.kind.atomic() && w.ep.slot != x.ep.slot {
 			d.comms = append(d.comms, &comm{writer: w, reader: x})
@@ -186,7 +186,7 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 		}
 	}
 	if atomic && a.Write {
-		sh.spans[i].st.rel = d.release(t, sh.spans[i].st.rel, a, x.vc)
+		sh.spans[i].st.rel = d.release(t, sh.spans[i].st.rel, &a, x.vc)
 	}
 	sh.merge(i, j)
 }

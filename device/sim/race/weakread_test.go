@@ -195,7 +195,7 @@ func TestStampsKeepNewestReads(t *testing.T) {
 			}
 			if a.Write {
 				stamped[i].Stamp, older[i].Stamp = next, next
-				n := a.Size / unit(a)
+				n := a.Size / unit(&a)
 				for k := range n {
 					recent = append(recent, next+k)
 				}
@@ -205,7 +205,7 @@ func TestStampsKeepNewestReads(t *testing.T) {
 			if a.RMW || len(recent) == 0 {
 				continue
 			}
-			from := make([]uint64, a.Size/unit(a))
+			from := make([]uint64, a.Size/unit(&a))
 			for k := range from {
 				switch rng.IntN(4) {
 				case 0:
