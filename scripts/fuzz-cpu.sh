@@ -6,14 +6,23 @@
 # the CPU time (user + sys) of each run, its minimum and median, and the
 # peak RSS.
 #
-#   scripts/fuzz-cpu.sh [--rounds 3] [--seeds 30] [--modes go,ptx] [--jobs 1] REV...
+# With --instructions it counts instead the instructions each run executes
+# with the collector off (GOGC=off, GOMAXPROCS=1, under valgrind's
+# cachegrind): the work of the program itself, which repeats to within
+# 0.1% from run to run where CPU time on a shared machine varies by half.
+# It leaves out the collector's share (10-20% of a PTX run), which changes
+# in allocation show only in the CPU time. The runs take about 40 times
+# longer: use fewer seeds.
+#
+#   scripts/fuzz-cpu.sh [--rounds 3] [--seeds 30] [--modes go,ptx] [--jobs 1] [--instructions] REV...
 #
 # REV is anything git rev-parse takes (HEAD, a hash, a branch); "." is the
-# working tree as it is. Needs GNU time (/usr/bin/time).
+# working tree as it is. Needs GNU time (/usr/bin/time), or valgrind with
+# --instructions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-rounds=3 seeds=30 modes=go,ptx jobs=1
+rounds=3 seeds=30 modes=go,ptx jobs=1 instr=
 revs=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -21,7 +30,8 @@ while [ $# -gt 0 ]; do
     --seeds) seeds=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --instructions) instr=1; shift ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     -*) echo "fuzz-cpu: unknown flag $1" >&2; exit 2 ;;
     *) revs+=("$1"); shift ;;
   esac
@@ -30,7 +40,11 @@ if [ ${#revs[@]} -eq 0 ]; then
   echo "fuzz-cpu: name at least one revision (e.g. HEAD~3 .)" >&2
   exit 2
 fi
-if [ ! -x /usr/bin/time ]; then
+if [ -n "$instr" ] && ! command -v valgrind >/dev/null; then
+  echo "fuzz-cpu: --instructions needs valgrind" >&2
+  exit 1
+fi
+if [ -z "$instr" ] && [ ! -x /usr/bin/time ]; then
   echo "fuzz-cpu: needs GNU time at /usr/bin/time" >&2
   exit 1
 fi
@@ -63,6 +77,14 @@ for mode in "${modelist[@]}"; do
   declare -A cpu=() rss=()
   for ((r = 1; r <= rounds; r++)); do
     for i in "${!revs[@]}"; do
+      if [ -n "$instr" ]; then
+        # cachegrind's summary line: "==PID== I   refs:      17,575,841,011"
+        n=$(GOGC=off GOMAXPROCS=1 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+          "$tmp/symmem.$i" fuzz "${kflag[@]}" --seeds "$seeds" -j "$jobs" --shrink=false --progress=false 2>&1 >/dev/null |
+          awk '/I +refs:/ { gsub(",", "", $NF); print $NF }')
+        cpu[$i]+=" $(awk -v n="${n:-0}" 'BEGIN { printf "%.3f", n / 1e9 }')"
+        continue
+      fi
       /usr/bin/time -o "$tmp/time" -f "%U %S %M" "$tmp/symmem.$i" fuzz "${kflag[@]}" --seeds "$seeds" \
         -j "$jobs" --shrink=false --progress=false >/dev/null 2>&1 || true
       # GNU time puts "Command exited with non-zero status N" first when
@@ -75,6 +97,10 @@ for mode in "${modelist[@]}"; do
   done
   echo "symmem fuzz ${kflag[*]:+${kflag[*]} }--seeds $seeds -j $jobs, $rounds rounds alternated:"
   for i in "${!revs[@]}"; do
+    if [ -n "$instr" ]; then
+      echo "  ${names[$i]}: billions of instructions, collector off:${cpu[$i]}"
+      continue
+    fi
     sorted=$(tr ' ' '\n' <<<"${cpu[$i]}" | sed '/^$/d' | sort -n | tr '\n' ' ')
     echo "  ${names[$i]}: CPU s ${sorted}$(awk '{ printf "(min %s, median %s)", $1, $(int((NF + 1) / 2)) }' <<<"$sorted"), peak RSS MB${rss[$i]}"
   done

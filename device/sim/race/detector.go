@@ -235,6 +235,15 @@ func originOf(a *sim.Access, label *actor.Label) origin {
 		kernel: a.Kernel, launch: a.Launch, block: a.Block, lane: a.Lane, label: label}
 }
 
+// made reports whether o is who made a, in a task labelled label: a
+// field by field comparison, cheaper than building a's origin to compare
+// it with o (the fields that differ between a thread's ops come first).
+func (o *origin) made(a *sim.Access, label *actor.Label) bool {
+	return o.seq == a.Seq && o.launch == a.Launch && o.task == a.Task && o.lane == a.Lane && o.block == a.Block &&
+		o.parent == a.Parent && o.device == a.Device && o.stream == a.Stream && o.label == label &&
+		o.op == a.Op && o.kernel == a.Kernel
+}
+
 // place is where accesses of one physical allocation went: the
 // allocation, its owner, and the virtual address of its offset 0 in the
 // mapping they used.
@@ -279,9 +288,9 @@ func (d *Detector) newRec(a *sim.Access, t *thread, at *place) *rec {
 // recOf is the record of a, made by thread t at its current event at
 // place at, with strong part st; t's origin becomes a's.
 func (d *Detector) recOf(a *sim.Access, t *thread, at *place, st *strong) rec {
-	if o := originOf(a, d.label(t)); t.org == nil || *t.org != o {
+	if o := t.org; o == nil || !o.made(a, d.label(t)) {
 		t.org = &origin{}
-		*t.org = o
+		*t.org = originOf(a, d.label(t))
 	}
 	return rec{ep: t.now(), strong: st, org: t.org, at: at, size: a.Size, off: a.PhysOffset,
 		unit: uint32(a.Unit), line: int32(a.Line), kind: kind8(a.Kind), order: uint8(a.Order), scope: uint8(a.Scope),
