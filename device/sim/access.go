@@ -109,7 +109,9 @@ type Access struct {
 // simulator keeps (written by a plain store, a copy or the host).
 const StoreUnknown = ^uint64(0)
 
-// emit sends a to the observer, if any.
+// emit sends a to the observer, if any. The observer is handed a copy
+// that the world keeps for the purpose: handing it a itself would make
+// every caller's access escape to the heap.
 func (w *World) emit(a *Access) {
 	if w.observe != nil {
 		if cur := w.sched.Current(); cur != nil {
@@ -117,7 +119,8 @@ func (w *World) emit(a *Access) {
 		} else {
 			a.Task = -1
 		}
-		w.observe(*a)
+		w.scratch = *a
+		w.observe(&w.scratch)
 	}
 }
 

@@ -17,7 +17,7 @@ func TestObserverSeesAliasesAndForks(t *testing.T) {
 	h := newHarness(t, 2, 3)
 	// The physical allocation behind rank 1's block, seen from device 1.
 	var phys1 uint64
-	h.w.Observe(func(a Access) {
+	h.w.Observe(func(a *Access) {
 		if a.Kind == Store && a.Device == 1 && a.Op == "write" && a.Addr == h.buf(1) {
 			phys1 = a.Phys
 		}
@@ -28,7 +28,7 @@ func TestObserverSeesAliasesAndForks(t *testing.T) {
 	}
 	var reads, forks, blocks int
 	tasks := map[int]bool{}
-	h.w.Observe(func(a Access) {
+	h.w.Observe(func(a *Access) {
 		switch a.Kind {
 		case Load:
 			if a.Device == 0 && a.Kernel == kernels.OneShotAllReduce && a.Phys == phys1 {

@@ -210,7 +210,7 @@ func TestSignalOrdersRecorded(t *testing.T) {
 		write  bool
 	}
 	seen := map[key]int{}
-	h.w.Observe(func(a Access) {
+	h.w.Observe(func(a *Access) {
 		if a.Kind == Atomic {
 			seen[key{a.Kernel, a.Order, a.Scope, a.Write}]++
 		}

@@ -91,7 +91,7 @@ func TestWrapBlockAndAtomicOperands(t *testing.T) {
 	}
 	puts, waits := 0, 0
 	var seen []Access
-	h.w.Observe(func(a Access) { seen = append(seen, a) })
+	h.w.Observe(func(a *Access) { seen = append(seen, *a) })
 	if h.w.Observer() == nil {
 		t.Fatal("Observer does not return the installed observer")
 	}

@@ -60,9 +60,9 @@ func runVector(t *testing.T, seed uint64) ([2]uint32, string, []Access) {
 		t.Fatal(err)
 	}
 	var vecs []Access
-	w.Observe(func(a Access) {
+	w.Observe(func(a *Access) {
 		if a.Kind == Atomic && a.Size == 8 {
-			vecs = append(vecs, a)
+			vecs = append(vecs, *a)
 		}
 	})
 	var got [2]uint32

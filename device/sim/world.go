@@ -67,7 +67,8 @@ type World struct {
 	fds       []map[int]*physical // per device's process
 	physSeq   uint64
 	launches  uint64
-	observe   func(Access)
+	observe   func(*Access)
+	scratch   Access              // the access an observer is handed (see emit)
 	weak      weakMem             // weak reads of kernel threads (weak.go)
 	waits     map[int]*SignalWait // blocked signal waits by task
 	timedOut  []SignalWait        // the waits at the first signal timeout
@@ -133,12 +134,13 @@ func (w *World) Device(i int) device.Device {
 func (w *World) PID(i int) int { return w.cfg.PIDBase + i }
 
 // Observe installs fn to receive every memory access and synchronisation
-// event of every device (nil removes it). See [Access].
-func (w *World) Observe(fn func(Access)) { w.observe = fn }
+// event of every device (nil removes it). See [Access]. The access fn is
+// handed is valid only during the call: fn copies what it keeps.
+func (w *World) Observe(fn func(*Access)) { w.observe = fn }
 
 // Observer returns the function installed with Observe, nil when none, so
 // that a new observer can pass events on to it.
-func (w *World) Observer() func(Access) { return w.observe }
+func (w *World) Observer() func(*Access) { return w.observe }
 
 func (w *World) proc(pid int) (int, error) {
 	i := pid - w.cfg.PIDBase

@@ -16,7 +16,7 @@ import (
 // detector alone.
 type feed struct {
 	d       *race.Detector
-	observe func(sim.Access)
+	observe func(*sim.Access)
 	task    int    // the last task id handed out
 	launch  uint64 // the last launch number
 	seq     uint64 // the stream's last op
@@ -58,7 +58,7 @@ func (f *feed) host(phys uint64, write bool) {
 	if write {
 		kind = sim.Store
 	}
-	f.observe(sim.Access{Kind: kind, Task: hostTask, Parent: -1, Device: benchDev, Block: -1, Lane: -1,
+	f.observe(&sim.Access{Kind: kind, Task: hostTask, Parent: -1, Device: benchDev, Block: -1, Lane: -1,
 		Addr: device.Ptr(phys << 32), Size: f.bytes, Phys: phys, Write: write, Order: signal.Relaxed, Scope: signal.System})
 	f.n++
 }
@@ -72,7 +72,7 @@ func (f *feed) host(phys uint64, write bool) {
 func (f *feed) kernel(grid, lanes int, body func(a sim.Access, part, parts, step int) bool) {
 	f.host(1, true)
 	if f.table {
-		f.observe(sim.Access{Kind: sim.Store, Task: hostTask, Parent: -1, Device: benchDev, Block: -1, Lane: -1,
+		f.observe(&sim.Access{Kind: sim.Store, Task: hostTask, Parent: -1, Device: benchDev, Block: -1, Lane: -1,
 			Addr: device.Ptr(benchTable << 32), Size: 8 * benchWorld, Phys: benchTable, Write: true, Scope: signal.System})
 		f.n++
 	}
@@ -81,7 +81,7 @@ func (f *feed) kernel(grid, lanes int, body func(a sim.Access, part, parts, step
 	op := sim.Access{Parent: -1, Device: benchDev, Stream: benchStrm, Seq: f.seq, Op: "kernel", Kernel: "one_shot_all_reduce", Block: -1, Lane: -1}
 	ev := func(a sim.Access, kind sim.AccessKind, task int) {
 		a.Kind, a.Task = kind, task
-		f.observe(a)
+		f.observe(&a)
 	}
 	// start forks a block or lane of the task parent as a new task and
 	// returns the access template of its events.
@@ -149,7 +149,7 @@ func (f *feed) oneShot(a sim.Access, part, parts, step int, vec uint64) bool {
 	acc := func(kind sim.AccessKind, phys, off, size uint64, write bool) {
 		a.Kind, a.Phys, a.PhysOffset, a.Size, a.Write = kind, phys, off, size, write
 		a.Addr = device.Ptr(phys<<32 + off)
-		f.observe(a)
+		f.observe(&a)
 		f.n++
 	}
 	if step == 0 {
@@ -235,7 +235,7 @@ func TestBenchFeedFindsARace(t *testing.T) {
 		if part == 1 && step == 3 {
 			a.Kind, a.Phys, a.PhysOffset, a.Size, a.Write = sim.Store, benchTable, 8, 8, true
 			a.Addr = device.Ptr(benchTable<<32 + 8)
-			f.observe(a)
+			f.observe(&a)
 		}
 		return f.oneShot(a, part, parts, step, 16)
 	})

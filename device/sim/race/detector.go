@@ -485,7 +485,7 @@ func New(w *sim.World) *Detector {
 		moved:   map[*state]*state{},
 	}
 	if prev := w.Observer(); prev != nil {
-		w.Observe(func(a sim.Access) {
+		w.Observe(func(a *sim.Access) {
 			d.observe(a)
 			prev(a)
 		})
@@ -697,7 +697,7 @@ func (t *thread) writeClock() vclock {
 	return t.wsnap
 }
 
-func (d *Detector) observe(a sim.Access) {
+func (d *Detector) observe(a *sim.Access) {
 	switch a.Kind {
 	case sim.Enqueue:
 		t := d.self(a.Task)
@@ -722,9 +722,9 @@ func (d *Detector) observe(a sim.Access) {
 		// lanes fork from its clock now.
 		d.self(a.Task).step()
 	case sim.Load, sim.Store, sim.Atomic:
-		d.access(&a)
+		d.access(a)
 	case sim.Fence:
-		d.fenceOp(&a)
+		d.fenceOp(a)
 	}
 }
 
@@ -740,7 +740,7 @@ func (d *Detector) stream(dev int, s device.Stream) *streamClock {
 
 // opStart: an op starts after it was enqueued and after the stream's
 // previous op ended.
-func (d *Detector) opStart(a sim.Access) {
+func (d *Detector) opStart(a *sim.Access) {
 	k := opKey{a.Device, a.Stream, a.Seq}
 	enq := d.ops[k]
 	delete(d.ops, k)
@@ -760,7 +760,7 @@ func (d *Detector) opStart(a sim.Access) {
 
 // complete: a host task learned that the stream finished every op up to
 // a.Seq.
-func (d *Detector) complete(a sim.Access) {
+func (d *Detector) complete(a *sim.Access) {
 	t := d.self(a.Task)
 	t.step()
 	sc := d.streams[streamKey{a.Device, a.Stream}]
@@ -779,7 +779,7 @@ func (d *Detector) complete(a sim.Access) {
 // fork starts a block (child of the stream worker) or a lane (child of its
 // block). All children of one batch start from the parent's clock at the
 // fork, however their starts interleave with other children's ends.
-func (d *Detector) fork(a sim.Access) {
+func (d *Detector) fork(a *sim.Access) {
 	p := d.thread(a.Parent)
 	if p == nil {
 		p = d.self(a.Parent)
@@ -803,7 +803,7 @@ func (d *Detector) fork(a sim.Access) {
 
 // join ends a block or lane: its parent, blocked until every child ends,
 // continues with what the child knew (kernel end, __syncthreads).
-func (d *Detector) join(a sim.Access) {
+func (d *Detector) join(a *sim.Access) {
 	t := d.thread(a.Task)
 	if t == nil {
 		return

@@ -36,16 +36,16 @@ func newLitmus(t *testing.T, sameDev bool) *litmus {
 	for _, task := range []int{writer, reader} {
 		a := l.places[task]
 		a.Kind, a.Task, a.Parent = sim.BlockStart, task, task-1
-		l.d.observe(a)
+		l.d.observe(&a)
 	}
 	return l
 }
 
 // at is an event of task at its place.
-func (l *litmus) at(task int, a sim.Access) sim.Access {
+func (l *litmus) at(task int, a sim.Access) *sim.Access {
 	p := l.places[task]
 	a.Task, a.Device, a.Launch, a.Block, a.Lane, a.Kernel = task, p.Device, p.Launch, p.Block, -1, "litmus"
-	return a
+	return &a
 }
 
 // mem is an access of size bytes at offset off of one shared allocation.
@@ -266,7 +266,7 @@ func TestObservedWritesPrecedeTheReader(t *testing.T) {
 	t.Run("through a chain of read-modify-writes", func(t *testing.T) {
 		l := newLitmus(t, false)
 		l.places[31] = sim.Access{Device: 0, Launch: 3, Block: 0, Lane: -1}
-		l.d.observe(sim.Access{Kind: sim.BlockStart, Task: 31, Parent: 30, Device: 0, Launch: 3, Block: 0, Lane: -1})
+		l.d.observe(&sim.Access{Kind: sim.BlockStart, Task: 31, Parent: 30, Device: 0, Launch: 3, Block: 0, Lane: -1})
 		rmw(l, writer)
 		rmw(l, 31)
 		rmw(l, reader)
@@ -290,7 +290,7 @@ func TestObservedWritesPrecedeTheReader(t *testing.T) {
 	t.Run("a strong store does not continue the chain", func(t *testing.T) {
 		l := newLitmus(t, false)
 		l.places[31] = sim.Access{Device: 0, Launch: 3, Block: 0, Lane: -1}
-		l.d.observe(sim.Access{Kind: sim.BlockStart, Task: 31, Parent: 30, Device: 0, Launch: 3, Block: 0, Lane: -1})
+		l.d.observe(&sim.Access{Kind: sim.BlockStart, Task: 31, Parent: 30, Device: 0, Launch: 3, Block: 0, Lane: -1})
 		rmw(l, writer)
 		l.stRelaxed(31, f)
 		rmw(l, reader)

@@ -37,12 +37,12 @@ func matchSpans(t *testing.T, from, to uint64) {
 			spans := map[uint64]*spanShadow{}
 			n := 0
 			for _, a := range g.stream() {
-				paged.observe(a)
+				paged.observe(&a)
 				if a.Kind == sim.Load || a.Kind == sim.Store || a.Kind == sim.Atomic {
 					ref.spanAccess(spans, a)
 					n++
 				} else {
-					ref.observe(a)
+					ref.observe(&a)
 				}
 				if paged.total != ref.total {
 					t.Fatalf("after access %d (%+v): %d races, reference %d", n, a, paged.total, ref.total)

@@ -220,7 +220,7 @@ func TestStampsKeepNewestReads(t *testing.T) {
 		for k, stream := range [][]sim.Access{plain, stamped, older} {
 			d := newBare(t)
 			for _, a := range stream {
-				d.observe(a)
+				d.observe(&a)
 			}
 			if err := d.Err(); err != nil {
 				races[k] = err.Error()
