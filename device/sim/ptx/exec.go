@@ -128,7 +128,9 @@ type Thread struct {
 	loops   uint64 // backward branches taken
 	// Budget bounds the instructions a Run executes between two calls
 	// into Env or barriers: a loop that never touches memory would hang
-	// the simulator. 0 means DefaultBudget.
+	// the simulator. 0 means DefaultBudget. It is counted where loops go
+	// round (code without a backward branch ends): each backward branch
+	// taken spends the length of the code it jumps back over.
 	Budget int
 	buf    [16]byte
 	unit   int // the element size of the ld or st that Env.Load or Env.Store serves
@@ -301,9 +303,6 @@ func (t *Thread) Run() (Stop, error) {
 	for {
 		in := &code[f.pc]
 		f.pc++
-		if left--; left < 0 {
-			return 0, t.fail(f, in, errBudget)
-		}
 		if in.guard >= 0 && (regs[in.guard] != 0) == in.neg {
 			continue
 		}
@@ -340,6 +339,9 @@ func (t *Thread) Run() (Stop, error) {
 		case opBra:
 			if in.target < f.pc {
 				t.loops++
+				if left -= f.pc - in.target; left < 0 {
+					return 0, t.fail(f, in, errBudget)
+				}
 			}
 			f.pc = in.target
 		case opRet:

@@ -469,3 +469,62 @@ DONE:
 		}
 	}
 }
+
+// TestBudgetEndsLoopsWithoutMemory: a loop that never touches memory fails
+// once it has run Budget instructions, naming its branch; a loop that ends
+// within the budget, or touches memory every round, runs to its end.
+func TestBudgetEndsLoopsWithoutMemory(t *testing.T) {
+	const budget = 1000
+	run := func(count uint32, load bool) error {
+		t.Helper()
+		body := "\tadd.u32 %r1, %r1, 1;\n"
+		if load {
+			body += "\tld.global.u32 %r3, [%rd1];\n"
+		}
+		text := header + `.visible .entry k(.param .u64 p)
+{
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<2>;
+	.reg .pred %p<2>;
+	ld.param.u64 %rd1, [p];
+	mov.u32 %r1, 0;
+L:
+` + body + fmt.Sprintf("\tsetp.ne.u32 %%p1, %%r1, %d;\n", count) + `	@%p1 bra L;
+	st.global.u32 [%rd1], %r1;
+	ret;
+}
+`
+		m, err := Parse(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 16)
+		const base = 0x7000_0000_0000
+		mem, err := m.NewBlockMem("k", binary.LittleEndian.AppendUint64(nil, base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		th, err := m.NewThread("k", &sliceEnv{regions: []region{{base, buf}}}, mem, Dim{Ntid: 1, Nctaid: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		th.Budget = budget
+		_, err = th.Run()
+		if err == nil && binary.LittleEndian.Uint32(buf) != count {
+			t.Errorf("loop of %d rounds stored %d", count, binary.LittleEndian.Uint32(buf))
+		}
+		return err
+	}
+	// Each round runs three instructions: 300 rounds fit in 1,000.
+	if err := run(300, false); err != nil {
+		t.Errorf("a loop of 300 rounds: %v", err)
+	}
+	err := run(1_000_000, false)
+	var ee *ExecError
+	if !errors.As(err, &ee) || !errors.Is(err, errBudget) || !strings.Contains(ee.Inst, "bra") {
+		t.Errorf("a loop of a million rounds without memory: %v, want the budget's error at its branch", err)
+	}
+	if err := run(5000, true); err != nil {
+		t.Errorf("a loop of 5,000 rounds that loads every round: %v", err)
+	}
+}
