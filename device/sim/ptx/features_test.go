@@ -528,3 +528,27 @@ L:
 		t.Errorf("a loop of 5,000 rounds that loads every round: %v", err)
 	}
 }
+
+// TestTypeInfo: every type's size and kind, as the PTX ISA defines them.
+func TestTypeInfo(t *testing.T) {
+	for name, ty := range typeNames {
+		bits := 0
+		fmt.Sscanf(strings.TrimLeft(name, ".bfusx"), "%d", &bits)
+		size := max(bits/8, 1)
+		if ty.packed() {
+			size = 4
+		}
+		if ty.size() != size {
+			t.Errorf("%s: size %d, want %d", name, ty.size(), size)
+		}
+		if want := name[1] == 's'; ty.signed() != want {
+			t.Errorf("%s: signed %v, want %v", name, ty.signed(), want)
+		}
+		if want := name[1] == 'f' || strings.HasPrefix(name, ".bf"); ty.float() != want {
+			t.Errorf("%s: float %v, want %v", name, ty.float(), want)
+		}
+	}
+	if tPred.size() != 1 || tNone.size() != 1 || tPred.float() || tPred.signed() {
+		t.Errorf("pred: size %d float %v signed %v", tPred.size(), tPred.float(), tPred.signed())
+	}
+}

@@ -40,27 +40,29 @@ var typeNames = map[string]typ{
 	".f16x2": tF16x2, ".bf16x2": tBF16x2, ".b8": tB8,
 }
 
-func (t typ) size() int {
-	switch t {
-	case tB8, tU8, tS8:
-		return 1
-	case tB16, tU16, tS16, tF16, tBF16:
-		return 2
-	case tB32, tU32, tS32, tF32, tF16x2, tBF16x2:
-		return 4
-	case tB64, tU64, tS64, tF64:
-		return 8
-	}
-	return 1
+// typeInfo is what the interpreter asks of a type at every instruction:
+// its size in bytes and its kind, indexed by typ (a table, as a switch
+// costs a few branches each time).
+var typeInfo = [...]struct {
+	size          uint8
+	signed, float bool
+}{
+	tNone: {size: 1}, tPred: {size: 1},
+	tB8: {size: 1}, tU8: {size: 1}, tS8: {size: 1, signed: true},
+	tB16: {size: 2}, tU16: {size: 2}, tS16: {size: 2, signed: true},
+	tF16: {size: 2, float: true}, tBF16: {size: 2, float: true},
+	tB32: {size: 4}, tU32: {size: 4}, tS32: {size: 4, signed: true}, tF32: {size: 4, float: true},
+	tF16x2: {size: 4, float: true}, tBF16x2: {size: 4, float: true},
+	tB64: {size: 8}, tU64: {size: 8}, tS64: {size: 8, signed: true}, tF64: {size: 8, float: true},
 }
+
+func (t typ) size() int { return int(typeInfo[t].size) }
 
 func (t typ) bits() uint { return uint(8 * t.size()) }
 
-func (t typ) signed() bool { return t == tS8 || t == tS16 || t == tS32 || t == tS64 }
+func (t typ) signed() bool { return typeInfo[t].signed }
 
-func (t typ) float() bool {
-	return t == tF16 || t == tBF16 || t == tF32 || t == tF64 || t == tF16x2 || t == tBF16x2
-}
+func (t typ) float() bool { return typeInfo[t].float }
 
 // packed reports whether t is a pair of 16-bit floats in 32 bits.
 func (t typ) packed() bool { return t == tF16x2 || t == tBF16x2 }
