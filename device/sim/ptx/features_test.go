@@ -552,3 +552,32 @@ func TestTypeInfo(t *testing.T) {
 		t.Errorf("pred: size %d float %v signed %v", tPred.size(), tPred.float(), tPred.signed())
 	}
 }
+
+// TestTruncSext: trunc and sext of every type keep and extend the bits of
+// its size.
+func TestTruncSext(t *testing.T) {
+	vals := []uint64{0, 1, 0x7f, 0x80, 0xff, 0x7fff, 0x8000, 0xffff, 0x7fffffff, 0x80000000,
+		0xffffffff, 0x1_0000_0000, 0x8000_0000_0000_0000, ^uint64(0), 0x0123_4567_89ab_cdef}
+	for _, ty := range typeNames {
+		for _, v := range vals {
+			var wantT uint64
+			var wantS int64
+			switch ty.size() {
+			case 1:
+				wantT, wantS = uint64(uint8(v)), int64(int8(v))
+			case 2:
+				wantT, wantS = uint64(uint16(v)), int64(int16(v))
+			case 4:
+				wantT, wantS = uint64(uint32(v)), int64(int32(v))
+			default:
+				wantT, wantS = v, int64(v)
+			}
+			if got := trunc(v, ty); got != wantT {
+				t.Errorf("trunc(%#x, size %d) = %#x, want %#x", v, ty.size(), got, wantT)
+			}
+			if got := sext(v, ty); got != wantS {
+				t.Errorf("sext(%#x, size %d) = %#x, want %#x", v, ty.size(), got, wantS)
+			}
+		}
+	}
+}
