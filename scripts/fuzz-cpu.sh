@@ -81,8 +81,10 @@ for mode in "${modelist[@]}"; do
         # cachegrind's summary line: "==PID== I   refs:      17,575,841,011"
         n=$(GOGC=off GOMAXPROCS=1 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
           "$tmp/symmem.$i" fuzz "${kflag[@]}" --seeds "$seeds" -j "$jobs" --shrink=false --progress=false 2>&1 >/dev/null |
-          awk '/I +refs:/ { gsub(",", "", $NF); print $NF }')
-        cpu[$i]+=" $(awk -v n="${n:-0}" 'BEGIN { printf "%.3f", n / 1e9 }')"
+          awk '/I +refs:/ { gsub(",", "", $NF); print $NF }') || true
+        # A run that did not finish (killed for memory: the collector is
+        # off) has no count.
+        cpu[$i]+=" $(awk -v n="${n:-0}" 'BEGIN { if (n > 0) printf "%.3f", n / 1e9; else printf "failed" }')"
         continue
       fi
       /usr/bin/time -o "$tmp/time" -f "%U %S %M" "$tmp/symmem.$i" fuzz "${kflag[@]}" --seeds "$seeds" \
