@@ -7,8 +7,8 @@
 # peak RSS.
 #
 # With --instructions it counts instead the instructions each run executes
-# with the collector off (GOGC=off, GOMAXPROCS=1, under valgrind's
-# cachegrind): the work of the program itself, which repeats to within
+# with the collector off (GOGC=off, GOMAXPROCS=1, no asynchronous
+# preemption, under valgrind's cachegrind): the work of the program itself, which repeats to within
 # 0.1% from run to run where CPU time on a shared machine varies by half.
 # It leaves out the collector's share (10-20% of a PTX run), which changes
 # in allocation show only in the CPU time. The runs take about 40 times
@@ -78,12 +78,21 @@ for mode in "${modelist[@]}"; do
   for ((r = 1; r <= rounds; r++)); do
     for i in "${!revs[@]}"; do
       if [ -n "$instr" ]; then
-        # cachegrind's summary line: "==PID== I   refs:      17,575,841,011"
-        n=$(GOGC=off GOMAXPROCS=1 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
-          "$tmp/symmem.$i" fuzz "${kflag[@]}" --seeds "$seeds" -j "$jobs" --shrink=false --progress=false 2>&1 >/dev/null |
-          awk '/I +refs:/ { gsub(",", "", $NF); print $NF }') || true
-        # A run that did not finish (killed for memory: the collector is
-        # off) has no count.
+        # Valgrind does not know rdtscp, which the Go runtime executes when
+        # a lock is contended between its threads: such a run dies of
+        # SIGILL, and is tried again (up to three times). A run that fails
+        # otherwise (killed for memory: the collector is off) has no count.
+        n=
+        for _ in 1 2 3; do
+          if GOGC=off GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1 valgrind --tool=cachegrind --cache-sim=no \
+            --cachegrind-out-file=/dev/null "$tmp/symmem.$i" fuzz "${kflag[@]}" --seeds "$seeds" -j "$jobs" \
+            --shrink=false --progress=false >/dev/null 2>"$tmp/vg"; then
+            # cachegrind's summary line: "==PID== I   refs:      17,575,841,011"
+            n=$(awk '/I +refs:/ { gsub(",", "", $NF); print $NF }' "$tmp/vg")
+            break
+          fi
+          grep -q SIGILL "$tmp/vg" || break
+        done
         cpu[$i]+=" $(awk -v n="${n:-0}" 'BEGIN { if (n > 0) printf "%.3f", n / 1e9; else printf "failed" }')"
         continue
       fi
