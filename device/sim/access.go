@@ -109,9 +109,10 @@ type Access struct {
 // simulator keeps (written by a plain store, a copy or the host).
 const StoreUnknown = ^uint64(0)
 
-// emit sends a to the observer, if any. The observer is handed a copy
-// that the world keeps for the purpose: handing it a itself would make
-// every caller's access escape to the heap.
+// emit sends a to the observer, if any. The observer is handed the
+// world's own access (see scratch), a copied there unless it was built
+// there: handing it a itself would make every caller's access escape to
+// the heap.
 func (w *World) emit(a *Access) {
 	if w.observe != nil {
 		if cur := w.sched.Current(); cur != nil {
@@ -119,10 +120,17 @@ func (w *World) emit(a *Access) {
 		} else {
 			a.Task = -1
 		}
-		w.scratch = *a
+		if a != &w.scratch {
+			w.scratch = *a
+		}
 		w.observe(&w.scratch)
 	}
 }
+
+// scratchAccess returns the access the world hands its observer, for an
+// emitter to build its access in place (the hot paths: a PTX thread's
+// accesses); it is overwritten by the next emit.
+func (w *World) scratchAccess() *Access { return &w.scratch }
 
 // SharedPhys is the physical id under which the shared memory of block
 // block of launch launch is reported: ids of real allocations count up from

@@ -355,9 +355,10 @@ func (l *ptxLane) emitSeg(kind AccessKind, sg segment, write bool, order signal.
 	if l.l.dev.w.observe == nil {
 		return
 	}
-	a := segAccess(kind, sg, write, order, scope, 0, 0)
+	a := l.l.dev.w.scratchAccess()
+	*a = segAccess(kind, sg, write, order, scope, 0, 0)
 	a.Line = l.th.Line()
-	l.emit(&a)
+	l.emit(a)
 }
 
 // point is the scheduling point of a global access: every strong one,
@@ -496,12 +497,13 @@ func (l *ptxLane) emitStrong(sg segment, write bool, order signal.Order, scope s
 	if l.l.dev.w.observe == nil {
 		return
 	}
-	a := segAccess(Atomic, sg, write, order, scope, 0, 0)
+	a := l.l.dev.w.scratchAccess()
+	*a = segAccess(Atomic, sg, write, order, scope, 0, 0)
 	a.Line, a.Stamp, a.From = l.th.Line(), stamp, from
 	if len(sg.b) > unit {
 		a.Unit = uint64(unit)
 	}
-	l.emit(&a)
+	l.emit(a)
 }
 
 // spin sleeps until the bytes of one of polls (the first: the read the
