@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -170,7 +171,10 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 			} else {
 				ln.wv.sync(&w.weak) // bar.sync
 			}
-			w.sched.GoLabeled(ln.label(), func() {
+			if phase == 0 {
+				ln.lbl = ln.label()
+			}
+			w.sched.GoLabeled(ln.lbl, func() {
 				ln.emit(&Access{Kind: LaneStart, Parent: parent})
 				ln.stop, ln.err = ln.th.Run()
 				ln.emit(&Access{Kind: LaneEnd, Parent: -1})
@@ -219,7 +223,8 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 type ptxLane struct {
 	blockCtx
 	th   *ptx.Thread
-	rec  []byte // the launch's error record
+	lbl  actor.Label // its tasks' label, one for every phase
+	rec  []byte      // the launch's error record
 	stop ptx.Stop
 	err  error
 
@@ -244,6 +249,39 @@ type ptxLane struct {
 	// pastTimeout counts the rounds the thread polled on after its spin
 	// outlasted the launch's timeout (see spin).
 	pastTimeout int
+	// reads are the words of the thread's current spin, and changed
+	// reports whether one of them changed: kept from spin to spin (a
+	// low-latency kernel's lanes spin at most of their polls).
+	reads   []spinRead
+	changed func() bool
+	what    []byte // the spin's description, built here
+}
+
+// spinRead is one word of a spin: its segments, and what the poll read
+// (the poll's own bytes).
+type spinRead struct {
+	segs []segment
+	last []byte
+}
+
+// spinChanged reports whether a word of the thread's spin no longer holds
+// what its poll read (or its allocation was freed: the next access
+// faults).
+func (l *ptxLane) spinChanged() bool {
+	var cur [16]byte
+	for _, r := range l.reads {
+		at := 0
+		for _, sg := range r.segs {
+			if sg.phys.freed() {
+				return true
+			}
+			at += copy(cur[at:], sg.b)
+		}
+		if !bytes.Equal(cur[:len(r.last)], r.last) {
+			return true
+		}
+	}
+	return false
 }
 
 // roundsPastTimeout is how many rounds a thread of a user's launch whose
@@ -519,43 +557,32 @@ func (l *ptxLane) spin(polls []poll) error {
 		l.spinning, l.spinStart, l.pastTimeout = true, now, 0
 	}
 	l.round.spun = len(polls) > 1
-	type read struct {
-		segs []segment
-		last []byte // what the poll read (polls' own bytes)
+	if cap(l.reads) < len(polls) {
+		l.reads = append(l.reads[:cap(l.reads)], make([]spinRead, len(polls)-cap(l.reads))...)
 	}
-	reads := make([]read, len(polls))
+	reads := l.reads[:len(polls)]
+	l.reads = reads
 	main := 0
 	for i := range polls {
 		q := &polls[i]
 		segs, err := l.l.dev.resolve(device.Ptr(q.addr), uint64(q.n), false)
 		if err != nil {
+			l.reads = l.reads[:0]
 			if i == 0 {
 				return err
 			}
 			w.sched.Yield("ptx load") // the loop's later read faults
 			return nil
 		}
-		reads[i] = read{append([]segment(nil), segs...), q.b[:q.n]}
+		reads[i] = spinRead{append(reads[i].segs[:0], segs...), q.b[:q.n]}
 		if polls[main].kind == plainPoll && q.kind != plainPoll {
 			main = i
 		}
 	}
-	var cur [16]byte
-	changed := func() bool {
-		for _, r := range reads {
-			at := 0
-			for _, sg := range r.segs {
-				if sg.phys.freed() {
-					return true // the next access faults
-				}
-				at += copy(cur[at:], sg.b)
-			}
-			if !bytes.Equal(cur[:len(r.last)], r.last) {
-				return true
-			}
-		}
-		return false
+	if l.changed == nil {
+		l.changed = l.spinChanged
 	}
+	changed := l.changed
 	if changed() {
 		w.sched.Yield("ptx load")
 		return nil
@@ -582,11 +609,19 @@ func (l *ptxLane) spin(polls []poll) error {
 	if t := launchTimeout(l.l.args); t > 0 {
 		timeout = max(t-(now-l.spinStart), time.Nanosecond)
 	}
-	what := l.name() + ": spinning on " + fmt.Sprintf("%#x", uint64(p))
+	b := append(l.what[:0], l.name()...)
+	b = append(b, ": spinning on 0x"...)
+	b = strconv.AppendUint(b, uint64(p), 16)
 	if len(polls) > 1 {
-		what += " and " + itoa(len(polls)-1) + " other words"
+		b = append(b, " and "...)
+		b = strconv.AppendInt(b, int64(len(polls)-1), 10)
+		b = append(b, " other words"...)
 	}
-	what += " at PTX line " + itoa(line) + " for a change"
+	b = append(b, " at PTX line "...)
+	b = strconv.AppendInt(b, int64(line), 10)
+	b = append(b, " for a change"...)
+	l.what = b
+	what := string(b)
 	l.record(blockPrefix+"spin on %#x", lanePrefix+"spin on %#x", uint64(p))
 	err := w.sched.Wait(what, changed, timeout)
 	switch {
