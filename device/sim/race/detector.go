@@ -47,6 +47,11 @@ type Detector struct {
 	// its holders only to its replacement, which its other holders in the
 	// access's range take too; empty between accesses.
 	moved map[*state]*state
+	// spare holds lanes' threads that ended, for new threads to reuse: a
+	// kernel starts and ends a thread per lane, and a thread is the
+	// detector's largest record (nothing refers to a lane's after its
+	// end: see join).
+	spare []*thread
 	comms []*comm   // ring of recent signal communications
 	sc    []release // what sc fences released, per scope and place
 	races []Race
@@ -658,7 +663,13 @@ func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadK
 			d.slotOf[key] = slot
 		}
 	}
-	t := &thread{task: task, slot: slot, kind: kind, vc: init, quiet: init.get(slot) + 1}
+	var t *thread
+	if n := len(d.spare); n > 0 {
+		t, d.spare = d.spare[n-1], d.spare[:n-1]
+	} else {
+		t = new(thread)
+	}
+	*t = thread{task: task, slot: slot, kind: kind, vc: init, quiet: init.get(slot) + 1}
 	d.slots[slot].owner = t
 	d.threads[task] = t
 	d.lastTask, d.lastThread = task, t
@@ -812,7 +823,16 @@ func (d *Detector) join(a *sim.Access) {
 	t.joinParent()
 	d.slots[t.slot] = slotState{last: t.get(t.slot)}
 	d.endThread(a.Task)
+	// Nothing refers to a lane now (its slot and the map let go of it; a
+	// lane has no children, whose parent it would be).
+	if a.Kind == sim.LaneEnd && len(d.spare) < maxSpareThreads {
+		*t = thread{}
+		d.spare = append(d.spare, t)
+	}
 }
+
+// maxSpareThreads bounds the ended threads a detector keeps for reuse.
+const maxSpareThreads = 4096
 
 // joinParent makes t's parent, which waited for t to end, know what t
 // knew.

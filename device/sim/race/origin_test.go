@@ -50,3 +50,53 @@ func TestOriginMade(t *testing.T) {
 		t.Error("another task's label makes the same origin")
 	}
 }
+
+// TestEndedLaneThreadReused: a lane's thread that ended is reused for a
+// later thread, which starts afresh: a lane of another block that reads
+// what the ended lane wrote, unordered with it, races with it.
+func TestEndedLaneThreadReused(t *testing.T) {
+	d := newBare(t)
+	op := sim.Access{Parent: -1, Device: 0, Stream: 1, Seq: 1, Op: "kernel", Kernel: "k", Launch: 1, Block: -1, Lane: -1}
+	ev := func(a sim.Access, kind sim.AccessKind, task, parent int) sim.Access {
+		a.Kind, a.Task, a.Parent = kind, task, parent
+		d.observe(&a)
+		a.Parent = -1
+		return a
+	}
+	ev(op, sim.Enqueue, 0, -1)
+	ev(op, sim.OpStart, 1, -1)
+	mem := func(a sim.Access, write bool) {
+		a.Kind, a.Write, a.Phys, a.Addr, a.Size = sim.Load, write, 1, 0x1000, 4
+		if write {
+			a.Kind = sim.Store
+		}
+		d.observe(&a)
+	}
+	// lane runs a block of one lane that accesses the word, and returns
+	// the threads of the block and the lane.
+	lane := func(block, blockTask, laneTask int, write bool) (*thread, *thread) {
+		b := op
+		b.Block = block
+		b = ev(b, sim.BlockStart, blockTask, 1)
+		bt := d.thread(blockTask)
+		l := b
+		l.Lane = 0
+		l = ev(l, sim.LaneStart, laneTask, blockTask)
+		th := d.thread(laneTask)
+		mem(l, write)
+		ev(l, sim.LaneEnd, laneTask, -1)
+		ev(b, sim.BlockEnd, blockTask, -1)
+		return bt, th
+	}
+	_, first := lane(0, 2, 3, true)
+	if d.Err() != nil {
+		t.Fatalf("a lone write races: %v", d.Err())
+	}
+	block, second := lane(1, 4, 5, false)
+	if block != first && second != first {
+		t.Error("the first lane's thread, ended, was not reused")
+	}
+	if d.Err() == nil {
+		t.Error("a read unordered with another block's write does not race")
+	}
+}
