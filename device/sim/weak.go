@@ -110,6 +110,10 @@ type history struct {
 	// readers holds, per thread that read the location, the stamp of the
 	// newest entry it read (read-read coherence), at most maxReaders.
 	readers []reader
+	// inl backs ents while it holds the base and one store, as most do (a
+	// packet of the low-latency protocol is written once a launch): one
+	// allocation a location instead of two.
+	inl [2]wstore
 }
 
 // maxReaders bounds a history's readers: a location read by a thread of
@@ -400,7 +404,8 @@ func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signa
 	if h == nil {
 		// Room for the base and this store: most locations get no other
 		// (a packet of the low-latency protocol is written once a launch).
-		h = &history{off: sg.off, size: size, ents: make([]wstore, 1, 2)}
+		h = &history{off: sg.off, size: size}
+		h.ents = h.inl[:1]
 		h.ents[0] = wstore{val: loadN(sg.b[:size]), base: true}
 		if p.weak == nil {
 			p.weak = &weakMemOf{pages: map[uint64]*weakPage{}}
