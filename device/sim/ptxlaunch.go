@@ -158,7 +158,8 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name(), err)
 		}
-		ln.th = th
+		ln.th, ln.lbl = th, ln.label()
+		ln.changed = ln.spinChanged
 		live[i] = ln
 	}
 	parent := w.sched.Current().ID()
@@ -170,9 +171,6 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 				ln.wv.start(&w.weak, place{dev: c.l.dev.index, launch: c.l.id, block: c.index, lane: ln.lane})
 			} else {
 				ln.wv.sync(&w.weak) // bar.sync
-			}
-			if phase == 0 {
-				ln.lbl = ln.label()
 			}
 			w.sched.GoLabeled(ln.lbl, func() {
 				ln.emit(&Access{Kind: LaneStart, Parent: parent})
@@ -250,8 +248,8 @@ type ptxLane struct {
 	// outlasted the launch's timeout (see spin).
 	pastTimeout int
 	// reads are the words of the thread's current spin, and changed
-	// reports whether one of them changed: kept from spin to spin (a
-	// low-latency kernel's lanes spin at most of their polls).
+	// (spinChanged) reports whether one of them changed: kept from spin
+	// to spin (a low-latency kernel's lanes spin at most of their polls).
 	reads   []spinRead
 	changed func() bool
 	what    []byte // the spin's description, built here
@@ -557,17 +555,13 @@ func (l *ptxLane) spin(polls []poll) error {
 		l.spinning, l.spinStart, l.pastTimeout = true, now, 0
 	}
 	l.round.spun = len(polls) > 1
-	if cap(l.reads) < len(polls) {
-		l.reads = append(l.reads[:cap(l.reads)], make([]spinRead, len(polls)-cap(l.reads))...)
-	}
-	reads := l.reads[:len(polls)]
-	l.reads = reads
+	l.reads = slices.Grow(l.reads[:0], len(polls))[:len(polls)]
+	reads := l.reads
 	main := 0
 	for i := range polls {
 		q := &polls[i]
 		segs, err := l.l.dev.resolve(device.Ptr(q.addr), uint64(q.n), false)
 		if err != nil {
-			l.reads = l.reads[:0]
 			if i == 0 {
 				return err
 			}
@@ -578,9 +572,6 @@ func (l *ptxLane) spin(polls []poll) error {
 		if polls[main].kind == plainPoll && q.kind != plainPoll {
 			main = i
 		}
-	}
-	if l.changed == nil {
-		l.changed = l.spinChanged
 	}
 	changed := l.changed
 	if changed() {

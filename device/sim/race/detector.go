@@ -824,7 +824,8 @@ func (d *Detector) join(a *sim.Access) {
 	d.slots[t.slot] = slotState{last: t.get(t.slot)}
 	d.endThread(a.Task)
 	// Nothing refers to a lane now (its slot and the map let go of it; a
-	// lane has no children, whose parent it would be).
+	// lane has no children, whose parent it would be). Emptied, a spare
+	// keeps none of its clocks alive.
 	if a.Kind == sim.LaneEnd && len(d.spare) < maxSpareThreads {
 		*t = thread{}
 		d.spare = append(d.spare, t)
