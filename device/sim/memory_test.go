@@ -460,8 +460,10 @@ func TestRegionsBySize(t *testing.T) {
 	if c.bytes() != 2*g || len(c.idleRegions()) != 2 {
 		t.Fatalf("after pushing out: %d regions of %d bytes, want 2 of %d", len(c.idleRegions()), c.bytes(), 2*g)
 	}
-	if b := c.get(3 * g); &b[0] == &big[0] {
-		t.Fatal("the region idle the longest was not pushed out")
+	for _, r := range c.idleRegions() {
+		if &r[0] == &big[0] {
+			t.Fatal("the region idle the longest was not pushed out")
+		}
 	}
 	if b := c.get(g); &b[0] != &newer[0] {
 		t.Fatal("a 1-granule allocation did not get the region freed last")
@@ -472,6 +474,44 @@ func TestRegionsBySize(t *testing.T) {
 	c.put(make([]byte, 5*g)) // larger than the bound: not kept
 	if c.bytes() != 0 {
 		t.Fatalf("the cache kept a region larger than its bound: %d bytes", c.bytes())
+	}
+}
+
+// TestRegionsPushedOutGoCold: a region of a mapping of its own that the
+// cache pushes out keeps its addresses but hands its pages back (it reads
+// as zeros), is no longer counted, and is what the next fresh allocation
+// that fits takes, before any new mapping; a region of the heap is
+// dropped. Only mappings stay out of the heap count PooledBytes reports.
+func TestRegionsPushedOutGoCold(t *testing.T) {
+	const g = device.Granularity
+	c := regionCache{max: 2 * g}
+	a := c.get(2 * g)
+	if !c.mapped[&a[0]] {
+		t.Skip("this system gives no mappings of their own: regions are heap bytes")
+	}
+	for i := range a {
+		a[i] = 0xa5
+	}
+	c.put(a)
+	heap := make([]byte, g)
+	c.put(heap) // past the bound: a goes cold
+	if c.bytes() != g || len(c.cold) != 1 || &c.cold[0][0] != &a[0] {
+		t.Fatalf("after pushing out: %d bytes held, %d cold regions, want %d and a's", c.bytes(), len(c.cold), g)
+	}
+	if !bytes.Equal(a, make([]byte, 2*g)) {
+		t.Fatal("a region pushed out still holds its bytes")
+	}
+	if got := c.heapBytes(); got != g {
+		t.Fatalf("heapBytes = %d, want %d (the heap region only)", got, g)
+	}
+	if b := c.get(2 * g); &b[0] != &a[0] || len(c.cold) != 0 {
+		t.Fatal("a fresh allocation did not take the cold region")
+	}
+	c.put(a)            // pushes the heap region out
+	big := c.get(3 * g) // larger than the bound: not kept, but not lost
+	c.put(big)
+	if len(c.cold) != 1 || &c.cold[0][0] != &big[0] || c.bytes() != 2*g {
+		t.Fatalf("a region larger than the bound: %d cold regions, %d bytes held", len(c.cold), c.bytes())
 	}
 }
 
