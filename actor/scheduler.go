@@ -53,6 +53,9 @@ type Task struct {
 
 	what     string
 	ready    func() bool
+	bell     *Bell         // nil: ready is asked at every step
+	heard    uint64        // bell's rings when ready was last asked
+	held     bool          // what ready answered then
 	deadline time.Duration // < 0: none
 	timedOut bool
 	woke     bool // the last resumption ended a Wait
@@ -253,7 +256,29 @@ func (s *Scheduler) Yield(point string) {
 }
 
 // Wait blocks the running task until ready() is true or timeout passes.
+// ready is asked at every scheduling step while the task waits.
 func (s *Scheduler) Wait(what string, ready func() bool, timeout time.Duration) error {
+	return s.WaitBell(what, ready, nil, timeout)
+}
+
+// Bell tells a waiting task when its condition may have changed: a
+// [Scheduler.WaitBell] asks its condition again only once the bell rang
+// since it last asked, and takes the last answer meanwhile. The code that
+// changes what the condition reads rings it; a change without a ring goes
+// unseen.
+type Bell struct{ rings uint64 }
+
+// Ring tells the tasks waiting with b that their conditions may hold now.
+func (b *Bell) Ring() { b.rings++ }
+
+// Rings is how many times b rang.
+func (b *Bell) Rings() uint64 { return b.rings }
+
+// WaitBell is [Scheduler.Wait] for a condition that can change only
+// where bell rings (nil: anywhere, as for Wait): the steps between rings
+// do not ask it. The runnable tasks of every step are those Wait would
+// give.
+func (s *Scheduler) WaitBell(what string, ready func() bool, bell *Bell, timeout time.Duration) error {
 	t := s.mustCurrent("Wait")
 	if t.aborting {
 		return fmt.Errorf("%s: %w while waiting for %s", t.label.Name, ErrAborted, what)
@@ -262,6 +287,10 @@ func (s *Scheduler) Wait(what string, ready func() bool, timeout time.Duration) 
 	t.point = "wait " + what
 	t.what = what
 	t.ready = ready
+	t.bell = bell
+	if bell != nil {
+		t.heard = bell.rings - 1 // asked at the next step
+	}
 	t.deadline = -1
 	if timeout > 0 {
 		t.deadline = s.now + timeout
@@ -290,13 +319,14 @@ func never() bool { return false }
 // cancel is called first (the task then ends without running fn).
 func (s *Scheduler) After(name string, d time.Duration, fn func()) (cancel func()) {
 	cancelled := false
+	var bell Bell
 	s.Go(name, func() {
-		err := s.Wait("timer "+name, func() bool { return cancelled }, d)
+		err := s.WaitBell("timer "+name, func() bool { return cancelled }, &bell, d)
 		if err != nil && !cancelled {
 			fn()
 		}
 	})
-	return func() { cancelled = true }
+	return func() { cancelled = true; bell.Ring() }
 }
 
 // Record appends an interaction by the running task to the trace.
@@ -420,7 +450,7 @@ func (s *Scheduler) pick() *Task {
 		t.woke = t.state == taskBlocked
 		s.trace.Add(s.steps, t.id, "run", t.point)
 		t.state = taskRunning
-		t.ready = nil
+		t.ready, t.bell = nil, nil
 		s.cur = t
 		return t
 	}
@@ -430,7 +460,7 @@ func (s *Scheduler) pick() *Task {
 // blocked ones whose condition holds (asked in ID order).
 func (s *Scheduler) collect() []*Task {
 	k := 0
-	for k < len(s.blocked) && !s.blocked[k].ready() {
+	for k < len(s.blocked) && !s.blocked[k].holds() {
 		k++
 	}
 	if k == len(s.blocked) {
@@ -439,7 +469,7 @@ func (s *Scheduler) collect() []*Task {
 	runnable := s.runnable[:0]
 	i := 0
 	for _, b := range s.blocked[k:] {
-		if b != s.blocked[k] && !b.ready() {
+		if b != s.blocked[k] && !b.holds() {
 			continue
 		}
 		b.wakeable = true
@@ -453,6 +483,27 @@ func (s *Scheduler) collect() []*Task {
 	runnable = append(runnable, s.ready[i:]...)
 	s.runnable = runnable
 	return runnable
+}
+
+// holds reports whether the condition of t, a blocked task, holds: its
+// last answer while its bell has not rung since.
+func (t *Task) holds() bool {
+	if t.bell != nil && t.bell.rings == t.heard {
+		return t.held
+	}
+	return t.ask()
+}
+
+// ask asks the condition of t, a blocked task. Not inlined: holds, which
+// calls it, is, and the steps that ask no condition stay short.
+//
+//go:noinline
+func (t *Task) ask() bool {
+	ok := t.ready()
+	if t.bell != nil {
+		t.heard, t.held = t.bell.rings, ok
+	}
+	return ok
 }
 
 // enlist adds t, which just parked, to the list of its state (unless it is

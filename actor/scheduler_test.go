@@ -203,3 +203,100 @@ func TestActorsUnderScheduler(t *testing.T) {
 		t.Fatal("20 seeds gave one schedule")
 	}
 }
+
+// bellWorkload starts a toggler that flips a flag at some of its steps
+// and waiters that wait for the flag to be up, with Wait, or with
+// WaitBell and a bell the toggler rings at every flip (belled).
+func bellWorkload(s *Scheduler, belled bool) *[]string {
+	var log []string
+	up := false
+	var bell Bell
+	s.Go("toggler", func() {
+		for i := range 12 {
+			if i%3 != 0 {
+				up = !up
+				bell.Ring()
+			}
+			s.Yield("toggle")
+		}
+		up = true
+		bell.Ring()
+	})
+	for w := range 3 {
+		s.Go(fmt.Sprintf("waiter%d", w), func() {
+			for range 3 {
+				var err error
+				if belled {
+					err = s.WaitBell("flag up", func() bool { return up }, &bell, 0)
+				} else {
+					err = s.Wait("flag up", func() bool { return up }, 0)
+				}
+				log = append(log, fmt.Sprintf("%d at %d up %t err %v", w, s.Steps(), up, err))
+				s.Yield("after")
+			}
+		})
+	}
+	return &log
+}
+
+// TestWaitBellSameSchedules: a condition whose bell rings wherever it may
+// change gives every step the runnable tasks Wait gives, even when it
+// turns true and false again before its task runs: the same trace and
+// the same wake-ups for every seed.
+func TestWaitBellSameSchedules(t *testing.T) {
+	for seed := uint64(0); seed < 100; seed++ {
+		var hashes [2]string
+		var logs [2][]string
+		for i, belled := range []bool{false, true} {
+			s := NewScheduler(Config{Seed: seed})
+			log := bellWorkload(s, belled)
+			if err := s.Run(); err != nil {
+				t.Fatalf("seed %d (belled %t): %v", seed, belled, err)
+			}
+			hashes[i], logs[i] = s.Trace().Hash(), *log
+		}
+		if hashes[0] != hashes[1] || fmt.Sprint(logs[0]) != fmt.Sprint(logs[1]) {
+			t.Fatalf("seed %d: Wait and WaitBell differ:\n%v\n%v", seed, logs[0], logs[1])
+		}
+		for _, l := range logs[1] {
+			if !strings.Contains(l, "up true err <nil>") {
+				t.Fatalf("seed %d: a waiter woke with the flag down: %s", seed, l)
+			}
+		}
+	}
+}
+
+// TestWaitBellAsksOnlyAfterRing: while other tasks take steps without
+// ringing, a WaitBell's condition is asked once; a ring makes the next
+// step ask it again.
+func TestWaitBellAsksOnlyAfterRing(t *testing.T) {
+	s := NewScheduler(Config{Seed: 7})
+	var bell Bell
+	asked, open := 0, false
+	s.Go("waiter", func() {
+		if err := s.WaitBell("open", func() bool { asked++; return open }, &bell, 0); err != nil {
+			t.Error(err)
+		}
+	})
+	var before, after int
+	s.Go("busy", func() {
+		for range 20 {
+			s.Yield("busy")
+		}
+		before = asked
+		bell.Ring() // rung, but still closed
+		s.Yield("busy")
+		after = asked
+		open = true
+		bell.Ring()
+	})
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if before != 1 {
+		t.Errorf("asked %d times over 20 steps without a ring, want once", before)
+	}
+	if after != 2 {
+		t.Errorf("asked %d times after a ring, want 2", after)
+	}
+}

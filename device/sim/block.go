@@ -31,6 +31,9 @@ type blockCtx struct {
 	index int
 	lane  int
 	wv    weakView // what its strong loads may read (weak.go)
+	// bell rings on writes to the memory the block waits for (see
+	// blockOn).
+	bell actor.Bell
 }
 
 var _ kernels.Block = (*blockCtx)(nil)
@@ -235,6 +238,8 @@ func (c *blockCtx) WaitU32(p device.Ptr, what string, ready func(uint32) bool, t
 	ph, off := sg.phys, sg.off
 	// A freed allocation wakes the waiter, whose next access then faults.
 	cond := func() bool { return ph.freed() || ready(loadU32(ph.data[off:])) }
+	ph.watch(off, 4, &c.bell)
+	defer ph.unwatch(&c.bell)
 	w := c.l.dev.w
 	var deadline time.Duration
 	if timeout > 0 {
@@ -267,13 +272,14 @@ func (c *blockCtx) WaitU32(p device.Ptr, what string, ready func(uint32) bool, t
 
 // blockOn parks the block (or lane) until cond holds, waiting for the word
 // of sg at p: the wait is recorded in the trace and shown among the waits
-// of a deadlock; kernels.ErrWaitTimeout when timeout passes first.
+// of a deadlock; kernels.ErrWaitTimeout when timeout passes first. cond
+// reads only memory that the block's bell watches.
 func (c *blockCtx) blockOn(p device.Ptr, sg segment, what string, cond func() bool, timeout time.Duration) error {
 	w := c.l.dev.w
 	const blockOn = "block on %#x: %s"
 	c.record(blockPrefix+blockOn, lanePrefix+blockOn, uint64(p), what)
 	task := w.beginWait(c, p, sg, what)
-	err := w.sched.Wait(what, cond, timeout)
+	err := w.sched.WaitBell(what, cond, &c.bell, timeout)
 	var te *actor.TimeoutError
 	if errors.As(err, &te) {
 		w.endWait(task, true)
@@ -295,6 +301,7 @@ func (c *blockCtx) Lanes(n int, fn func(kernels.Block) error) error {
 	parent := w.sched.Current().ID()
 	errs := make([]error, n)
 	done := 0
+	var finished actor.Bell // rung by every lane that finishes
 	for i := 0; i < n; i++ {
 		lc := &blockCtx{l: c.l, index: c.index, lane: i}
 		w.sched.GoLabeled(lc.label(), func() {
@@ -302,10 +309,11 @@ func (c *blockCtx) Lanes(n int, fn func(kernels.Block) error) error {
 			errs[i] = fn(lc)
 			lc.emit(&Access{Kind: LaneEnd, Parent: -1})
 			done++
+			finished.Ring()
 		})
 	}
 	what := c.name() + ": its " + itoa(n) + " lanes to finish"
-	if err := w.sched.Wait(what, func() bool { return done == n }, 0); err != nil {
+	if err := w.sched.WaitBell(what, func() bool { return done == n }, &finished, 0); err != nil {
 		return err
 	}
 	c.wv.sync(&w.weak) // the block knows what its lanes did

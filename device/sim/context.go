@@ -24,7 +24,7 @@ func (d *simDevice) awaitContext(opName string) error {
 	}
 	what := fmt.Sprintf("device %d %s behind device %d's %s, which holds the shared context until every kernel of the context has finished",
 		d.index, opName, w.ctxHolder, w.ctxCall)
-	return d.wait(what, func() bool { return w.ctxHolder < 0 })
+	return d.wait(what, func() bool { return w.ctxHolder < 0 }, nil)
 }
 
 // syncContext makes the host call opName of d, a member of call, wait for
@@ -42,5 +42,5 @@ func (d *simDevice) syncContext(call HostCalls, opName string) error {
 	defer func() { w.ctxHolder, w.ctxCall = -1, "" }()
 	d.record("context", "dev%d %s holds the shared context", d.index, opName)
 	what := fmt.Sprintf("device %d %s for every kernel of the shared context to finish", d.index, opName)
-	return d.wait(what, func() bool { return w.kernelsPending == 0 })
+	return d.wait(what, func() bool { return w.kernelsPending == 0 }, nil)
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
 )
@@ -438,6 +439,7 @@ func (d *simDevice) runKernel(o *op, k *kernels.Kernel, id uint64, grid, threads
 func (d *simDevice) runBlocks(ln *launch, body func(ctx *blockCtx) error) error {
 	errs := make([]error, ln.grid)
 	done := 0
+	var finished actor.Bell // rung by every block that finishes
 	parent := d.w.sched.Current().ID()
 	for b := 0; b < ln.grid; b++ {
 		ctx := &blockCtx{l: ln, index: b, lane: -1}
@@ -446,10 +448,11 @@ func (d *simDevice) runBlocks(ln *launch, body func(ctx *blockCtx) error) error 
 			errs[b] = body(ctx)
 			ctx.emit(&Access{Kind: BlockEnd, Parent: -1})
 			done++
+			finished.Ring()
 		})
 	}
 	what := "device " + itoa(d.index) + " kernel " + ln.kernel + "#" + utoa(ln.id) + ": its " + itoa(ln.grid) + " blocks to finish"
-	if err := d.w.sched.Wait(what, func() bool { return done == ln.grid }, 0); err != nil {
+	if err := d.w.sched.WaitBell(what, func() bool { return done == ln.grid }, &finished, 0); err != nil {
 		return err
 	}
 	d.record("kernel", "dev%d end %s#%d", d.index, ln.kernel, ln.id)
@@ -538,13 +541,14 @@ func loadU32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
 var errNotTask = errors.New("must be called from a scheduler task")
 
 // wait blocks the calling task until ready, with no timeout: everything a
-// device waits for finishes or times out on its own.
-func (d *simDevice) wait(what string, ready func() bool) error {
+// device waits for finishes or times out on its own. ready can turn true
+// only where bell rings (nil: anywhere).
+func (d *simDevice) wait(what string, ready func() bool, bell *actor.Bell) error {
 	if ready() {
 		return nil
 	}
 	if d.w.sched.Current() == nil {
 		return fmt.Errorf("device %d: waiting for %s: %w", d.index, what, errNotTask)
 	}
-	return d.w.sched.Wait(what, ready, 0)
+	return d.w.sched.WaitBell(what, ready, bell, 0)
 }

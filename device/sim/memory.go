@@ -3,8 +3,10 @@ package sim
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 
+	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/signal"
 )
@@ -32,6 +34,39 @@ type physical struct {
 	// weak holds the histories of the locations strong stores wrote (see
 	// weak.go); nil until the first.
 	weak *weakMemOf
+	// watches are the bells of the tasks waiting for bytes of p to
+	// change, with the pages they read: a write to such a page, or p's
+	// free, rings them (see [actor.Bell]).
+	watches []watch
+}
+
+// watch is a bell that rings on every write to a run of pages of a
+// physical allocation.
+type watch struct {
+	first, last uint64 // pages
+	bell        *actor.Bell
+}
+
+// watch rings bell on every write to a page of p that holds a byte of
+// [off, off+n), and when p is freed, until unwatch.
+func (p *physical) watch(off, n uint64, bell *actor.Bell) {
+	p.watches = append(p.watches, watch{off / pageSize, (off + max(n, 1) - 1) / pageSize, bell})
+}
+
+// unwatch stops the rings of bell.
+func (p *physical) unwatch(bell *actor.Bell) {
+	p.watches = slices.DeleteFunc(p.watches, func(w watch) bool { return w.bell == bell })
+}
+
+// written rings the bells that watch a page of [off, off+n), a range
+// about to be written.
+func (p *physical) written(off, n uint64) {
+	lo, hi := off/pageSize, (off+n-1)/pageSize
+	for _, w := range p.watches {
+		if w.first <= hi && lo <= w.last {
+			w.bell.Ring()
+		}
+	}
 }
 
 // pageSize is the unit in which fresh memory receives its garbage: small,
@@ -68,7 +103,10 @@ func (p *physical) free() {
 	if p.data != nil {
 		regions.put(p.data)
 	}
-	p.data, p.filled, p.weak = nil, nil, nil
+	for _, w := range p.watches {
+		w.bell.Ring()
+	}
+	p.data, p.filled, p.weak, p.watches = nil, nil, nil, nil
 }
 
 // garbage fills b with a pattern derived from seed, standing in for the
@@ -297,7 +335,9 @@ type segment struct {
 }
 
 // resolve splits the access [p, p+n) into mapped segments, or reports why
-// it faults.
+// it faults. A write rings the bells that watch the pages it reaches (see
+// [physical.watch]): its caller writes the segments before the running
+// task's next scheduling point.
 func (s *space) resolve(p device.Ptr, n uint64, write bool, segs []segment) ([]segment, error) {
 	fault := func(reason string) error {
 		return &FaultError{Device: s.dev, Addr: p, Size: n, Write: write, Reason: reason}
@@ -321,6 +361,9 @@ func (s *space) resolve(p device.Ptr, n uint64, write bool, segs []segment) ([]s
 		off := uint64(at - m.base)
 		k := min(uint64(end-at), m.size-off)
 		m.phys.touch(off, k)
+		if write && len(m.phys.watches) > 0 {
+			m.phys.written(off, k)
+		}
 		segs = append(segs, segment{addr: at, phys: m.phys, off: off, b: m.phys.data[off : off+k]})
 		at = at.Add(k)
 	}

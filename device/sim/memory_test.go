@@ -521,3 +521,38 @@ func (c *regionCache) idleRegions() [][]byte {
 	defer c.mu.Unlock()
 	return slices.Clone(c.idle)
 }
+
+// TestWatchRingsOnWritesToItsPages: a watch rings on a write that reaches
+// one of its pages, not on writes elsewhere in the allocation, and on the
+// allocation's free; unwatch stops it.
+func TestWatchRingsOnWritesToItsPages(t *testing.T) {
+	p := newPhysical(9, 0, device.Granularity)
+	var word, run actor.Bell
+	p.watch(pageSize+8, 4, &word)  // in page 1
+	p.watch(3*pageSize-4, 8, &run) // pages 2 and 3
+	cases := []struct {
+		off, n    uint64
+		word, run uint64 // rings after the write
+	}{
+		{0, 8, 0, 0},                   // page 0
+		{pageSize + 100, 4, 1, 0},      // page 1, another word: rings too
+		{2*pageSize - 1, 2, 2, 1},      // pages 1 and 2
+		{4 * pageSize, pageSize, 2, 1}, // page 4
+		{0, 6 * pageSize, 3, 2},        // all
+	}
+	for _, c := range cases {
+		p.written(c.off, c.n)
+		if word.Rings() != c.word || run.Rings() != c.run {
+			t.Fatalf("after a write of %d bytes at %d: rings %d and %d, want %d and %d", c.n, c.off, word.Rings(), run.Rings(), c.word, c.run)
+		}
+	}
+	p.unwatch(&word)
+	p.written(pageSize, 4)
+	if word.Rings() != 3 {
+		t.Fatal("an unwatched bell rang")
+	}
+	p.free()
+	if run.Rings() != 3 {
+		t.Fatalf("the free rang %d times, want once", run.Rings()-2)
+	}
+}

@@ -165,6 +165,7 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 	parent := w.sched.Current().ID()
 	for phase := 0; len(live) > 0; phase++ {
 		done := 0
+		var stopped actor.Bell // rung by every thread that stops
 		for _, ln := range live {
 			ln.reset()
 			if phase == 0 {
@@ -177,11 +178,12 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 				ln.stop, ln.err = ln.th.Run()
 				ln.emit(&Access{Kind: LaneEnd, Parent: -1})
 				done++
+				stopped.Ring()
 			})
 		}
 		n := len(live)
 		what := c.name() + ": its " + itoa(n) + " threads to reach a barrier or exit"
-		if err := w.sched.Wait(what, func() bool { return done == n }, 0); err != nil {
+		if err := w.sched.WaitBell(what, func() bool { return done == n }, &stopped, 0); err != nil {
 			return err
 		}
 		c.emit(&Access{Kind: BlockSync, Parent: -1})
@@ -614,7 +616,17 @@ func (l *ptxLane) spin(polls []poll) error {
 	l.what = b
 	what := string(b)
 	l.record(blockPrefix+"spin on %#x", lanePrefix+"spin on %#x", uint64(p))
-	err := w.sched.Wait(what, changed, timeout)
+	for _, r := range reads {
+		for _, sg := range r.segs {
+			sg.phys.watch(sg.off, uint64(len(sg.b)), &l.bell)
+		}
+	}
+	err := w.sched.WaitBell(what, changed, &l.bell, timeout)
+	for _, r := range reads {
+		for _, sg := range r.segs {
+			sg.phys.unwatch(&l.bell)
+		}
+	}
 	switch {
 	case err == nil:
 		return nil

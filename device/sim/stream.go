@@ -26,8 +26,9 @@ type stream struct {
 	dev       *simDevice
 	id        device.Stream
 	queue     []*op
-	enqueued  uint64 // sequence number of the last op enqueued
-	completed uint64 // sequence number of the last op completed
+	enqueued  uint64     // sequence number of the last op enqueued
+	completed uint64     // sequence number of the last op completed
+	done      actor.Bell // rung when completed grows
 	working   bool
 	destroyed bool
 	err       error         // first op error since the last Synchronize
@@ -90,6 +91,7 @@ func (st *stream) work() {
 		st.queue[0] = nil
 		st.queue = st.queue[1:]
 		st.completed = o.seq
+		st.done.Ring()
 	}
 	st.working = false
 	if st.destroyed {
@@ -113,7 +115,7 @@ func (d *simDevice) emitOp(kind AccessKind, o *op) {
 // await blocks until op o has completed and returns its own error.
 func (d *simDevice) await(st *stream, o *op) error {
 	what := "device " + itoa(d.index) + " stream " + utoa(uint64(st.id)) + " to finish op " + utoa(o.seq) + " (" + o.name + ")"
-	if err := d.wait(what, func() bool { return st.completed >= o.seq }); err != nil {
+	if err := d.wait(what, func() bool { return st.completed >= o.seq }, &st.done); err != nil {
 		return err
 	}
 	d.emitComplete(st, o.seq)
@@ -173,7 +175,7 @@ func (d *simDevice) Synchronize(s device.Stream) error {
 	}
 	target := st.enqueued
 	what := "device " + itoa(d.index) + " stream " + utoa(uint64(s)) + " to finish op " + utoa(target)
-	if err := d.wait(what, func() bool { return st.completed >= target }); err != nil {
+	if err := d.wait(what, func() bool { return st.completed >= target }, &st.done); err != nil {
 		return err
 	}
 	d.emitComplete(st, target)
