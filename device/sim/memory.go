@@ -101,7 +101,7 @@ func (p *physical) freed() bool { return p.data == nil }
 
 func (p *physical) free() {
 	if p.data != nil {
-		regions.put(p.data)
+		regions.put(p.data, p.filled)
 	}
 	for _, w := range p.watches {
 		w.bell.Ring()

@@ -3,7 +3,6 @@ package sim
 import (
 	"bytes"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 
@@ -418,8 +417,8 @@ func TestRegionsBySize(t *testing.T) {
 	const g = device.Granularity
 	c := regionCache{max: 4 * g}
 	big, small := c.get(3*g), c.get(g)
-	c.put(big)
-	c.put(small)
+	c.put(big, allPages)
+	c.put(small, allPages)
 	if got := len(c.idleRegions()); got != 2 || c.bytes() != 4*g {
 		t.Fatalf("the cache holds %d regions of %d bytes, want 2 of %d", got, c.bytes(), 4*g)
 	}
@@ -434,7 +433,7 @@ func TestRegionsBySize(t *testing.T) {
 	}
 	// With only a larger region idle, a smaller allocation takes its
 	// start, and the region comes back whole.
-	c.put(big)
+	c.put(big, allPages)
 	b := c.get(2 * g)
 	if &b[0] != &big[0] || uint64(len(b)) != 2*g {
 		t.Fatalf("a 2-granule allocation got %d bytes, not the start of the idle 3-granule region", len(b))
@@ -445,18 +444,18 @@ func TestRegionsBySize(t *testing.T) {
 	if fresh := c.get(4 * g); uint64(len(fresh)) != 4*g {
 		t.Fatalf("a 4-granule allocation got %d bytes", len(fresh))
 	}
-	c.put(b)
+	c.put(b, allPages)
 	if got := c.idleRegions(); len(got) != 1 || uint64(len(got[0])) != 3*g || c.bytes() != 3*g {
 		t.Fatalf("the region came back as %d regions of %d bytes, want 1 of %d", len(got), c.bytes(), 3*g)
 	}
 	if b := c.get(g); &b[0] != &big[0] {
 		t.Fatal("a 1-granule allocation did not get the only idle region")
 	}
-	c.put(big)
+	c.put(big, allPages)
 	// Full, a new region pushes out the one idle the longest.
-	c.put(small)
+	c.put(small, allPages)
 	newer := make([]byte, g)
-	c.put(newer) // past the bound: big goes
+	c.put(newer, allPages) // past the bound: big goes
 	if c.bytes() != 2*g || len(c.idleRegions()) != 2 {
 		t.Fatalf("after pushing out: %d regions of %d bytes, want 2 of %d", len(c.idleRegions()), c.bytes(), 2*g)
 	}
@@ -471,7 +470,7 @@ func TestRegionsBySize(t *testing.T) {
 	if b := c.get(g); &b[0] != &small[0] {
 		t.Fatal("a 1-granule allocation did not get the other freed region")
 	}
-	c.put(make([]byte, 5*g)) // larger than the bound: not kept
+	c.put(make([]byte, 5*g), allPages) // larger than the bound: not kept
 	if c.bytes() != 0 {
 		t.Fatalf("the cache kept a region larger than its bound: %d bytes", c.bytes())
 	}
@@ -486,15 +485,15 @@ func TestRegionsPushedOutGoCold(t *testing.T) {
 	const g = device.Granularity
 	c := regionCache{max: 2 * g}
 	a := c.get(2 * g)
-	if !c.mapped[&a[0]] {
+	if _, mapped := c.touched[&a[0]]; !mapped {
 		t.Skip("this system gives no mappings of their own: regions are heap bytes")
 	}
 	for i := range a {
 		a[i] = 0xa5
 	}
-	c.put(a)
+	c.put(a, allPages)
 	heap := make([]byte, g)
-	c.put(heap) // past the bound: a goes cold
+	c.put(heap, allPages) // past the bound: a goes cold
 	if c.bytes() != g || len(c.cold) != 1 || &c.cold[0][0] != &a[0] {
 		t.Fatalf("after pushing out: %d bytes held, %d cold regions, want %d and a's", c.bytes(), len(c.cold), g)
 	}
@@ -507,19 +506,89 @@ func TestRegionsPushedOutGoCold(t *testing.T) {
 	if b := c.get(2 * g); &b[0] != &a[0] || len(c.cold) != 0 {
 		t.Fatal("a fresh allocation did not take the cold region")
 	}
-	c.put(a)            // pushes the heap region out
+	c.put(a, allPages)  // pushes the heap region out
 	big := c.get(3 * g) // larger than the bound: not kept, but not lost
-	c.put(big)
+	c.put(big, allPages)
 	if len(c.cold) != 1 || &c.cold[0][0] != &big[0] || c.bytes() != 2*g {
 		t.Fatalf("a region larger than the bound: %d cold regions, %d bytes held", len(c.cold), c.bytes())
 	}
 }
 
+// TestRegionsCountResidentPages: a region of a mapping counts, towards
+// the cache's bound, the pages its users touched since its pages last
+// went back (the union over its users), not its length; pushed out, it
+// counts none again; and the cache keeps at most maxIdleRegions regions,
+// however few bytes they hold.
+func TestRegionsCountResidentPages(t *testing.T) {
+	const g = device.Granularity
+	pages := func(ps ...int) []uint64 {
+		b := make([]uint64, g/pageSize/64)
+		for _, p := range ps {
+			b[p/64] |= 1 << (p % 64)
+		}
+		return b
+	}
+	c := regionCache{max: 4 * pageSize}
+	a := c.get(g)
+	if _, mapped := c.touched[&a[0]]; !mapped {
+		t.Skip("this system gives no mappings of their own: regions are heap bytes")
+	}
+	c.put(a, pages(0, 1))
+	if c.bytes() != 2*pageSize {
+		t.Fatalf("a 2 MiB region with 2 pages touched counts %d bytes, want %d", c.bytes(), 2*pageSize)
+	}
+	if b := c.get(g); &b[0] != &a[0] {
+		t.Fatal("the idle region was not reused")
+	}
+	c.put(a, pages(1, 2))
+	if c.bytes() != 3*pageSize {
+		t.Fatalf("after a second user: %d bytes, want the union of 3 pages", c.bytes())
+	}
+	b := c.get(g) // a
+	other := c.get(g)
+	c.put(other, pages(7, 8))
+	c.put(b, pages(9)) // a's 4 pages with other's 2: other, idle the longest, goes
+	if c.bytes() != 4*pageSize || len(c.cold) != 1 || &c.cold[0][0] != &other[0] {
+		t.Fatalf("after pushing out: %d bytes, %d cold regions, want %d and the other region", c.bytes(), len(c.cold), 4*pageSize)
+	}
+	if got := c.get(g); &got[0] != &a[0] {
+		t.Fatal("an allocation did not take the idle region")
+	}
+	if got := c.get(g); &got[0] != &other[0] {
+		t.Fatal("a fresh allocation did not take the cold region")
+	}
+	c.put(other, pages(5))
+	if c.bytes() != pageSize {
+		t.Fatalf("a region back from the cold counts %d bytes, want one page", c.bytes())
+	}
+
+	many := regionCache{max: maxPooledBytes}
+	for range maxIdleRegions + 10 {
+		many.put(many.get(pageSize), nil)
+	}
+	if n := len(many.idleRegions()); n > maxIdleRegions {
+		t.Fatalf("the cache keeps %d idle regions, more than %d", n, maxIdleRegions)
+	}
+}
+
+// allPages marks every page of a region of up to 64 MiB as touched.
+var allPages = func() []uint64 {
+	b := make([]uint64, (64<<20)/pageSize/64)
+	for i := range b {
+		b[i] = ^uint64(0)
+	}
+	return b
+}()
+
 // idleRegions returns what the cache holds, the longest idle first.
 func (c *regionCache) idleRegions() [][]byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Clone(c.idle)
+	var out [][]byte
+	for _, r := range c.idle {
+		out = append(out, r.b)
+	}
+	return out
 }
 
 // TestWatchRingsOnWritesToItsPages: a watch rings on a write that reaches

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math/bits"
 	"slices"
 	"sync"
 )
@@ -17,28 +18,44 @@ import (
 // garbage on first touch ([physical.touch]).
 var regions = regionCache{max: maxPooledBytes}
 
-// maxPooledBytes bounds the bytes regions keeps (128 MiB).
+// maxPooledBytes bounds the resident bytes of the regions idle in regions
+// (128 MiB).
 const maxPooledBytes = 128 << 20
 
-// regionCache keeps idle byte slices, at most max bytes in all; a region
-// that would not fit pushes out the regions idle the longest, so that the
-// sizes a run allocates now displace those of earlier runs. It holds a few
-// dozen regions at most (128 MiB of 2 MiB granules): a list in the order
-// they came back serves both. Safe for concurrent use.
+// maxIdleRegions bounds how many regions are idle in a regionCache.
+const maxIdleRegions = 1024
+
+// regionCache keeps idle byte slices, at most max resident bytes and
+// maxIdleRegions regions in all; a region that would not fit pushes out
+// the regions idle the longest, so that the sizes a run allocates now
+// displace those of earlier runs. A region of the heap is resident
+// whole; of a mapping, only the pages its users touched since its pages
+// last went back to the system count (see [regionCache.put]): a 2 MiB
+// granule that held a few KiB costs a few KiB. A list in the order the
+// regions came back serves both bounds. Safe for concurrent use.
 type regionCache struct {
 	max uint64
 
 	mu   sync.Mutex
-	held uint64
-	idle [][]byte // the longest idle first
+	held uint64       // resident bytes of the idle regions
+	idle []idleRegion // the longest idle first
 	// cold is the regions of mappings of their own that were pushed out:
 	// their pages went back to the system (see [releasePages]), their
 	// addresses stay mapped, and fresh allocations take them first. A
 	// mapping is never unmapped: bytes a stale slice still reaches read
 	// as zeros rather than fault, and the cold regions' addresses cost
 	// no memory.
-	cold   [][]byte
-	mapped map[*byte]bool // the first bytes of the regions that are mappings
+	cold [][]byte
+	// touched is, for every region of a mapping of its own (by its first
+	// byte), its pages that users touched since its pages last went back
+	// to the system, a bit each: its resident pages.
+	touched map[*byte][]uint64
+}
+
+// idleRegion is an idle region and how many of its bytes are resident.
+type idleRegion struct {
+	b        []byte
+	resident uint64
 }
 
 // get returns n bytes: the start of the smallest idle region that holds
@@ -52,17 +69,17 @@ func (c *regionCache) get(n uint64) []byte {
 	defer c.mu.Unlock()
 	best := -1
 	for i := len(c.idle) - 1; i >= 0; i-- {
-		if l := uint64(len(c.idle[i])); l >= n && (best < 0 || l < uint64(len(c.idle[best]))) {
+		if l := uint64(len(c.idle[i].b)); l >= n && (best < 0 || l < uint64(len(c.idle[best].b))) {
 			best = i
 		}
 	}
 	if best < 0 {
 		return c.fresh(n)
 	}
-	b := c.idle[best]
+	r := c.idle[best]
 	c.idle = slices.Delete(c.idle, best, best+1)
-	c.held -= uint64(len(b))
-	return b[:n]
+	c.held -= r.resident
+	return r.b[:n]
 }
 
 // fresh returns n bytes that no allocation uses: the start of the
@@ -77,10 +94,10 @@ func (c *regionCache) fresh(n uint64) []byte {
 	}
 	if best < 0 {
 		if b, ok := mapRegion(n); ok {
-			if c.mapped == nil {
-				c.mapped = make(map[*byte]bool)
+			if c.touched == nil {
+				c.touched = make(map[*byte][]uint64)
 			}
-			c.mapped[&b[0]] = true
+			c.touched[&b[0]] = make([]uint64, (pagesOf(n)+63)/64)
 			return b
 		}
 		return make([]byte, n)
@@ -95,39 +112,63 @@ func (c *regionCache) fresh(n uint64) []byte {
 // an allocation takes it again, and costs no memory meanwhile); the
 // collector reclaims any other. c.mu is held.
 func (c *regionCache) drop(b []byte) {
-	if c.mapped[&b[0]] {
+	if t, ok := c.touched[&b[0]]; ok {
 		releasePages(b)
+		clear(t)
 		c.cold = append(c.cold, b)
 	}
 }
 
+// resident adds the pages of b that filled marks (a bit per page, nil:
+// none) to those its users touched, and returns its resident bytes: all
+// of them for a region of the heap. c.mu is held.
+func (c *regionCache) resident(b []byte, filled []uint64) uint64 {
+	t, ok := c.touched[&b[0]]
+	if !ok {
+		return uint64(len(b))
+	}
+	var pages int
+	for i := range t {
+		if i < len(filled) {
+			t[i] |= filled[i]
+		}
+		pages += bits.OnesCount64(t[i])
+	}
+	return min(uint64(pages)*pageSize, uint64(len(b)))
+}
+
+// pagesOf is the number of pages that n bytes span.
+func pagesOf(n uint64) uint64 { return (n + pageSize - 1) / pageSize }
+
 // put keeps the region b starts (all of it, when a smaller allocation
 // took its start) for later gets of its length or less, dropping the
 // regions idle the longest while the cache would otherwise hold more than
-// max bytes; a region larger than max is not kept.
-func (c *regionCache) put(b []byte) {
+// max resident bytes or maxIdleRegions regions; a region with more
+// resident bytes than max is not kept. filled marks the pages of b its
+// last user touched, a bit each.
+func (c *regionCache) put(b []byte, filled []uint64) {
 	b = b[:cap(b)] // the whole region, when a smaller allocation used it
-	n := uint64(len(b))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if n == 0 {
+	if len(b) == 0 {
 		return
 	}
+	n := c.resident(b, filled)
 	if n > c.max {
 		c.drop(b)
 		return
 	}
-	for c.held+n > c.max {
-		c.held -= uint64(len(c.idle[0]))
-		c.drop(c.idle[0])
-		c.idle[0] = nil
+	for len(c.idle) > 0 && (c.held+n > c.max || len(c.idle) >= maxIdleRegions) {
+		c.held -= c.idle[0].resident
+		c.drop(c.idle[0].b)
+		c.idle[0] = idleRegion{}
 		c.idle = c.idle[1:]
 	}
-	c.idle = append(c.idle, b)
+	c.idle = append(c.idle, idleRegion{b, n})
 	c.held += n
 }
 
-// bytes is how many bytes the cache holds (not counting cold regions).
+// bytes is how many resident bytes the cache holds.
 func (c *regionCache) bytes() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -140,9 +181,9 @@ func (c *regionCache) heapBytes() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var n uint64
-	for _, b := range c.idle {
-		if !c.mapped[&b[0]] {
-			n += uint64(len(b))
+	for _, r := range c.idle {
+		if _, mapped := c.touched[&r.b[0]]; !mapped {
+			n += uint64(len(r.b))
 		}
 	}
 	return n
