@@ -494,8 +494,9 @@ func (t *Task) holds() bool {
 	return t.ask()
 }
 
-// ask asks the condition of t, a blocked task. Not inlined: holds, which
-// calls it, is, and the steps that ask no condition stay short.
+// ask asks the condition of t, a blocked task. It is kept out of line so
+// that holds, which takes the last answer without asking, is inlined into
+// collect.
 //
 //go:noinline
 func (t *Task) ask() bool {

@@ -12,10 +12,10 @@ import (
 // simulations. Where the system allows, regions are mappings of their own
 // outside the Go heap (see [mapRegion]): a page costs memory only once an
 // allocation touches it, and idle regions neither count towards the
-// collector's heap goal nor get scanned or cleared by it. Bytes come back when an allocation is freed, or when
-// [World.Release] frees what a run left behind (a crashed rank never frees
-// its memory). Stale bytes never show: every page of an allocation gets its
-// garbage on first touch ([physical.touch]).
+// collector's goal nor get cleared. Bytes come back when an allocation is
+// freed, or when [World.Release] frees what a run left behind (a crashed
+// rank never frees its memory). Stale bytes never show: every page of an
+// allocation gets its garbage on first touch ([physical.touch]).
 var regions = regionCache{max: maxPooledBytes}
 
 // maxPooledBytes bounds the resident bytes of the regions idle in regions
