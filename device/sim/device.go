@@ -32,6 +32,7 @@ type simDevice struct {
 	nextGraph  device.Graph
 	memUsed    uint64
 	segs       []segment // scratch for resolve; no access yields midway
+	staging    []byte    // scratch for Copy, which does not yield between its read and its write
 }
 
 var _ device.Device = (*simDevice)(nil)
@@ -296,7 +297,10 @@ func (d *simDevice) Copy(s device.Stream, dst, src device.Ptr, n uint64) error {
 	}
 	d.submit(st, func(st *stream) {
 		d.enqueue(st, "copy", "", func(o *op) error {
-			tmp := make([]byte, n)
+			if uint64(cap(d.staging)) < n {
+				d.staging = make([]byte, n)
+			}
+			tmp := d.staging[:n]
 			if err := d.read(o, src, tmp); err != nil {
 				return err
 			}
