@@ -56,6 +56,7 @@ type Task struct {
 	bell     *Bell         // nil: ready is asked at every step
 	heard    uint64        // bell's rings when ready was last asked
 	held     bool          // what ready answered then
+	loud     bool          // in the scheduler's loud list
 	deadline time.Duration // < 0: none
 	timedOut bool
 	woke     bool // the last resumption ended a Wait
@@ -108,7 +109,12 @@ type Scheduler struct {
 	// running task when it was chosen from there, and those parked in a
 	// Wait. A step visits the blocked ones only.
 	ready, blocked []*Task
-	runnable       []*Task // scratch of pick
+	// loud is the blocked tasks a step asks, in ID order: those without
+	// a bell, and those whose bell rang since their condition was last
+	// asked or whose condition held then. The others are silent: their
+	// condition failed and nothing it reads changed since.
+	loud     []*Task
+	runnable []*Task // scratch of pick
 	// choosing is set while the strategy chooses, from a runnable list
 	// that may be ready itself: the tasks it halts meanwhile
 	// (haltedInNext) leave the lists once it has chosen.
@@ -266,10 +272,21 @@ func (s *Scheduler) Wait(what string, ready func() bool, timeout time.Duration) 
 // since it last asked, and takes the last answer meanwhile. The code that
 // changes what the condition reads rings it; a change without a ring goes
 // unseen.
-type Bell struct{ rings uint64 }
+type Bell struct {
+	rings   uint64
+	waiters []*Task // the tasks blocked in a WaitBell with it
+	sched   *Scheduler
+}
 
 // Ring tells the tasks waiting with b that their conditions may hold now.
-func (b *Bell) Ring() { b.rings++ }
+func (b *Bell) Ring() {
+	b.rings++
+	for _, t := range b.waiters {
+		if !t.loud {
+			b.sched.makeLoud(t)
+		}
+	}
+}
 
 // Rings is how many times b rang.
 func (b *Bell) Rings() uint64 { return b.rings }
@@ -290,6 +307,7 @@ func (s *Scheduler) WaitBell(what string, ready func() bool, bell *Bell, timeout
 	t.bell = bell
 	if bell != nil {
 		t.heard = bell.rings - 1 // asked at the next step
+		bell.sched = s
 	}
 	t.deadline = -1
 	if timeout > 0 {
@@ -457,21 +475,22 @@ func (s *Scheduler) pick() *Task {
 }
 
 // collect returns the runnable tasks in ID order: the ready ones and the
-// blocked ones whose condition holds (asked in ID order).
+// blocked ones whose condition holds (the loud ones asked in ID order;
+// those whose condition fails with a bell fall silent).
 func (s *Scheduler) collect() []*Task {
-	k := 0
-	for k < len(s.blocked) && !s.blocked[k].holds() {
-		k++
-	}
-	if k == len(s.blocked) {
-		return s.ready // the strategy only reads it
-	}
-	runnable := s.runnable[:0]
-	i := 0
-	for _, b := range s.blocked[k:] {
-		if b != s.blocked[k] && !b.holds() {
+	runnable, i, any := s.runnable[:0], 0, false
+	keep := s.loud[:0]
+	for _, b := range s.loud {
+		if !b.holds() {
+			if b.bell != nil {
+				b.loud = false // until its bell rings
+			} else {
+				keep = append(keep, b)
+			}
 			continue
 		}
+		keep = append(keep, b)
+		any = true
 		b.wakeable = true
 		s.wakeable = append(s.wakeable, b)
 		for i < len(s.ready) && s.ready[i].id < b.id {
@@ -480,9 +499,36 @@ func (s *Scheduler) collect() []*Task {
 		}
 		runnable = append(runnable, b)
 	}
+	clear(s.loud[len(keep):])
+	s.loud = keep
+	if !any {
+		return s.ready // the strategy only reads it
+	}
 	runnable = append(runnable, s.ready[i:]...)
 	s.runnable = runnable
 	return runnable
+}
+
+// makeLoud puts t, a blocked task, in the loud list.
+func (s *Scheduler) makeLoud(t *Task) {
+	t.loud = true
+	insert(&s.loud, t)
+}
+
+// unblock takes t, which leaves the blocked list, out of the loud list
+// and its bell's waiters.
+func (s *Scheduler) unblock(t *Task) {
+	if t.loud {
+		t.loud = false
+		if i, found := IndexOf(s.loud, t.id); found && s.loud[i] == t {
+			s.loud = removeAt(s.loud, i)
+		}
+	}
+	if b := t.bell; b != nil {
+		if i := slices.Index(b.waiters, t); i >= 0 {
+			b.waiters = slices.Delete(b.waiters, i, i+1)
+		}
+	}
 }
 
 // holds reports whether the condition of t, a blocked task, holds: its
@@ -515,6 +561,10 @@ func (s *Scheduler) enlist(t *Task) {
 		s.unready(t)
 		if !t.halted {
 			insert(&s.blocked, t)
+			s.makeLoud(t)
+			if t.bell != nil {
+				t.bell.waiters = append(t.bell.waiters, t)
+			}
 		}
 		return
 	}
@@ -533,6 +583,7 @@ func (s *Scheduler) delist(t *Task) {
 	if t.state == taskBlocked {
 		if i, found := IndexOf(s.blocked, t.id); found && s.blocked[i] == t {
 			s.blocked = removeAt(s.blocked, i)
+			s.unblock(t)
 		}
 	}
 }
@@ -589,6 +640,7 @@ func (s *Scheduler) fireTimers() bool {
 		if t.deadline < 0 || t.deadline > s.now {
 			return false
 		}
+		s.unblock(t)
 		t.state = taskReady
 		t.timedOut = true
 		s.enlist(t)
@@ -629,7 +681,10 @@ func (s *Scheduler) abortAll() {
 		<-done
 		s.cur = nil
 	}
-	s.tasks, s.ready, s.blocked = nil, nil, nil
+	for _, t := range s.blocked {
+		s.unblock(t)
+	}
+	s.tasks, s.ready, s.blocked, s.loud = nil, nil, nil, nil
 }
 
 // DeadlockError reports that every remaining task is blocked and nothing can

@@ -300,3 +300,44 @@ func TestWaitBellAsksOnlyAfterRing(t *testing.T) {
 		t.Errorf("asked %d times after a ring, want 2", after)
 	}
 }
+
+// TestWaitBellTimeoutLeavesBell: a WaitBell that times out leaves its
+// bell and the scheduler's lists, so that later rings reach only the
+// tasks waiting then; a second wait with the same bell wakes on a ring.
+func TestWaitBellTimeoutLeavesBell(t *testing.T) {
+	s := NewScheduler(Config{Seed: 11})
+	var bell Bell
+	open := false
+	var first, second error
+	var waitersAfterTimeout int
+	var loudAfterTimeout bool
+	s.Go("waiter", func() {
+		first = s.WaitBell("open", func() bool { return open }, &bell, time.Millisecond)
+		waitersAfterTimeout = len(bell.waiters)
+		_, loudAfterTimeout = IndexOf(s.loud, s.Current().ID())
+		second = s.WaitBell("open", func() bool { return open }, &bell, 0)
+	})
+	s.Go("opener", func() {
+		s.Sleep(2 * time.Millisecond)
+		bell.Ring() // nobody listens to this one yet, or only the second wait
+		s.Yield("between")
+		open = true
+		bell.Ring()
+	})
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	var te *TimeoutError
+	if !errors.As(first, &te) {
+		t.Fatalf("first wait = %v, want a timeout", first)
+	}
+	if waitersAfterTimeout != 0 || loudAfterTimeout {
+		t.Fatalf("after the timeout: %d waiters on the bell, the waiter in the loud list %t, want neither", waitersAfterTimeout, loudAfterTimeout)
+	}
+	if second != nil {
+		t.Fatalf("second wait = %v", second)
+	}
+	if len(bell.waiters) != 0 || len(s.loud) != 0 {
+		t.Fatalf("after the run: %d waiters, %d loud tasks", len(bell.waiters), len(s.loud))
+	}
+}
