@@ -9,7 +9,9 @@
 //     task has a deadline. Every decision and interaction is appended to a
 //     [Trace] whose hash identifies the run. When no task can run and none has
 //     a deadline, [Scheduler.Run] returns a [*DeadlockError] listing what each
-//     blocked task waits for.
+//     blocked task waits for. A blocked task's condition is asked at every
+//     step, unless its wait names a [Bell] that rings wherever the condition
+//     can change ([Scheduler.WaitBell]): it is then asked only after a ring.
 //   - [Live], which runs tasks on goroutines against the wall clock, for real
 //     devices and multi-process jobs.
 //
