@@ -40,6 +40,11 @@ func (l *Live) Wait(what string, ready func() bool, timeout time.Duration) error
 	return nil
 }
 
+// WaitBell is Wait: polling asks the condition whatever the bell does.
+func (l *Live) WaitBell(what string, ready func() bool, _ *Bell, timeout time.Duration) error {
+	return l.Wait(what, ready, timeout)
+}
+
 // Sleep sleeps for d.
 func (l *Live) Sleep(d time.Duration) { time.Sleep(d) }
 

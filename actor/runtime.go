@@ -21,6 +21,10 @@ type Runtime interface {
 	// Wait blocks until ready() is true. It returns a [*TimeoutError] naming
 	// what when timeout passes first.
 	Wait(what string, ready func() bool, timeout time.Duration) error
+	// WaitBell is Wait for a condition that can change only where bell
+	// rings: a [Scheduler] asks it again only after a ring; [Live], which
+	// polls, ignores the bell.
+	WaitBell(what string, ready func() bool, bell *Bell, timeout time.Duration) error
 	// Sleep blocks the calling task for d.
 	Sleep(d time.Duration)
 	// After runs fn in a new task once d has passed, unless the returned

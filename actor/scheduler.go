@@ -271,7 +271,8 @@ func (s *Scheduler) Wait(what string, ready func() bool, timeout time.Duration) 
 // [Scheduler.WaitBell] asks its condition again only once the bell rang
 // since it last asked, and takes the last answer meanwhile. The code that
 // changes what the condition reads rings it; a change without a ring goes
-// unseen.
+// unseen. A bell is not safe for concurrent use: under [Live], ring it
+// under the lock that guards what the condition reads.
 type Bell struct {
 	rings   uint64
 	waiters []*Task // the tasks blocked in a WaitBell with it
@@ -478,7 +479,7 @@ func (s *Scheduler) pick() *Task {
 // blocked ones whose condition holds (the loud ones asked in ID order;
 // those whose condition fails with a bell fall silent).
 func (s *Scheduler) collect() []*Task {
-	runnable, i, any := s.runnable[:0], 0, false
+	runnable, i := s.runnable[:0], 0
 	keep := s.loud[:0]
 	for _, b := range s.loud {
 		if !b.holds() {
@@ -490,7 +491,6 @@ func (s *Scheduler) collect() []*Task {
 			continue
 		}
 		keep = append(keep, b)
-		any = true
 		b.wakeable = true
 		s.wakeable = append(s.wakeable, b)
 		for i < len(s.ready) && s.ready[i].id < b.id {
@@ -501,7 +501,7 @@ func (s *Scheduler) collect() []*Task {
 	}
 	clear(s.loud[len(keep):])
 	s.loud = keep
-	if !any {
+	if len(runnable) == 0 { // no blocked task holds
 		return s.ready // the strategy only reads it
 	}
 	runnable = append(runnable, s.ready[i:]...)

@@ -254,9 +254,6 @@ func describe(r *Request) string {
 // goroutines or wall-clock timers.
 func (s *Server) Connect(name string, defaultTimeout time.Duration) Client {
 	lt := &localTransport{srv: s, inbox: map[uint64]*Response{}}
-	if _, ok := s.rt.(bellWaiter); ok {
-		lt.bell = new(actor.Bell)
-	}
 	lt.self = s.sys.Root.Spawn(s.props(lt.receive))
 	return newClient(name, defaultTimeout, lt)
 }
@@ -268,15 +265,7 @@ type localTransport struct {
 
 	mu    sync.Mutex
 	inbox map[uint64]*Response // answers to requests still being waited for; nil until one comes
-	// bell rings as an answer comes, on a runtime whose waits take one
-	// (the simulator's); nil elsewhere.
-	bell *actor.Bell
-}
-
-// bellWaiter is a runtime whose waits may name a bell that rings where
-// their condition changes ([actor.Scheduler]).
-type bellWaiter interface {
-	WaitBell(what string, ready func() bool, bell *actor.Bell, timeout time.Duration) error
+	bell  actor.Bell           // rings, under mu, as an answer comes
 }
 
 func (lt *localTransport) receive(ctx pa.Context) {
@@ -288,9 +277,7 @@ func (lt *localTransport) receive(ctx pa.Context) {
 	defer lt.mu.Unlock()
 	if r, waiting := lt.inbox[resp.ID]; waiting && r == nil {
 		lt.inbox[resp.ID] = resp
-		if lt.bell != nil {
-			lt.bell.Ring()
-		}
+		lt.bell.Ring()
 	}
 }
 
@@ -314,13 +301,7 @@ func (lt *localTransport) roundTrip(req *Request, wait time.Duration) (Response,
 		defer lt.mu.Unlock()
 		return lt.inbox[id] != nil
 	}
-	var err error
-	if bw, ok := lt.srv.rt.(bellWaiter); ok && lt.bell != nil {
-		err = bw.WaitBell(what, ready, lt.bell, wait)
-	} else {
-		err = lt.srv.rt.Wait(what, ready, wait)
-	}
-	if err != nil {
+	if err := lt.srv.rt.WaitBell(what, ready, &lt.bell, wait); err != nil {
 		return Response{}, fmt.Errorf("no answer from the store to request %s#%d within %v: %w", req.Client, id, wait, err)
 	}
 	lt.mu.Lock()

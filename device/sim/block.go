@@ -238,8 +238,6 @@ func (c *blockCtx) WaitU32(p device.Ptr, what string, ready func(uint32) bool, t
 	ph, off := sg.phys, sg.off
 	// A freed allocation wakes the waiter, whose next access then faults.
 	cond := func() bool { return ph.freed() || ready(loadU32(ph.data[off:])) }
-	ph.watch(off, 4, &c.bell)
-	defer ph.unwatch(&c.bell)
 	w := c.l.dev.w
 	var deadline time.Duration
 	if timeout > 0 {
@@ -253,7 +251,7 @@ func (c *blockCtx) WaitU32(p device.Ptr, what string, ready func(uint32) bool, t
 					left = time.Nanosecond
 				}
 			}
-			if err := c.blockOn(p, sg, what, cond, left); err != nil {
+			if err := c.blockOn(p, []segment{sg}, what, cond, left); err != nil {
 				return err
 			}
 		}
@@ -270,16 +268,19 @@ func (c *blockCtx) WaitU32(p device.Ptr, what string, ready func(uint32) bool, t
 	}
 }
 
-// blockOn parks the block (or lane) until cond holds, waiting for the word
-// of sg at p: the wait is recorded in the trace and shown among the waits
-// of a deadlock; kernels.ErrWaitTimeout when timeout passes first. cond
-// reads only memory that the block's bell watches.
-func (c *blockCtx) blockOn(p device.Ptr, sg segment, what string, cond func() bool, timeout time.Duration) error {
+// blockOn parks the block (or lane) until cond holds, waiting for the
+// words of segs at p: the wait is recorded in the trace and shown among
+// the waits of a deadlock; kernels.ErrWaitTimeout when timeout passes
+// first. cond reads only the bytes of segs, whose writes ring the block's
+// bell while it waits.
+func (c *blockCtx) blockOn(p device.Ptr, segs []segment, what string, cond func() bool, timeout time.Duration) error {
 	w := c.l.dev.w
 	const blockOn = "block on %#x: %s"
 	c.record(blockPrefix+blockOn, lanePrefix+blockOn, uint64(p), what)
-	task := w.beginWait(c, p, sg, what)
+	task := w.beginWait(c, p, segs[0], what)
+	c.watch(segs)
 	err := w.sched.WaitBell(what, cond, &c.bell, timeout)
+	c.unwatch(segs)
 	var te *actor.TimeoutError
 	if errors.As(err, &te) {
 		w.endWait(task, true)
@@ -287,6 +288,21 @@ func (c *blockCtx) blockOn(p device.Ptr, sg segment, what string, cond func() bo
 	}
 	w.endWait(task, false)
 	return err
+}
+
+// watch has writes to the pages of segs ring the block's bell (see
+// [physical.watch]), until unwatch.
+func (c *blockCtx) watch(segs []segment) {
+	for _, sg := range segs {
+		sg.phys.watch(sg.off, uint64(len(sg.b)), &c.bell)
+	}
+}
+
+// unwatch stops the rings of watch(segs).
+func (c *blockCtx) unwatch(segs []segment) {
+	for _, sg := range segs {
+		sg.phys.unwatch(&c.bell)
+	}
 }
 
 // Lanes runs fn for lanes 0..n-1 as separate tasks and joins them.

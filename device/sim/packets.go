@@ -84,14 +84,7 @@ func (c *blockCtx) WaitU64s(p device.Ptr, dst []uint64, what string, ready func(
 		return ready(dst)
 	}
 	if !cond() {
-		for _, sg := range segs {
-			sg.phys.watch(sg.off, uint64(len(sg.b)), &c.bell)
-		}
-		err := c.blockOn(p, segs[0], what, cond, timeout)
-		for _, sg := range segs {
-			sg.phys.unwatch(&c.bell)
-		}
-		if err != nil {
+		if err := c.blockOn(p, segs, what, cond, timeout); err != nil {
 			return err
 		}
 	}

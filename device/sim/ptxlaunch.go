@@ -617,15 +617,11 @@ func (l *ptxLane) spin(polls []poll) error {
 	what := string(b)
 	l.record(blockPrefix+"spin on %#x", lanePrefix+"spin on %#x", uint64(p))
 	for _, r := range reads {
-		for _, sg := range r.segs {
-			sg.phys.watch(sg.off, uint64(len(sg.b)), &l.bell)
-		}
+		l.watch(r.segs)
 	}
 	err := w.sched.WaitBell(what, changed, &l.bell, timeout)
 	for _, r := range reads {
-		for _, sg := range r.segs {
-			sg.phys.unwatch(&l.bell)
-		}
+		l.unwatch(r.segs)
 	}
 	switch {
 	case err == nil:
