@@ -8,8 +8,9 @@
 #
 # With --instructions it counts instead the instructions each run executes
 # with the collector off (GOGC=off, GOMAXPROCS=1, no asynchronous
-# preemption, under valgrind's cachegrind): the work of the program itself, which repeats to within
-# 0.1% from run to run where CPU time on a shared machine varies by half.
+# preemption, under valgrind's cachegrind): the work of the program
+# itself, which repeats to within 0.1% from run to run where CPU time on
+# a shared machine varies by half.
 # It leaves out the collector's share (10-20% of a PTX run), which changes
 # in allocation show only in the CPU time. The runs take about 40 times
 # longer: use fewer seeds.

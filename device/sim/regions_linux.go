@@ -1,12 +1,15 @@
 package sim
 
-import "syscall"
+import (
+	"math"
+	"syscall"
+)
 
 // mapRegion returns n bytes of a private anonymous mapping of their own:
 // zero, and resident only once touched. It reports false when the
 // system refuses the mapping (the caller then takes bytes of the heap).
 func mapRegion(n uint64) ([]byte, bool) {
-	if n == 0 || n > 1<<47 {
+	if n == 0 || n > math.MaxInt {
 		return nil, false
 	}
 	b, err := syscall.Mmap(-1, 0, int(n), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
