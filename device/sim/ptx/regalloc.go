@@ -1,5 +1,7 @@
 package ptx
 
+import "slices"
+
 // Register allocation. A function declares its registers in ranges sized
 // for the compiler's virtual registers (%r<N>): tens of thousands for a
 // kernel that inlines every case, most of them live for a few
@@ -112,14 +114,14 @@ func allocRegs(fn *Func, limit int) {
 		fn.nregs = 0
 		return
 	}
-	adj := interference(code, n, limit)
-	if adj == nil {
+	g := interference(code, n, limit)
+	if g == nil {
 		// Too many registers live at once to afford the analysis: each
 		// register keeps a slot of its own.
 		fn.nregs = n
 		return
 	}
-	slot := color(adj)
+	slot := color(g)
 	nslots := 0
 	for _, s := range slot {
 		nslots = max(nslots, s+1)
@@ -146,7 +148,7 @@ func allocRegs(fn *Func, limit int) {
 // the number of registers times the number of blocks. Both it and the
 // interference grow with the registers live at once; past limit entries
 // of either, interference gives up and returns nil.
-func interference(code []inst, n, limit int) [][]int32 {
+func interference(code []inst, n, limit int) *graph {
 	// The registers each instruction reads and writes, flat.
 	var refs []int32
 	useAt, defAt := make([]int32, len(code)+1), make([]int32, len(code)+1)
@@ -252,40 +254,71 @@ func interference(code []inst, n, limit int) [][]int32 {
 		}
 	}
 
-	adj := make([][]int32, n)
-	entries = 0
+	// The interferences, walked twice: once to count each register's,
+	// once to lay them out in one array.
 	live := newSparseSet(n)
-	for b := range nb {
-		live.reset()
-		for _, s := range succs[b] {
-			for _, r := range liveIn[s] {
-				live.add(r)
-			}
-		}
-		for i := firsts[b+1] - 1; i >= firsts[b]; i-- {
-			for _, r := range defs(i) {
-				if entries += 2 * len(live.members()); entries > limit {
-					return nil
+	walk := func(edge func(r, x int32)) bool {
+		entries := 0
+		for b := range nb {
+			live.reset()
+			for _, s := range succs[b] {
+				for _, r := range liveIn[s] {
+					live.add(r)
 				}
-				for _, x := range live.members() {
-					if x != r {
-						adj[r] = append(adj[r], x)
-						adj[x] = append(adj[x], r)
+			}
+			for i := firsts[b+1] - 1; i >= firsts[b]; i-- {
+				for _, r := range defs(i) {
+					if entries += 2 * len(live.members()); entries > limit {
+						return false
+					}
+					for _, x := range live.members() {
+						if x != r {
+							edge(r, x)
+						}
 					}
 				}
-			}
-			if code[i].guard < 0 {
-				for _, r := range defs(i) {
-					live.remove(r)
+				if code[i].guard < 0 {
+					for _, r := range defs(i) {
+						live.remove(r)
+					}
+				}
+				for _, r := range uses(i) {
+					live.add(r)
 				}
 			}
-			for _, r := range uses(i) {
-				live.add(r)
-			}
 		}
+		return true
 	}
-	return adj
+	g := &graph{start: make([]int32, n+1)}
+	if !walk(func(r, x int32) { g.start[r+1]++; g.start[x+1]++ }) {
+		return nil
+	}
+	for r := range n {
+		g.start[r+1] += g.start[r]
+	}
+	g.adj = make([]int32, g.start[n])
+	next := slices.Clone(g.start[:n])
+	walk(func(r, x int32) {
+		g.adj[next[r]], g.adj[next[x]] = x, r
+		next[r]++
+		next[x]++
+	})
+	return g
 }
+
+// graph is an interference graph of registers 0 to len(start)-2: the
+// registers r interferes with are adj[start[r]:start[r+1]] (some more
+// than once).
+type graph struct {
+	start []int32
+	adj   []int32
+}
+
+// registers is how many registers g has.
+func (g *graph) registers() int { return len(g.start) - 1 }
+
+// neighbours are the registers r interferes with.
+func (g *graph) neighbours(r int) []int32 { return g.adj[g.start[r]:g.start[r+1]] }
 
 // sparseSet is a set of integers below a bound with constant-time add,
 // remove and reset, and iteration over its members only.
@@ -326,11 +359,12 @@ func (s *sparseSet) members() []int32 { return s.dense }
 
 // color gives each register the lowest slot that no register it
 // interferes with and numbered before it has.
-func color(adj [][]int32) []int {
-	slot := make([]int, len(adj))
-	taken := make([]int, len(adj)+1) // taken[s] == r+1: a neighbour of r has s
-	for r := range adj {
-		for _, x := range adj[r] {
+func color(g *graph) []int {
+	n := g.registers()
+	slot := make([]int, n)
+	taken := make([]int, n+1) // taken[s] == r+1: a neighbour of r has s
+	for r := range n {
+		for _, x := range g.neighbours(r) {
 			if int(x) < r {
 				taken[slot[x]] = r + 1
 			}
