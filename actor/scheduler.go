@@ -113,8 +113,15 @@ type Scheduler struct {
 	// a bell, and those whose bell rang since their condition was last
 	// asked or whose condition held then. The others are silent: their
 	// condition failed and nothing it reads changed since.
-	loud     []*Task
-	runnable []*Task // scratch of pick
+	loud []*Task
+	// runnable is the last runnable list collect merged from ready and
+	// the blocked tasks whose condition held (merged, when ready's
+	// version was mergedAt): a step that finds the same ones takes it
+	// again.
+	runnable  []*Task
+	merged    []*Task
+	mergedAt  uint64
+	readyVers uint64 // counts the changes of ready
 	// choosing is set while the strategy chooses, from a runnable list
 	// that may be ready itself: the tasks it halts meanwhile
 	// (haltedInNext) leave the lists once it has chosen.
@@ -180,6 +187,7 @@ func (s *Scheduler) SpawnLabeled(l Label, fn func()) *Task {
 	s.Recordf("spawn", "%d %s", t.id, l.Name)
 	if !s.haltNew(t) {
 		s.ready = append(s.ready, t) // IDs grow: the list stays in order
+		s.readyVers++
 		t.listed = true
 	}
 	var w *worker
@@ -477,9 +485,10 @@ func (s *Scheduler) pick() *Task {
 
 // collect returns the runnable tasks in ID order: the ready ones and the
 // blocked ones whose condition holds (the loud ones asked in ID order;
-// those whose condition fails with a bell fall silent).
+// those whose condition fails with a bell fall silent). Those that hold
+// are the wakeable list; when they and the ready list are those of the
+// last merge, so is the runnable list.
 func (s *Scheduler) collect() []*Task {
-	runnable, i := s.runnable[:0], 0
 	keep := s.loud[:0]
 	for _, b := range s.loud {
 		if !b.holds() {
@@ -493,19 +502,27 @@ func (s *Scheduler) collect() []*Task {
 		keep = append(keep, b)
 		b.wakeable = true
 		s.wakeable = append(s.wakeable, b)
+	}
+	clear(s.loud[len(keep):])
+	s.loud = keep
+	if len(s.wakeable) == 0 { // no blocked task holds
+		return s.ready // the strategy only reads it
+	}
+	if s.mergedAt == s.readyVers && slices.Equal(s.wakeable, s.merged) {
+		return s.runnable
+	}
+	runnable, i := s.runnable[:0], 0
+	for _, b := range s.wakeable {
 		for i < len(s.ready) && s.ready[i].id < b.id {
 			runnable = append(runnable, s.ready[i])
 			i++
 		}
 		runnable = append(runnable, b)
 	}
-	clear(s.loud[len(keep):])
-	s.loud = keep
-	if len(runnable) == 0 { // no blocked task holds
-		return s.ready // the strategy only reads it
-	}
 	runnable = append(runnable, s.ready[i:]...)
 	s.runnable = runnable
+	s.merged = append(s.merged[:0], s.wakeable...)
+	s.mergedAt = s.readyVers
 	return runnable
 }
 
@@ -570,6 +587,7 @@ func (s *Scheduler) enlist(t *Task) {
 	}
 	if !t.halted && !t.listed {
 		insert(&s.ready, t)
+		s.readyVers++
 		t.listed = true
 	}
 }
@@ -596,6 +614,7 @@ func (s *Scheduler) unready(t *Task) {
 	t.listed = false
 	if i, found := IndexOf(s.ready, t.id); found && s.ready[i] == t {
 		s.ready = removeAt(s.ready, i)
+		s.readyVers++
 	}
 }
 
@@ -685,6 +704,7 @@ func (s *Scheduler) abortAll() {
 		s.unblock(t)
 	}
 	s.tasks, s.ready, s.blocked, s.loud = nil, nil, nil, nil
+	s.runnable, s.merged = nil, nil
 }
 
 // DeadlockError reports that every remaining task is blocked and nothing can

@@ -126,7 +126,7 @@ func run(ctx context.Context, c Case, keep bool) (Outcome, error) {
 	if c.Strategy != StrategyReplay {
 		st = in.promptly(st, c.Seed)
 	}
-	rec := NewRecorder(st)
+	rec := newPooledRecorder(st)
 	stop := &stopStrategy{inner: in.crashes(rec), done: ctx.Done()}
 	cfg := c.simConfig(stop, in, keep)
 	var world *sim.World
@@ -147,12 +147,13 @@ func run(ctx context.Context, c Case, keep bool) (Outcome, error) {
 	if world != nil {
 		world.Release() // the memory that ranks which failed never freed
 	}
+	sched := rec.done()
 	if stop.stopped {
 		return Outcome{}, fmt.Errorf("seed %d stopped after %d steps: %w", c.Seed, res.Steps, ctx.Err())
 	}
 	o := Outcome{
 		Case: c, Trace: res.Trace, Steps: res.Steps, VirtualTime: res.VirtualTime,
-		Errs: res.Errs, Returned: returned, Verdicts: verdicts, Fired: in.order, Schedule: rec.sched, Events: res.Events,
+		Errs: res.Errs, Returned: returned, Verdicts: verdicts, Fired: in.order, Schedule: sched, Events: res.Events,
 	}
 	if res.Races != nil {
 		for _, r := range res.Races.Races {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/internal/pool"
 )
 
 // Decision is one scheduling choice that differs from the default policy
@@ -128,6 +129,35 @@ func (r *Recorder) Next(step int64, runnable []*actor.Task) int {
 
 // Schedule returns the decisions recorded so far.
 func (r *Recorder) Schedule() Schedule { return slices.Clone(r.sched) }
+
+// recordBuffers holds the decision buffers of finished runs for the
+// recorders of later ones: a run records up to hundreds of thousands of
+// decisions, which a buffer grown from empty pays in copies every run.
+var recordBuffers = pool.Bounded[Schedule]{Max: 16}
+
+// newPooledRecorder is NewRecorder with a buffer of an earlier run, which
+// the run hands back with done.
+func newPooledRecorder(inner actor.Strategy) *Recorder {
+	r := NewRecorder(inner)
+	if b, ok := recordBuffers.Get(); ok {
+		r.sched = b[:0]
+	}
+	return r
+}
+
+// done returns the decisions recorded (nil: none) and hands the
+// recorder's buffer on to a later run's; r records no more.
+func (r *Recorder) done() Schedule {
+	var out Schedule
+	if len(r.sched) > 0 {
+		out = slices.Clone(r.sched)
+	}
+	if cap(r.sched) > 0 {
+		recordBuffers.Put(r.sched[:0])
+	}
+	r.sched = nil
+	return out
+}
 
 // replayWindow is how many pending decisions a diverged [Replay] considers.
 const replayWindow = 1 << 30
