@@ -45,8 +45,10 @@ type Detector struct {
 	freshGen *rec
 	// moved maps each state that the current access replaced in some of
 	// its holders only to its replacement, which its other holders in the
-	// access's range take too; empty between accesses.
-	moved map[*state]*state
+	// access's range take too; empty between accesses. Most accesses
+	// move none or one; past maxMovedList, movedIdx indexes them too.
+	moved    []move
+	movedIdx map[*state]*state
 	// spare holds lanes' threads that ended, for new threads to reuse: a
 	// kernel starts and ends a thread per lane, and a thread is the
 	// detector's largest record (nothing refers to a lane's after its
@@ -487,7 +489,6 @@ func New(w *sim.World) *Detector {
 		keys:    map[string]vclock{},
 		far:     map[uint64]*shadow{},
 		sites:   map[siteKey]int{},
-		moved:   map[*state]*state{},
 	}
 	if prev := w.Observer(); prev != nil {
 		w.Observe(func(a *sim.Access) {
@@ -958,17 +959,57 @@ func (d *Detector) access(a *sim.Access) {
 			d.fresh, d.freshGen = d.replace(nil, false, x, t, store), x
 			return d.fresh
 		}
-		if n, ok := d.moved[s]; ok {
+		if n := d.movedTo(s); n != nil {
 			return n // another run of s was already replaced
 		}
 		n := d.replace(s, whole, x, t, store)
 		if !whole {
-			d.moved[s] = n
+			d.addMove(s, n)
 		}
 		return n
 	})
 	if len(d.moved) > 0 {
 		clear(d.moved)
+		d.moved = d.moved[:0]
+		clear(d.movedIdx)
+	}
+}
+
+// move is a state that the current access replaced in some of its
+// holders, and its replacement.
+type move struct{ from, to *state }
+
+// maxMovedList is how many moves the current access looks up in its
+// list before it indexes them.
+const maxMovedList = 16
+
+// movedTo is the replacement of s in the current access, nil when none
+// yet.
+func (d *Detector) movedTo(s *state) *state {
+	if len(d.moved) > maxMovedList {
+		return d.movedIdx[s]
+	}
+	for _, m := range d.moved {
+		if m.from == s {
+			return m.to
+		}
+	}
+	return nil
+}
+
+// addMove records that the current access replaced s by n.
+func (d *Detector) addMove(s, n *state) {
+	d.moved = append(d.moved, move{s, n})
+	switch {
+	case len(d.moved) == maxMovedList+1:
+		if d.movedIdx == nil {
+			d.movedIdx = map[*state]*state{}
+		}
+		for _, m := range d.moved {
+			d.movedIdx[m.from] = m.to
+		}
+	case len(d.moved) > maxMovedList+1:
+		d.movedIdx[s] = n
 	}
 }
 

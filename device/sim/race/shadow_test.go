@@ -129,6 +129,44 @@ func epochs(accs []acc) string {
 	return s
 }
 
+// TestShadowManyMoves checks an access that replaces more states in part
+// than maxMovedList, each held in two runs of its range: every run of a
+// state takes the one replacement its first run got, as the reference
+// spans have it.
+func TestShadowManyMoves(t *testing.T) {
+	const k = 4 * maxMovedList
+	paged, ref := newBare(t), newBare(t)
+	spans := map[uint64]*spanShadow{}
+	store := func(off, size uint64) sim.Access {
+		a := sim.Access{Kind: sim.Store, Task: 0, Parent: -1, Block: -1, Lane: -1, Phys: 1, PhysOffset: off, Size: size,
+			Addr: device.Ptr(1<<32 + off), Write: true, Scope: signal.System}
+		paged.observe(&a)
+		ref.spanAccess(spans, a)
+		return a
+	}
+	for i := range uint64(k) {
+		store(16*i, 16) // granules 4i..4i+3 hold a state of their own
+	}
+	for i := range uint64(k) {
+		store(16*i+4, 4) // which keeps granules 4i and 4i+2..4i+3
+	}
+	a := store(0, 16*k)
+	sh := paged.shadowOf(1)
+	compareShadow(t, a, sh, spans[1], 0, 4*k)
+	checkRefs(t, sh)
+	for i := range uint64(k) {
+		if sh.at(4*i) != sh.at(4*i+2) {
+			t.Fatalf("granules %d and %d held one state before the access and two after it", 4*i, 4*i+2)
+		}
+		if sh.at(4*i) == sh.at(4*i+1) || i > 0 && sh.at(4*i) == sh.at(4*i-1) {
+			t.Fatalf("granule %d shares a state with a neighbour that held another before the access", 4*i)
+		}
+	}
+	if len(paged.moved) != 0 || len(paged.movedIdx) != 0 {
+		t.Fatalf("%d moves (%d indexed) left after the access", len(paged.moved), len(paged.movedIdx))
+	}
+}
+
 // checkRefs checks that every state's reference count is its number of
 // holders.
 func checkRefs(t *testing.T, sh *shadow) {
