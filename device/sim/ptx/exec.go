@@ -392,6 +392,10 @@ func (t *Thread) Run() (Stop, error) {
 				return 0, t.fail(f, in, err)
 			}
 		default:
+			if in.fast != fastNone {
+				runFast(regs, in)
+				continue
+			}
 			if err := t.alu(f, in); err != nil {
 				return 0, t.fail(f, in, err)
 			}
