@@ -1205,7 +1205,9 @@ func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 	now := t.sight()
 	settled := !write
 	for i, y := range accs {
-		ordered := y.before(&now)
+		// y happens before the access, or its thread observed y, a
+		// strong write (written out: too large to be inlined as a call).
+		ordered := y.clock <= now.get(y.slot()) || y.tag&accStrong != 0 && y.r.observedBy(now.slot)
 		if !ordered && (y.write() || write) && conflict(y.r, x) {
 			d.report(y.r, x, t)
 		}

@@ -191,12 +191,6 @@ func (y acc) settledReadOf(t *thread) bool {
 // write reports whether y writes.
 func (y acc) write() bool { return y.tag&accWrite != 0 }
 
-// before reports whether y happens before the thread's event that s
-// sees, or the thread observed it.
-func (y acc) before(s *sight) bool {
-	return y.clock <= s.get(y.slot()) || (y.tag&accStrong != 0 && y.r.observedBy(s.slot))
-}
-
 // newState returns a state holding no access, held nowhere yet.
 func newState() *state {
 	s := &state{}
