@@ -107,3 +107,24 @@ func TestRemoveAt(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexOf checks IndexOf against a scan, for every ID below, at and
+// above the tasks of lists of every length up to 9 with gaps between IDs.
+func TestIndexOf(t *testing.T) {
+	for n := range 10 {
+		var l []*Task
+		for i := range n {
+			l = append(l, &Task{id: 3*i + 1})
+		}
+		for id := -1; id <= 3*n+1; id++ {
+			want := 0
+			for want < n && l[want].id < id {
+				want++
+			}
+			found := want < n && l[want].id == id
+			if got, ok := IndexOf(l, id); got != want || ok != found {
+				t.Fatalf("list of %d, id %d: IndexOf = %d, %v; want %d, %v", n, id, got, ok, want, found)
+			}
+		}
+	}
+}
