@@ -1,25 +1,28 @@
 package ptx
 
 // The commonest instructions of compiled kernels are integer adds, logic,
-// shifts, comparisons and moves of registers and immediates (about 60%
-// of the ALU instructions the fuzzer's default programs run). The decoder
-// marks them (inst.fast) and Run evaluates them in one call, with the
-// very arithmetic of alu, rather than through alu, value, compute and
-// intArith.
+// shifts and comparisons, f32 adds and comparisons rounding to nearest,
+// and moves, of registers and immediates (about 70% of the ALU
+// instructions the fuzzer's default programs run). The decoder marks them
+// (inst.fast) and Run evaluates them in one call, with the very
+// arithmetic of alu, rather than through alu, value, compute and
+// intArith or floatOp.
 
 // Fast forms of an instruction (inst.fast).
 const (
-	fastNone  uint8 = iota
-	fastMov         // mov d, a
-	fastAdd         // add d, a, b: trunc(a+b)
-	fastSub         // sub d, a, b: trunc(a-b)
-	fastAnd         // and d, a, b: a&b
-	fastOr          // or d, a, b: a|b
-	fastXor         // xor d, a, b: a^b
-	fastShl         // shl d, a, b: 0 past the width, else trunc(a<<b)
-	fastShrU        // shr (unsigned) d, a, b: 0 past the width, else trunc(a)>>b
-	fastSetpS       // setp.cmp (signed) d, a, b
-	fastSetpU       // setp.cmp (unsigned, bits) d, a, b
+	fastNone    uint8 = iota
+	fastMov           // mov d, a
+	fastAdd           // add d, a, b: trunc(a+b)
+	fastSub           // sub d, a, b: trunc(a-b)
+	fastAnd           // and d, a, b: a&b
+	fastOr            // or d, a, b: a|b
+	fastXor           // xor d, a, b: a^b
+	fastShl           // shl d, a, b: 0 past the width, else trunc(a<<b)
+	fastShrU          // shr (unsigned) d, a, b: 0 past the width, else trunc(a)>>b
+	fastSetpS         // setp.cmp (signed) d, a, b
+	fastSetpU         // setp.cmp (unsigned, bits) d, a, b
+	fastAddF32        // add.f32 d, a, b rounding to nearest: f32Result(a+b)
+	fastSetpF32       // setp.cmp.f32 d, a, b: fcompare
 )
 
 // fastForm returns the fast form of in, fastNone when it has none: its
@@ -38,13 +41,20 @@ func fastForm(in *inst) uint8 {
 			return fastNone
 		}
 	}
-	if ty.float() || ty.packed() {
-		return fastNone
-	}
 	switch n := len(in.ops); {
 	case in.op == opMov && n == 2:
-		return fastMov
+		return fastMov // of any type: a copy
 	case n != 3:
+		return fastNone
+	case ty == tF32 && !in.ftz && !in.sat:
+		switch {
+		case in.op == opAdd && (in.rmode == rnNone || in.rmode == rnEven):
+			return fastAddF32
+		case in.op == opSetp:
+			return fastSetpF32
+		}
+		return fastNone
+	case ty.float() || ty.packed():
 		return fastNone
 	}
 	switch in.op {
@@ -127,6 +137,10 @@ func runFast(regs []uint64, in *inst) {
 		v = b2u(ordered(in.cmp, sext(a, ty), sext(fastValue(regs, &in.ops[2], ty), ty)))
 	case fastSetpU:
 		v = b2u(ordered(in.cmp, trunc(a, ty), trunc(fastValue(regs, &in.ops[2], ty), ty)))
+	case fastAddF32:
+		v = f32Result(f32(a) + f32(fastValue(regs, &in.ops[2], ty)))
+	case fastSetpF32:
+		v = b2u(fcompare(in.cmp, fmtF32, false, a, fastValue(regs, &in.ops[2], ty)))
 	}
 	regs[in.ops[0].reg] = v
 }

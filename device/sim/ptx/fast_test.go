@@ -14,7 +14,10 @@ import (
 func TestFastMatchesALU(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	edges := []uint64{0, 1, 2, 31, 32, 33, 63, 64, 65, 0x7f, 0x80, 0xff, 0x7fff, 0x8000, 0xffff,
-		0x7fffffff, 0x80000000, 0xffffffff, 1 << 62, 1 << 63, ^uint64(0)}
+		0x7fffffff, 0x80000000, 0xffffffff, 1 << 62, 1 << 63, ^uint64(0),
+		// f32: infinities, quiet and signalling NaNs, -0, subnormals, the
+		// largest finite value, one.
+		0x7f800000, 0xff800000, 0x7fc00000, 0xffc00001, 0x7f800001, 0x007fffff, 0x807fffff, 0x7f7fffff, 0x3f800000}
 	draw := func() uint64 {
 		if rng.IntN(2) == 0 {
 			return edges[rng.IntN(len(edges))]
@@ -28,9 +31,11 @@ func TestFastMatchesALU(t *testing.T) {
 		srcs int
 		want uint8
 		pred bool // also for .pred (registers only)
+		all  bool // also for the float and packed types
+		f32  bool // for .f32 only
 	}
 	var forms []form
-	forms = append(forms, form{op: opMov, srcs: 1, want: fastMov, pred: true},
+	forms = append(forms, form{op: opMov, srcs: 1, want: fastMov, pred: true, all: true},
 		form{op: opAdd, srcs: 2, want: fastAdd}, form{op: opSub, srcs: 2, want: fastSub},
 		form{op: opAnd, srcs: 2, want: fastAnd, pred: true}, form{op: opOr, srcs: 2, want: fastOr, pred: true},
 		form{op: opXor, srcs: 2, want: fastXor, pred: true}, form{op: opShl, srcs: 2, want: fastShl},
@@ -38,11 +43,21 @@ func TestFastMatchesALU(t *testing.T) {
 	for c := cmpEq; c <= cmpGe; c++ {
 		forms = append(forms, form{op: opSetp, cmp: c, srcs: 2, want: fastSetpU})
 	}
+	forms = append(forms, form{op: opAdd, srcs: 2, want: fastAddF32, f32: true})
+	for c := cmpEq; c <= cmpNan; c++ {
+		forms = append(forms, form{op: opSetp, cmp: c, srcs: 2, want: fastSetpF32, f32: true})
+	}
 	checked := 0
 	for _, fm := range forms {
 		types := ints
+		if fm.f32 {
+			types = []typ{tF32}
+		}
 		if fm.pred {
 			types = append(types[:len(types):len(types)], tPred)
+		}
+		if fm.all {
+			types = append(types[:len(types):len(types)], tF16, tBF16, tF32, tF64, tF16x2, tBF16x2)
 		}
 
 		for _, ty := range types {
@@ -64,7 +79,7 @@ func TestFastMatchesALU(t *testing.T) {
 					if fm.op == opShr && ty.signed() {
 						want = fastNone
 					}
-					if fm.op == opSetp && ty.signed() {
+					if fm.op == opSetp && ty.signed() && !fm.f32 {
 						want = fastSetpS
 					}
 					if got := fastForm(&in); got != want {
@@ -102,7 +117,11 @@ func TestFastMatchesALU(t *testing.T) {
 		{op: opAnd, t: tPred, ops: []operand{{kind: oReg}, {kind: oReg, reg: 1}, {kind: oImm, imm: 1}}},
 		{op: opSetp, t: tU32, cmp: cmpNan, ops: []operand{{kind: oReg}, {kind: oReg, reg: 1}, {kind: oReg, reg: 2}}},
 		{op: opSetp, t: tS32, ops: []operand{{kind: oVec, vec: []int{0, 3}}, {kind: oReg, reg: 1}, {kind: oReg, reg: 2}}},
-		{op: opAdd, t: tF32, ops: []operand{{kind: oReg}, {kind: oReg, reg: 1}, {kind: oReg, reg: 2}}},
+		{op: opAdd, t: tF32, ftz: true, ops: []operand{{kind: oReg}, {kind: oReg, reg: 1}, {kind: oReg, reg: 2}}},
+		{op: opAdd, t: tF32, rmode: rnZero, ops: []operand{{kind: oReg}, {kind: oReg, reg: 1}, {kind: oReg, reg: 2}}},
+		{op: opSub, t: tF32, ops: []operand{{kind: oReg}, {kind: oReg, reg: 1}, {kind: oReg, reg: 2}}},
+		{op: opAdd, t: tF64, ops: []operand{{kind: oReg}, {kind: oReg, reg: 1}, {kind: oReg, reg: 2}}},
+		{op: opSetp, t: tF32, ftz: true, ops: []operand{{kind: oReg}, {kind: oReg, reg: 1}, {kind: oReg, reg: 2}}},
 		{op: opMov, t: tU32, ops: []operand{{kind: oReg}, {kind: oSpecial}}},
 		{op: opMad, t: tF32, ops: []operand{{kind: oReg}, {kind: oReg, reg: 1}, {kind: oReg, reg: 2}, {kind: oReg, reg: 3}}},
 		{op: opMul, t: tS32, ops: []operand{{kind: oReg}, {kind: oReg, reg: 1}, {kind: oReg, reg: 2}}},
