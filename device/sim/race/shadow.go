@@ -191,13 +191,6 @@ func (y acc) settledReadOf(t *thread) bool {
 // write reports whether y writes.
 func (y acc) write() bool { return y.tag&accWrite != 0 }
 
-// newState returns a state holding no access, held nowhere yet.
-func newState() *state {
-	s := &state{}
-	s.accs = s.inl[:0]
-	return s
-}
-
 // unref drops a holder of s.
 func (s *state) unref() { s.drop(1) }
 

@@ -427,7 +427,8 @@ func TestShadowUpdate(t *testing.T) {
 	var sh shadow
 	sh.grow(size)
 	flat := make([]*state, size)
-	shared := newState() // handed to many runs, so whole pages rejoin
+	var sl slabs
+	shared := sl.state() // handed to many runs, so whole pages rejoin
 	rejoined := 0
 	for step := range 3000 {
 		lo := rng.Uint64N(size)
@@ -452,7 +453,7 @@ func TestShadowUpdate(t *testing.T) {
 			case r == 1 || r == 2:
 				return shared
 			}
-			return newState()
+			return sl.state()
 		})
 		for g := lo; g < hi; g++ {
 			flat[g] = sh.at(g)
