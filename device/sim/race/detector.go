@@ -283,7 +283,7 @@ func (ps *places) of(a *sim.Access) *place {
 // the same).
 func (d *Detector) newRec(a *sim.Access, t *thread, at *place) *rec {
 	if a.Kind == sim.Atomic && (a.Write || a.Stamp != 0 || a.Old != 0 || a.New != 0) {
-		ar := &atomicRec{}
+		ar := d.slab.atomic()
 		ar.rec = d.recOf(a, t, at, &ar.st)
 		ar.st.stamp, ar.st.old, ar.st.new = a.Stamp, a.Old, a.New
 		return &ar.rec
@@ -1436,16 +1436,19 @@ func (d *Detector) release(t *thread, rel []release, a *sim.Access, vc vclock) [
 	return l
 }
 
-// slabs hands out records and states carved from arrays of slabSize, one
-// allocation per slabSize of them: the allocator's work per object was a
-// twentieth of a PTX run's instructions. Most records and states live as
-// long as the detector (a granule keeps its accesses until a later one
-// supersedes them), so an array seldom outlives its last user by long:
-// the heap's peak did not grow (30 default PTX seeds: 189 MB live before,
-// 169 after; the low-latency kernel's longest seed: 466 and 459 MB).
+// slabs hands out records (plain and atomic) and states carved from
+// arrays of slabSize, one allocation per slabSize of them: the
+// allocator's work per object was a twentieth of a PTX run's
+// instructions. Most records and states live as long as the detector (a
+// granule keeps its accesses until a later one supersedes them), so an
+// array seldom outlives its last user by long: the heap's peak did not
+// grow (30 default PTX seeds: 189 MB live before, 169 after; the
+// low-latency kernel's longest seed: 466 and 459 MB, and 531 and 491 with
+// its atomic records too, whose clocks an array might have kept alive).
 type slabs struct {
-	recs   []rec
-	states []state
+	recs    []rec
+	atomics []atomicRec
+	states  []state
 }
 
 // slabSize is how many records or states one allocation holds.
@@ -1458,6 +1461,16 @@ func (sl *slabs) rec() *rec {
 	}
 	r := &sl.recs[0]
 	sl.recs = sl.recs[1:]
+	return r
+}
+
+// atomic returns a zero record with a strong part.
+func (sl *slabs) atomic() *atomicRec {
+	if len(sl.atomics) == 0 {
+		sl.atomics = make([]atomicRec, slabSize)
+	}
+	r := &sl.atomics[0]
+	sl.atomics = sl.atomics[1:]
 	return r
 }
 
