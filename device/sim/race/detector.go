@@ -48,8 +48,9 @@ type Detector struct {
 	// access's range take too; empty between accesses. Most accesses
 	// move none or one; past maxMovedList, movedIdx indexes them too.
 	moved    []move
-	slab     slabs // where records and states are carved from
 	movedIdx map[*state]*state
+	// slab is where the detector's records and states are carved from.
+	slab slabs
 	// spare holds lanes' threads that ended, for new threads to reuse: a
 	// kernel starts and ends a thread per lane, and a thread is the
 	// detector's largest record (nothing refers to a lane's after its
