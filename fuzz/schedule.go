@@ -150,7 +150,7 @@ func newPooledRecorder(inner actor.Strategy) *Recorder {
 func (r *Recorder) done() Schedule {
 	var out Schedule
 	if len(r.sched) > 0 {
-		out = slices.Clone(r.sched)
+		out = r.Schedule()
 	}
 	if cap(r.sched) > 0 {
 		recordBuffers.Put(r.sched[:0])

@@ -1438,14 +1438,11 @@ func (d *Detector) release(t *thread, rel []release, a *sim.Access, vc vclock) [
 }
 
 // slabs hands out records (plain and atomic) and states carved from
-// arrays of slabSize, one allocation per slabSize of them: the
-// allocator's work per object was a twentieth of a PTX run's
-// instructions. Most records and states live as long as the detector (a
-// granule keeps its accesses until a later one supersedes them), so an
-// array seldom outlives its last user by long: the heap's peak did not
-// grow (30 default PTX seeds: 189 MB live before, 169 after; the
-// low-latency kernel's longest seed: 466 and 459 MB, and 531 and 491 with
-// its atomic records too, whose clocks an array might have kept alive).
+// arrays of slabSize, one allocation per slabSize of them rather than one
+// each. Most records and states live as long as the detector (a granule
+// keeps its accesses until a later one supersedes them), so an array
+// seldom outlives its last user by long (BENCHMARKS.md has the heap's
+// peaks before and after).
 type slabs struct {
 	recs    []rec
 	atomics []atomicRec
@@ -1455,33 +1452,26 @@ type slabs struct {
 // slabSize is how many records or states one allocation holds.
 const slabSize = 64
 
-// rec returns a zero record.
-func (sl *slabs) rec() *rec {
-	if len(sl.recs) == 0 {
-		sl.recs = make([]rec, slabSize)
+// carve returns the next zero element of *slab, which it refills with
+// slabSize new ones once empty.
+func carve[T any](slab *[]T) *T {
+	if len(*slab) == 0 {
+		*slab = make([]T, slabSize)
 	}
-	r := &sl.recs[0]
-	sl.recs = sl.recs[1:]
-	return r
+	x := &(*slab)[0]
+	*slab = (*slab)[1:]
+	return x
 }
 
+// rec returns a zero record.
+func (sl *slabs) rec() *rec { return carve(&sl.recs) }
+
 // atomic returns a zero record with a strong part.
-func (sl *slabs) atomic() *atomicRec {
-	if len(sl.atomics) == 0 {
-		sl.atomics = make([]atomicRec, slabSize)
-	}
-	r := &sl.atomics[0]
-	sl.atomics = sl.atomics[1:]
-	return r
-}
+func (sl *slabs) atomic() *atomicRec { return carve(&sl.atomics) }
 
 // state returns a state holding no access, held nowhere yet.
 func (sl *slabs) state() *state {
-	if len(sl.states) == 0 {
-		sl.states = make([]state, slabSize)
-	}
-	s := &sl.states[0]
-	sl.states = sl.states[1:]
+	s := carve(&sl.states)
 	s.accs = s.inl[:0]
 	return s
 }
