@@ -111,9 +111,11 @@ type history struct {
 	// newest entry it read (read-read coherence), at most maxReaders.
 	readers []reader
 	// inl backs ents while it holds the base and one store, as most do (a
-	// packet of the low-latency protocol is written once a launch): one
-	// allocation a location instead of two.
-	inl [2]wstore
+	// packet of the low-latency protocol is written once a launch), and
+	// inlReader backs readers while one thread read it (the packet's
+	// poller): one allocation a location instead of three.
+	inl       [2]wstore
+	inlReader [1]reader
 }
 
 // maxReaders bounds a history's readers: a location read by a thread of
@@ -157,6 +159,9 @@ func (h *history) read(v *weakView, stamp uint64) {
 		r.v.known = max(r.v.known, r.stamp)
 		h.readers[old] = reader{v, stamp}
 		return
+	}
+	if h.readers == nil {
+		h.readers = h.inlReader[:0]
 	}
 	h.readers = append(h.readers, reader{v, stamp})
 }

@@ -134,6 +134,9 @@ type Thread struct {
 	Budget int
 	buf    [16]byte
 	unit   int // the element size of the ld or st that Env.Load or Env.Store serves
+	// line is the source line of the last instruction that called into
+	// Env or stopped at a barrier (see [Thread.Line]).
+	line int
 }
 
 // DefaultBudget is the default [Thread.Budget].
@@ -308,7 +311,7 @@ func (t *Thread) Run() (Stop, error) {
 		}
 		switch in.op {
 		case opLd, opSt, opAtom:
-			left = budget
+			left, t.line = budget, in.line
 			if in.op == opSt && f.hoisted == f.pc {
 				f.hoisted = 0 // done before an earlier load
 				continue
@@ -322,10 +325,10 @@ func (t *Thread) Run() (Stop, error) {
 				return 0, t.fail(f, in, err)
 			}
 		case opMembar:
-			left = budget
+			left, t.line = budget, in.line
 			t.env.Fence(in.sem, in.scope)
 		case opBar:
-			left = budget
+			left, t.line = budget, in.line
 			stop, err := t.barrier(f, in)
 			switch {
 			case err == errAbandoned:
@@ -387,7 +390,7 @@ func (t *Thread) Run() (Stop, error) {
 		case opTrap:
 			return 0, t.fail(f, in, &TrapError{What: in.trap})
 		case opShfl, opVote, opActivemask:
-			left = budget
+			left, t.line = budget, in.line
 			if err := t.warpOp(f, in); err != nil {
 				return 0, t.fail(f, in, err)
 			}

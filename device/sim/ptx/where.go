@@ -1,15 +1,13 @@
 package ptx
 
 // Line is the source line of the instruction the thread is executing (the
-// one that called into its [Env], during the call), or last executed; 0
-// before it started and after it exited.
+// one that called into its [Env], during the call), or of the last one
+// that called into Env or stopped at a barrier; 0 before it started and
+// after it exited. The thread notes it as it executes such an
+// instruction: Env's hot paths ask for it at every access.
 func (t *Thread) Line() int {
 	if len(t.frames) == 0 {
 		return 0
 	}
-	f := &t.frames[len(t.frames)-1]
-	if f.pc == 0 {
-		return 0
-	}
-	return f.fn.code[f.pc-1].line
+	return t.line
 }
