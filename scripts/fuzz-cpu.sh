@@ -15,7 +15,11 @@
 # in allocation show only in the CPU time. The runs take about 40 times
 # longer: use fewer seeds.
 #
-#   scripts/fuzz-cpu.sh [--rounds 3] [--seeds 30] [--modes go,ptx] [--jobs 1] [--instructions] REV...
+# With --pin N each run is pinned to CPU N (taskset) with GOMAXPROCS=1, so
+# that the collector shares the fuzzer's core: steadier figures on a
+# machine whose other cores are busy.
+#
+#   scripts/fuzz-cpu.sh [--rounds 3] [--seeds 30] [--modes go,ptx] [--jobs 1] [--pin N] [--instructions] REV...
 #
 # REV is anything git rev-parse takes (HEAD, a hash, a branch); "." is the
 # working tree as it is. Needs GNU time (/usr/bin/time), or valgrind with
@@ -23,7 +27,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-rounds=3 seeds=30 modes=go,ptx jobs=1 instr=
+rounds=3 seeds=30 modes=go,ptx jobs=1 instr= pin=()
 revs=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -32,7 +36,8 @@ while [ $# -gt 0 ]; do
     --modes) modes=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --instructions) instr=1; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --pin) pin=(taskset -c "$2" env GOMAXPROCS=1); shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     -*) echo "fuzz-cpu: unknown flag $1" >&2; exit 2 ;;
     *) revs+=("$1"); shift ;;
   esac
@@ -47,6 +52,10 @@ if [ -n "$instr" ] && ! command -v valgrind >/dev/null; then
 fi
 if [ -z "$instr" ] && [ ! -x /usr/bin/time ]; then
   echo "fuzz-cpu: needs GNU time at /usr/bin/time" >&2
+  exit 1
+fi
+if [ ${#pin[@]} -gt 0 ] && ! command -v taskset >/dev/null; then
+  echo "fuzz-cpu: --pin needs taskset" >&2
   exit 1
 fi
 
@@ -97,7 +106,7 @@ for mode in "${modelist[@]}"; do
         cpu[$i]+=" $(awk -v n="${n:-0}" 'BEGIN { if (n > 0) printf "%.3f", n / 1e9; else printf "failed" }')"
         continue
       fi
-      /usr/bin/time -o "$tmp/time" -f "%U %S %M" "$tmp/symmem.$i" fuzz "${kflag[@]}" --seeds "$seeds" \
+      /usr/bin/time -o "$tmp/time" -f "%U %S %M" ${pin[@]+"${pin[@]}"} "$tmp/symmem.$i" fuzz "${kflag[@]}" --seeds "$seeds" \
         -j "$jobs" --shrink=false --progress=false >/dev/null 2>&1 || true
       # GNU time puts "Command exited with non-zero status N" first when
       # the run fails (a build whose fuzzer finds a failure): the figures
@@ -107,7 +116,7 @@ for mode in "${modelist[@]}"; do
       rss[$i]+=" $((kb / 1024))"
     done
   done
-  echo "symmem fuzz ${kflag[*]:+${kflag[*]} }--seeds $seeds -j $jobs, $rounds rounds alternated:"
+  echo "symmem fuzz ${kflag[*]:+${kflag[*]} }--seeds $seeds -j $jobs, $rounds rounds alternated${pin[*]:+, pinned (${pin[*]})}:"
   for i in "${!revs[@]}"; do
     if [ -n "$instr" ]; then
       echo "  ${names[$i]}: billions of instructions, collector off:${cpu[$i]}"
