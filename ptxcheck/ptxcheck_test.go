@@ -120,7 +120,7 @@ func TestHangs(t *testing.T) {
 		if len(rep.Findings) != 1 || rep.Findings[0].Kind != "hang" {
 			t.Fatalf("%s: findings %+v, want one hang", entry, rep.Findings)
 		}
-		if d := strings.Join(rep.Findings[0].Details, "\n"); !strings.Contains(d, line) || !strings.Contains(d, "spun 1ms") {
+		if d := strings.Join(rep.Findings[0].Details, "\n"); !strings.Contains(d, line) || !strings.Contains(d, "spun for 1ms") {
 			t.Errorf("%s: the hang does not name %s after 1ms:\n%s", entry, line, d)
 		}
 		also := map[string]string{"wait_two": "4004 (00 00 00 00)", "wait_reload": ", and on ", "wait_cas_two": "4004 (00 00 00 00)"}[entry]

@@ -577,8 +577,7 @@ func (c *compiled) hangFinding(spins []*sim.SpinError, waits []error, simErr err
 	lines := map[int]bool{}
 	for _, s := range spins {
 		lines[s.Line] = true
-		f.Details = append(f.Details, fmt.Sprintf("device %d %s#%d block %d thread %d spun %v on %v, which kept holding % x%s\n      at %s",
-			s.Device, s.Kernel, s.Launch, s.Block, s.Lane, s.Waited, s.Addr, s.Value, s.AlsoText(), c.where(s.Line)))
+		f.Details = append(f.Details, fmt.Sprintf("%s %s\n      at %s", s.Thread(), s.Spin(), c.where(s.Line)))
 	}
 	var ls []int
 	for l := range lines {

@@ -64,15 +64,20 @@ type SpinRead struct {
 }
 
 func (e *SpinError) Error() string {
-	s := fmt.Sprintf("device %d %s#%d block %d thread %d: PTX line %d spun for %v on %v, which kept holding % x",
-		e.Device, e.Kernel, e.Launch, e.Block, e.Lane, e.Line, e.Waited, e.Addr, e.Value)
-	return s + e.AlsoText()
+	return fmt.Sprintf("%s: PTX line %d %s", e.Thread(), e.Line, e.Spin())
 }
 
-// AlsoText lists the other words of the loop: ", and on A (% x), ...", or
-// nothing.
-func (e *SpinError) AlsoText() string {
-	var s string
+// Thread names the thread that spun: "device D kernel#launch block B
+// thread T".
+func (e *SpinError) Thread() string {
+	return fmt.Sprintf("device %d %s#%d block %d thread %d", e.Device, e.Kernel, e.Launch, e.Block, e.Lane)
+}
+
+// Spin says how long the thread spun on what: "spun for W on A, which
+// kept holding V", and the other words of its loop (", and on A (V),
+// ...") when it read several.
+func (e *SpinError) Spin() string {
+	s := fmt.Sprintf("spun for %v on %v, which kept holding % x", e.Waited, e.Addr, e.Value)
 	for i, r := range e.Also {
 		if i == 0 {
 			s += ", and on "
