@@ -74,6 +74,23 @@ type weakMem struct {
 	// most maxSC: every later fence.sc knows it, as if all were morally
 	// strong with it (which only hides stores).
 	scEvicted uint64
+	// hists is where new histories are carved from, histSlab at a time:
+	// a low-latency all-reduce makes one for every word of its packets,
+	// and most live as long as the run.
+	hists []history
+}
+
+// histSlab is how many histories one allocation holds.
+const histSlab = 64
+
+// newHistory returns a zero history.
+func (m *weakMem) newHistory() *history {
+	if len(m.hists) == 0 {
+		m.hists = make([]history, histSlab)
+	}
+	h := &m.hists[0]
+	m.hists = m.hists[1:]
+	return h
 }
 
 // maxSC bounds the fence.sc records (every thread of every launch that
@@ -184,6 +201,7 @@ func (h *history) newest() *wstore { return &h.ents[len(h.ents)-1] }
 // holds several when strong accesses are narrower: a vector's elements).
 type word struct {
 	locs []*history
+	inl  [1]*history // backs locs while it holds one, as most do
 }
 
 // weakMemOf is an allocation's histories: pages of words, by page index,
@@ -216,6 +234,7 @@ func (m *weakMemOf) wordAt(off uint64, create bool) *word {
 	wd := pg[off%pageSize/8]
 	if wd == nil && create {
 		wd = &word{}
+		wd.locs = wd.inl[:0]
 		pg[off%pageSize/8] = wd
 	}
 	return wd
@@ -409,7 +428,8 @@ func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signa
 	if h == nil {
 		// Room for the base and this store: most locations get no other
 		// (a packet of the low-latency protocol is written once a launch).
-		h = &history{off: sg.off, size: size}
+		h = w.weak.newHistory()
+		h.off, h.size = sg.off, size
 		h.ents = h.inl[:1]
 		h.ents[0] = wstore{val: loadN(sg.b[:size]), base: true}
 		if p.weak == nil {
