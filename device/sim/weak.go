@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/symmem/symmem/device/sim/ptx"
+	"github.com/symmem/symmem/internal/slab"
 	"github.com/symmem/symmem/signal"
 )
 
@@ -74,23 +75,10 @@ type weakMem struct {
 	// most maxSC: every later fence.sc knows it, as if all were morally
 	// strong with it (which only hides stores).
 	scEvicted uint64
-	// hists is where new histories are carved from, histSlab at a time:
-	// a low-latency all-reduce makes one for every word of its packets,
-	// and most live as long as the run.
-	hists []history
-}
-
-// histSlab is how many histories one allocation holds.
-const histSlab = 64
-
-// newHistory returns a zero history.
-func (m *weakMem) newHistory() *history {
-	if len(m.hists) == 0 {
-		m.hists = make([]history, histSlab)
-	}
-	h := &m.hists[0]
-	m.hists = m.hists[1:]
-	return h
+	// hists is where new histories are carved from: a low-latency
+	// all-reduce makes one for every word of its packets, and most live
+	// as long as the run.
+	hists slab.Slab[history]
 }
 
 // maxSC bounds the fence.sc records (every thread of every launch that
@@ -130,7 +118,7 @@ type history struct {
 	// inl backs ents while it holds the base and one store, as most do (a
 	// packet of the low-latency protocol is written once a launch), and
 	// inlReader backs readers while one thread read it (the packet's
-	// poller): one allocation a location instead of three.
+	// poller): neither takes an allocation of its own.
 	inl       [2]wstore
 	inlReader [1]reader
 }
@@ -176,9 +164,6 @@ func (h *history) read(v *weakView, stamp uint64) {
 		r.v.known = max(r.v.known, r.stamp)
 		h.readers[old] = reader{v, stamp}
 		return
-	}
-	if h.readers == nil {
-		h.readers = h.inlReader[:0]
 	}
 	h.readers = append(h.readers, reader{v, stamp})
 }
@@ -428,9 +413,9 @@ func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signa
 	if h == nil {
 		// Room for the base and this store: most locations get no other
 		// (a packet of the low-latency protocol is written once a launch).
-		h = w.weak.newHistory()
+		h = w.weak.hists.New()
 		h.off, h.size = sg.off, size
-		h.ents = h.inl[:1]
+		h.ents, h.readers = h.inl[:1], h.inlReader[:0]
 		h.ents[0] = wstore{val: loadN(sg.b[:size]), base: true}
 		if p.weak == nil {
 			p.weak = &weakMemOf{pages: map[uint64]*weakPage{}}

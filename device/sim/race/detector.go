@@ -6,6 +6,7 @@ import (
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/internal/slab"
 	"github.com/symmem/symmem/signal"
 )
 
@@ -1438,40 +1439,25 @@ func (d *Detector) release(t *thread, rel []release, a *sim.Access, vc vclock) [
 }
 
 // slabs hands out records (plain and atomic) and states carved from
-// arrays of slabSize, one allocation per slabSize of them rather than one
-// each. Most records and states live as long as the detector (a granule
-// keeps its accesses until a later one supersedes them), so an array
-// seldom outlives its last user by long (BENCHMARKS.md has the heap's
-// peaks before and after).
+// arrays (package slab). Most records and states live as long as the
+// detector (a granule keeps its accesses until a later one supersedes
+// them), so an array seldom outlives its last user by long (BENCHMARKS.md
+// has the heap's peaks before and after).
 type slabs struct {
-	recs    []rec
-	atomics []atomicRec
-	states  []state
-}
-
-// slabSize is how many records or states one allocation holds.
-const slabSize = 64
-
-// carve returns the next zero element of *slab, which it refills with
-// slabSize new ones once empty.
-func carve[T any](slab *[]T) *T {
-	if len(*slab) == 0 {
-		*slab = make([]T, slabSize)
-	}
-	x := &(*slab)[0]
-	*slab = (*slab)[1:]
-	return x
+	recs    slab.Slab[rec]
+	atomics slab.Slab[atomicRec]
+	states  slab.Slab[state]
 }
 
 // rec returns a zero record.
-func (sl *slabs) rec() *rec { return carve(&sl.recs) }
+func (sl *slabs) rec() *rec { return sl.recs.New() }
 
 // atomic returns a zero record with a strong part.
-func (sl *slabs) atomic() *atomicRec { return carve(&sl.atomics) }
+func (sl *slabs) atomic() *atomicRec { return sl.atomics.New() }
 
 // state returns a state holding no access, held nowhere yet.
 func (sl *slabs) state() *state {
-	s := carve(&sl.states)
+	s := sl.states.New()
 	s.accs = s.inl[:0]
 	return s
 }
