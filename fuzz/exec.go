@@ -389,10 +389,8 @@ func (e *executor) read(k *call) error {
 func (e *executor) judge(k *call, step, it int) error {
 	c, got := k.c, k.got
 	if k.guarded() {
-		for i, b := range k.spanGot {
-			if (uint64(i) < k.lead || uint64(i) >= k.lead+c.Bytes) && b != guardByte {
-				return e.wrong("step %d %s: guard byte %d bytes %s the tensor overwritten", step, c, distance(uint64(i), k.lead, c.Bytes), side(uint64(i), k.lead))
-			}
+		if i, ok := overwrittenGuard(k.spanGot, k.lead, c.Bytes); ok {
+			return e.wrong("step %d %s: guard byte %d bytes %s the tensor overwritten", step, c, distance(i, k.lead, c.Bytes), side(i, k.lead))
 		}
 	}
 	want, err := e.reference(step, k.idx, it, c)
@@ -412,6 +410,21 @@ func (e *executor) judge(k *call, step, it int) error {
 	}
 	e.v.Checked++
 	return nil
+}
+
+// overwrittenGuard returns the index of the first byte of span, a tensor
+// of n bytes at lead with its guards, that lies outside the tensor and
+// differs from guardByte; ok is false when the guards are intact. Only the
+// guards are read, not the tensor between them.
+func overwrittenGuard(span []byte, lead, n uint64) (i uint64, ok bool) {
+	for _, r := range [2][2]uint64{{0, lead}, {lead + n, uint64(len(span))}} {
+		for i := r[0]; i < r[1]; i++ {
+			if span[i] != guardByte {
+				return i, true
+			}
+		}
+	}
+	return 0, false
 }
 
 func distance(i, lead, n uint64) uint64 {

@@ -1,6 +1,11 @@
 package kernels
 
-import "github.com/symmem/symmem/device"
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/symmem/symmem/device"
+)
 
 // chunkLen is how many elements of a rank the reductions convert at a
 // time, into scratch on the stack.
@@ -25,6 +30,10 @@ func (r *reducer) reduce(dst []byte, srcs [][]byte) {
 	decodeInto(r.dt, acc, srcs[0])
 	var chunk [chunkLen]float32
 	for _, src := range srcs[1:] {
+		if r.op == device.Sum || r.op == device.Avg {
+			addInto(r.dt, acc, src)
+			continue
+		}
 		for first := 0; first < n; first += chunkLen {
 			a := acc[first:min(first+chunkLen, n)]
 			x := chunk[:len(a)]
@@ -39,6 +48,29 @@ func (r *reducer) reduce(dst []byte, srcs [][]byte) {
 		}
 	}
 	storeAll(r.dt, dst, acc)
+}
+
+// addInto adds the elements of src, of type dt, to acc, rounding each sum
+// to float32: decode and combine of a sum in one pass.
+func addInto(dt device.DType, acc []float32, src []byte) {
+	switch dt {
+	case device.BFloat16:
+		src = src[:2*len(acc)]
+		for i := range acc {
+			acc[i] = float32(acc[i] + BF16ToFloat32(binary.LittleEndian.Uint16(src[2*i:])))
+		}
+	case device.Float16:
+		src = src[:2*len(acc)]
+		t := f16Table()
+		for i := range acc {
+			acc[i] = float32(acc[i] + t[binary.LittleEndian.Uint16(src[2*i:])])
+		}
+	default:
+		src = src[:4*len(acc)]
+		for i := range acc {
+			acc[i] = float32(acc[i] + math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:])))
+		}
+	}
 }
 
 // combine folds the next rank's values x into acc.
