@@ -417,11 +417,14 @@ func (e *executor) judge(k *call, step, it int) error {
 // differs from guardByte; ok is false when the guards are intact. Only the
 // guards are read, not the tensor between them.
 func overwrittenGuard(span []byte, lead, n uint64) (i uint64, ok bool) {
-	for _, r := range [2][2]uint64{{0, lead}, {lead + n, uint64(len(span))}} {
-		for i := r[0]; i < r[1]; i++ {
-			if span[i] != guardByte {
-				return i, true
-			}
+	for i := range lead {
+		if span[i] != guardByte {
+			return i, true
+		}
+	}
+	for i := lead + n; i < uint64(len(span)); i++ {
+		if span[i] != guardByte {
+			return i, true
 		}
 	}
 	return 0, false

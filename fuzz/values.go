@@ -70,34 +70,20 @@ func makeInput(seed uint64, r, step, idx, it int, c Coll) []byte {
 	b := make([]byte, numel*c.DType.Size())
 	// Element i is a small integer when i is a multiple of 17, else a
 	// value in [-1, 1), rounded to the dtype as [kernels.Encode] does.
-	// They are drawn a chunk at a time, then converted in a loop of
-	// their dtype.
-	var chunk [256]float32
-	for first := 0; first < numel; first += len(chunk) {
-		vals := chunk[:min(len(chunk), numel-first)]
-		for j := range vals {
-			if i := first + j; i%17 == 0 {
-				vals[j] = float32(rng.intN(9) - 4)
-			} else {
-				vals[j] = float32(rng.float64()*2 - 1)
-			}
+	for i := range numel {
+		var v float32
+		if i%17 == 0 {
+			v = float32(rng.intN(9) - 4)
+		} else {
+			v = float32(rng.float64()*2 - 1)
 		}
 		switch c.DType {
 		case device.BFloat16:
-			out := b[2*first:]
-			for j, v := range vals {
-				binary.LittleEndian.PutUint16(out[2*j:], kernels.BF16FromFloat32(v))
-			}
+			binary.LittleEndian.PutUint16(b[2*i:], kernels.BF16FromFloat32(v))
 		case device.Float16:
-			out := b[2*first:]
-			for j, v := range vals {
-				binary.LittleEndian.PutUint16(out[2*j:], kernels.F16FromFloat32(v))
-			}
+			binary.LittleEndian.PutUint16(b[2*i:], kernels.F16FromFloat32(v))
 		default:
-			out := b[4*first:]
-			for j, v := range vals {
-				binary.LittleEndian.PutUint32(out[4*j:], math.Float32bits(v))
-			}
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
 		}
 	}
 	// The themes are drawn from a generator every rank shares.

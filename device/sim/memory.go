@@ -153,9 +153,6 @@ type space struct {
 	lo   device.Ptr
 	res  []reservation
 	maps []*mapping
-	// hit is the index in maps of the mapping the last lookup found:
-	// accesses come in runs to one buffer, so it is tried first.
-	hit int
 }
 
 func newSpace(dev int) space {
@@ -239,14 +236,8 @@ func (s *space) reservationOf(p device.Ptr) (reservation, bool) {
 
 // mappingAt returns the index of the mapping containing p, or -1.
 func (s *space) mappingAt(p device.Ptr) int {
-	// Mappings never overlap: the one that holds p is the answer,
-	// wherever maps' changes since moved it.
-	if i := s.hit; i < len(s.maps) && s.maps[i].base <= p && p < s.maps[i].end() {
-		return i
-	}
 	i := sort.Search(len(s.maps), func(i int) bool { return s.maps[i].end() > p })
 	if i < len(s.maps) && s.maps[i].base <= p {
-		s.hit = i
 		return i
 	}
 	return -1
