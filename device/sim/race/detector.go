@@ -44,6 +44,9 @@ type Detector struct {
 	// access freshGen.
 	fresh    *state
 	freshGen *rec
+	// lastHist is the history an atomic write last gave its span: the
+	// next one shares it when it makes the same (a thread's packets).
+	lastHist *history
 	// moved maps each state that the current access replaced in some of
 	// its holders only to its replacement, which its other holders in the
 	// access's range take too; empty between accesses. Most accesses
@@ -948,7 +951,8 @@ func (d *Detector) access(a *sim.Access) {
 		sh.update(lo, end, func(s *state, whole bool) *state {
 			if n == nil {
 				n = d.replace(s, whole, x, t, false)
-				n.rel = d.release(t, n.rel, a, x.vc)
+				n.h = historyOf(d.lastHist, d.release(t, n.releases(), a, x.vc), n.prior())
+				d.lastHist = n.h
 			}
 			return n
 		})
@@ -1166,10 +1170,11 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) 
 		if len(s.accs) < len(old) {
 			clear(old[len(s.accs):])
 		}
+		rel := s.releases()
 		if store {
-			s.rel = nil
+			rel = nil
 		}
-		s.prior = prior
+		s.h = historyOf(s.h, rel, prior)
 		return s
 	}
 	n := d.slab.state()
@@ -1177,10 +1182,11 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) 
 		n.accs = make([]acc, 0, len(s.accs)+1)
 	}
 	n.accs = d.check(n.accs, s.accs, x, t)
+	var rel []release
 	if !store {
-		n.rel = s.rel
+		rel = s.releases()
 	}
-	n.prior = prior
+	n.h = historyOf(s.h, rel, prior)
 	return n
 }
 

@@ -330,7 +330,7 @@ func TestStrongStoreObservesNoRelease(t *testing.T) {
 // gives a word a list of its own, leaving the others as they were.
 func TestRelaxedWritesAlikeShareARelease(t *testing.T) {
 	l := newLitmus(t, true)
-	rel := func(off uint64) []release { return l.d.shadowOf(1).at(off / granule).rel }
+	rel := func(off uint64) []release { return l.d.shadowOf(1).at(off / granule).releases() }
 	l.fence(writer, signal.System, false)
 	l.stRelaxed(writer, x)
 	l.stRelaxed(writer, f)

@@ -37,7 +37,7 @@ type page struct {
 // on write): refs counts the holders (cells and whole pages), and an
 // access changes a state in place only when the granules it covers hold
 // every reference to it. The accs array is never shared between states;
-// rel slices are, and are never modified in place.
+// histories are, and are never modified in place.
 //
 // A span is a maximal run of granules that hold one state, or states with
 // equal accesses and no releases (see [sameSpan]). An atomic write
@@ -49,14 +49,43 @@ type page struct {
 type state struct {
 	accs []acc
 	inl  [3]acc // backs accs while it is short
-	rel  []release
+	// h is the granules' release sequence and prior writes; nil when
+	// they have neither (most granules: only strong writes make them).
+	// Shared between states, never modified in place.
+	h    *history
+	refs int32
+}
+
+// history is what a state keeps besides its accesses, apart so that the
+// many states of plain accesses do not carry it.
+type history struct {
+	rel []release
 	// prior is the strong writes the granules held before their latest
 	// one, oldest first, each with the release sequence as it stood
 	// after it: a strong read may return one of them (the simulator's
-	// weak reads). Shared between states like rel, never modified in
+	// weak reads). Shared between histories like rel, never modified in
 	// place.
 	prior []wrote
-	refs  int32
+}
+
+// prior is s's prior writes (see [history]).
+func (s *state) prior() []wrote {
+	if s.h == nil {
+		return nil
+	}
+	return s.h.prior
+}
+
+// historyOf is the history holding rel and prior: nil for neither, else
+// last when it holds them already, else a new one.
+func historyOf(last *history, rel []release, prior []wrote) *history {
+	switch {
+	case len(rel) == 0 && len(prior) == 0:
+		return nil
+	case last != nil && sameRel(last.rel, rel) && samePrior(last.prior, prior):
+		return last
+	}
+	return &history{rel: rel, prior: prior}
 }
 
 // wrote is a strong write that a granule held before its latest one, and
@@ -79,7 +108,7 @@ const maxPrior = sim.WeakHistory - 1
 // numbered stores); any other write ends them.
 func (s *state) priorAfter(x *rec) []wrote {
 	if !x.write {
-		return s.prior
+		return s.prior()
 	}
 	if x.strong == nil || x.stamp == 0 {
 		return nil
@@ -88,10 +117,11 @@ func (s *state) priorAfter(x *rec) []wrote {
 	if w == nil || w.strong == nil || w.stamp == 0 {
 		return nil
 	}
-	keep := s.prior[max(0, len(s.prior)-(maxPrior-1)):]
+	prior := s.prior()
+	keep := prior[max(0, len(prior)-(maxPrior-1)):]
 	out := make([]wrote, len(keep), len(keep)+1)
 	copy(out, keep)
-	return append(out, wrote{w, s.rel})
+	return append(out, wrote{w, s.releases()})
 }
 
 // samePrior reports whether two states keep the same prior writes.
@@ -131,10 +161,11 @@ func (sh *shadow) stored(a *sim.Access, from []uint64, i int) (*rec, []release) 
 	}
 	w := s.lastWrite()
 	if from[i] == 0 || (w != nil && w.stampAt(b) == from[i]) {
-		return w, s.rel
+		return w, s.releases()
 	}
-	for k := len(s.prior) - 1; k >= 0; k-- {
-		if p := s.prior[k]; p.r.stampAt(b) == from[i] {
+	prior := s.prior()
+	for k := len(prior) - 1; k >= 0; k-- {
+		if p := prior[k]; p.r.stampAt(b) == from[i] {
 			return p.r, p.rel
 		}
 	}
@@ -208,7 +239,7 @@ func sameSpan(s, o *state) bool {
 	if s == o {
 		return true
 	}
-	if s == nil || o == nil || len(s.rel) != 0 || len(o.rel) != 0 || len(s.accs) != len(o.accs) || !samePrior(s.prior, o.prior) {
+	if s == nil || o == nil || len(s.releases()) != 0 || len(o.releases()) != 0 || len(s.accs) != len(o.accs) || !samePrior(s.prior(), o.prior()) {
 		return false
 	}
 	for i, a := range s.accs {
@@ -234,10 +265,10 @@ func (s *state) lastWrite() *rec {
 
 // releases is s's release sequence; none for nil.
 func (s *state) releases() []release {
-	if s == nil {
+	if s == nil || s.h == nil {
 		return nil
 	}
-	return s.rel
+	return s.h.rel
 }
 
 // grow makes the page table cover granules [0, hi).

@@ -90,7 +90,7 @@ func compareShadow(t *testing.T, a sim.Access, sh *shadow, ref *spanShadow, lo, 
 			}
 			continue
 		}
-		if got == nil || !sameEpochs(got.accs, w.accs) || !reflect.DeepEqual(got.rel, w.rel) {
+		if got == nil || !sameEpochs(got.accs, w.accs) || !reflect.DeepEqual(got.releases(), w.rel) {
 			t.Fatalf("after %v at +%#x: granule %d of phys %d holds %s, reference %s", a.Kind, a.PhysOffset, g, a.Phys, describeState(got), describeRef(w))
 		}
 		if g > 0 && start == sameSpan(sh.at(g-1), got) {
@@ -413,7 +413,7 @@ func describeState(s *state) string {
 	if s == nil {
 		return "nothing"
 	}
-	return fmt.Sprintf("accesses%s, %d releases", epochs(s.accs), len(s.rel))
+	return fmt.Sprintf("accesses%s, %d releases", epochs(s.accs), len(s.releases()))
 }
 
 // TestShadowUpdate drives the page table alone with random updates
