@@ -1163,18 +1163,14 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) 
 		n.accs = append(n.accs, accOf(x, !x.write))
 		return n
 	}
-	prior := s.priorAfter(x) // before x changes the accesses
+	h := s.historyAfter(x, store) // before x changes the accesses
 	if whole {
 		old := s.accs
 		s.accs = d.check(old[:0], old, x, t)
 		if len(s.accs) < len(old) {
 			clear(old[len(s.accs):])
 		}
-		rel := s.releases()
-		if store {
-			rel = nil
-		}
-		s.h = historyOf(s.h, rel, prior)
+		s.h = h
 		return s
 	}
 	n := d.slab.state()
@@ -1182,11 +1178,7 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) 
 		n.accs = make([]acc, 0, len(s.accs)+1)
 	}
 	n.accs = d.check(n.accs, s.accs, x, t)
-	var rel []release
-	if !store {
-		rel = s.releases()
-	}
-	n.h = historyOf(s.h, rel, prior)
+	n.h = h
 	return n
 }
 

@@ -76,6 +76,22 @@ func (s *state) prior() []wrote {
 	return s.h.prior
 }
 
+// historyAfter is the history of the state that follows s once access x
+// is checked, store telling whether x is a plain store: a read keeps s's;
+// a plain store ends the release sequence and the prior writes; a strong
+// write keeps the sequence (the caller continues it) and pushes its prior
+// writes (see [state.priorAfter]).
+func (s *state) historyAfter(x *rec, store bool) *history {
+	if !x.write {
+		return s.h
+	}
+	var rel []release
+	if !store {
+		rel = s.releases()
+	}
+	return historyOf(s.h, rel, s.priorAfter(x))
+}
+
 // historyOf is the history holding rel and prior: nil for neither, else
 // last when it holds them already, else a new one.
 func historyOf(last *history, rel []release, prior []wrote) *history {
@@ -101,15 +117,12 @@ type wrote struct {
 // longer knows, learns nothing (see [Detector.access]).
 const maxPrior = sim.WeakHistory - 1
 
-// priorAfter is the prior writes of the state that follows s once access
-// x is checked: a read keeps them; a strong write that the simulator
-// numbered pushes s's latest write, when that one is numbered too (a
-// read can return an older store only through an unbroken history of
-// numbered stores); any other write ends them.
+// priorAfter is the prior writes of the state that follows s once x, a
+// write, is checked: a strong write that the simulator numbered pushes
+// s's latest write, when that one is numbered too (a read can return an
+// older store only through an unbroken history of numbered stores); any
+// other write ends them. (A read keeps them.)
 func (s *state) priorAfter(x *rec) []wrote {
-	if !x.write {
-		return s.prior()
-	}
 	if x.strong == nil || x.stamp == 0 {
 		return nil
 	}
