@@ -302,14 +302,19 @@ func (t *Thread) Run() (Stop, error) {
 	// The running frame, its code and registers, taken again when a call
 	// or a return changes the frame.
 	f := &t.frames[len(t.frames)-1]
-	code, regs := f.fn.code, f.regs
+	heads, code, regs := f.fn.heads, f.fn.code, f.regs
 	for {
-		in := &code[f.pc]
+		h := &heads[f.pc]
 		f.pc++
-		if in.guard >= 0 && (regs[in.guard] != 0) == in.neg {
+		if h.guard >= 0 && (regs[h.guard] != 0) == h.neg {
 			continue
 		}
-		switch in.op {
+		if h.fast != fastNone {
+			runFast(regs, h)
+			continue
+		}
+		in := &code[f.pc-1]
+		switch h.op {
 		case opLd, opSt, opAtom:
 			left, t.line = budget, in.line
 			if in.op == opSt && f.hoisted == f.pc {
@@ -363,7 +368,7 @@ func (t *Thread) Run() (Stop, error) {
 				}
 			}
 			f = caller
-			code, regs = f.fn.code, f.regs
+			heads, code, regs = f.fn.heads, f.fn.code, f.regs
 		case opCall:
 			callee, err := t.m.Func(in.callee)
 			if err != nil {
@@ -386,7 +391,7 @@ func (t *Thread) Run() (Stop, error) {
 				copy(nf.params[p.offset:p.offset+p.size], caller.params[a.offset:a.offset+min(a.size, p.size)])
 			}
 			f = nf
-			code, regs = f.fn.code, f.regs
+			heads, code, regs = f.fn.heads, f.fn.code, f.regs
 		case opTrap:
 			return 0, t.fail(f, in, &TrapError{What: in.trap})
 		case opShfl, opVote, opActivemask:
@@ -395,10 +400,6 @@ func (t *Thread) Run() (Stop, error) {
 				return 0, t.fail(f, in, err)
 			}
 		default:
-			if in.fast != fastNone {
-				runFast(regs, in)
-				continue
-			}
 			if err := t.alu(f, in); err != nil {
 				return 0, t.fail(f, in, err)
 			}

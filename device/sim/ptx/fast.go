@@ -92,55 +92,100 @@ func fastForm(in *inst) uint8 {
 	return fastNone
 }
 
-// markFast sets the fast form of every instruction of code.
-func markFast(code []inst) {
-	for i := range code {
-		code[i].fast = fastForm(&code[i])
+// head is what Run reads of an instruction before it needs the rest:
+// its guard, its opcode and, for an instruction with a fast form, all
+// that runFast needs. Heads sit in an array of their own (Func.heads,
+// one per instruction of Func.code), 40 bytes each, so that the loop's
+// commonest instructions read one small record where an inst and its
+// operands span several cache lines.
+type head struct {
+	op    opcode
+	fast  uint8 // the fast form, fastNone for none
+	neg   bool  // @!p
+	t     typ
+	cmp   cmpOp
+	guard int32 // predicate register, -1 for none
+	// A fast instruction's destination register and sources: a and b
+	// are registers, or -1 for an immediate, ia and ib, truncated to t.
+	dst, a, b int32
+	ia, ib    uint64
+}
+
+// headOf is the head of in, whose fast form is set.
+func headOf(in *inst) head {
+	h := head{op: in.op, fast: in.fast, neg: in.neg, t: in.t, cmp: in.cmp, guard: int32(in.guard), a: -1, b: -1}
+	if in.fast == fastNone {
+		return h
+	}
+	h.dst = int32(in.ops[0].reg)
+	src := func(o *operand) (int32, uint64) {
+		if o.kind == oReg {
+			return int32(o.reg), 0
+		}
+		return -1, trunc(o.imm, in.t)
+	}
+	h.a, h.ia = src(&in.ops[1])
+	if len(in.ops) > 2 {
+		h.b, h.ib = src(&in.ops[2])
+	}
+	return h
+}
+
+// markFast sets the fast form of every instruction of fn and builds its
+// heads; fn's registers are final.
+func markFast(fn *Func) {
+	fn.heads = make([]head, len(fn.code))
+	for i := range fn.code {
+		in := &fn.code[i]
+		in.fast = fastForm(in)
+		fn.heads[i] = headOf(in)
 	}
 }
 
-// fastValue is source operand o of a fast instruction of type ty.
-func fastValue(regs []uint64, o *operand, ty typ) uint64 {
-	if o.kind == oReg {
-		return regs[o.reg]
+// fastValue is a source of a fast instruction: register r, or the
+// immediate imm when r is -1.
+func fastValue(regs []uint64, r int32, imm uint64) uint64 {
+	if r >= 0 {
+		return regs[r]
 	}
-	return trunc(o.imm, ty)
+	return imm
 }
 
-// runFast evaluates in, an instruction with a fast form, in regs.
-func runFast(regs []uint64, in *inst) {
-	ty := in.t
-	a := fastValue(regs, &in.ops[1], ty)
+// runFast evaluates the instruction of head h, which has a fast form, in
+// regs.
+func runFast(regs []uint64, h *head) {
+	ty := h.t
+	a := fastValue(regs, h.a, h.ia)
 	var v uint64
-	switch in.fast {
+	switch h.fast {
 	case fastMov:
 		v = a
 	case fastAdd:
-		v = trunc(a+fastValue(regs, &in.ops[2], ty), ty)
+		v = trunc(a+fastValue(regs, h.b, h.ib), ty)
 	case fastSub:
-		v = trunc(a-fastValue(regs, &in.ops[2], ty), ty)
+		v = trunc(a-fastValue(regs, h.b, h.ib), ty)
 	case fastAnd:
-		v = a & fastValue(regs, &in.ops[2], ty)
+		v = a & fastValue(regs, h.b, h.ib)
 	case fastOr:
-		v = a | fastValue(regs, &in.ops[2], ty)
+		v = a | fastValue(regs, h.b, h.ib)
 	case fastXor:
-		v = a ^ fastValue(regs, &in.ops[2], ty)
+		v = a ^ fastValue(regs, h.b, h.ib)
 	case fastShl:
-		if n := uint32(fastValue(regs, &in.ops[2], ty)); n < uint32(ty.bits()) {
+		if n := uint32(fastValue(regs, h.b, h.ib)); n < uint32(ty.bits()) {
 			v = trunc(a<<n, ty)
 		}
 	case fastShrU:
-		if n := uint32(fastValue(regs, &in.ops[2], ty)); n < uint32(ty.bits()) {
+		if n := uint32(fastValue(regs, h.b, h.ib)); n < uint32(ty.bits()) {
 			v = trunc(a, ty) >> n
 		}
 	case fastSetpS:
-		v = b2u(ordered(in.cmp, sext(a, ty), sext(fastValue(regs, &in.ops[2], ty), ty)))
+		v = b2u(ordered(h.cmp, sext(a, ty), sext(fastValue(regs, h.b, h.ib), ty)))
 	case fastSetpU:
-		v = b2u(ordered(in.cmp, trunc(a, ty), trunc(fastValue(regs, &in.ops[2], ty), ty)))
+		v = b2u(ordered(h.cmp, trunc(a, ty), trunc(fastValue(regs, h.b, h.ib), ty)))
 	case fastAddF32:
-		v = f32Result(f32(a) + f32(fastValue(regs, &in.ops[2], ty)))
+		v = f32Result(f32(a) + f32(fastValue(regs, h.b, h.ib)))
 	case fastSetpF32:
-		v = b2u(fcompare(in.cmp, fmtF32, false, a, fastValue(regs, &in.ops[2], ty)))
+		v = b2u(fcompare(h.cmp, fmtF32, false, a, fastValue(regs, h.b, h.ib)))
 	}
-	regs[in.ops[0].reg] = v
+	regs[h.dst] = v
 }

@@ -98,7 +98,8 @@ func TestFastMatchesALU(t *testing.T) {
 					if err := th.alu(&frame{regs: slow}, &in); err != nil {
 						t.Fatalf("%v %v: alu: %v", fm.op, ty, err)
 					}
-					runFast(regs, &in)
+					h := headOf(&in)
+					runFast(regs, &h)
 					if regs[0] != slow[0] {
 						t.Fatalf("%v.%v cmp %d sources %#x %#x (shape %b): fast %#x, alu %#x", fm.op, ty, fm.cmp, slow[1], slow[2], shape, regs[0], slow[0])
 					}

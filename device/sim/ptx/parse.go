@@ -46,6 +46,7 @@ type Func struct {
 	Name      string
 	Entry     bool
 	code      []inst
+	heads     []head // what Run reads first of each instruction of code
 	nregs     int
 	params    []*symbol // formal parameters in order
 	rets      []*symbol // return parameters in order
@@ -210,7 +211,7 @@ func (m *Module) Func(name string) (*Func, error) {
 		}
 		markHoists(src.fn.code) // on the declared registers, before they share slots
 		allocRegs(src.fn, maxAllocWork)
-		markFast(src.fn.code)
+		markFast(src.fn)
 	})
 	return src.fn, src.err
 }
