@@ -128,7 +128,7 @@ type Scheduler struct {
 	choosing     bool
 	haltedInNext []*Task
 	wakeable     []*Task // the blocked tasks of the runnable list shown
-	reapDue      bool    // a task finished since the last reap
+	finished     int     // how many tasks of tasks finished (since the last reap)
 	failure      error
 	running      bool
 	halts        []func(*Task) bool // Halt rules that also stop tasks started later
@@ -208,7 +208,7 @@ func (s *Scheduler) SpawnLabeled(l Label, fn func()) *Task {
 func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
 	if t.aborting { // aborted before it started
 		t.state = taskDone
-		s.reapDue = true
+		s.finished++
 		return false
 	}
 	aborted := true
@@ -220,7 +220,7 @@ func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
 			s.Record("exit", t.label.Name)
 		}
 		t.state = taskDone
-		s.reapDue = true
+		s.finished++
 		s.unready(t)
 		if t.aborting || aborted && r == nil {
 			// Unwinding with runtime.Goexit (the run is ending, or the
@@ -433,10 +433,10 @@ func (s *Scheduler) pick() *Task {
 			s.result = s.failure
 			return nil
 		}
-		if s.reapDue {
+		if 2*s.finished > len(s.tasks) {
 			s.reap()
 		}
-		if len(s.tasks) == 0 {
+		if s.live() == 0 {
 			return nil
 		}
 		if len(s.ready)+len(s.blocked) == 0 {
@@ -451,7 +451,7 @@ func (s *Scheduler) pick() *Task {
 			continue
 		}
 		if s.maxSteps > 0 && s.steps >= s.maxSteps {
-			s.result = fmt.Errorf("%w after %d steps (%d tasks live)", ErrStepLimit, s.steps, len(s.tasks))
+			s.result = fmt.Errorf("%w after %d steps (%d tasks live)", ErrStepLimit, s.steps, s.live())
 			return nil
 		}
 		s.choosing = true
@@ -624,9 +624,15 @@ func insert(l *[]*Task, t *Task) {
 	*l = slices.Insert(*l, i, t)
 }
 
-// reap drops the finished tasks from s.tasks.
+// live is the number of tasks that have not finished.
+func (s *Scheduler) live() int { return len(s.tasks) - s.finished }
+
+// reap drops the finished tasks from s.tasks. The scheduler reaps once
+// they are half of the list, not after every finish: a launch's lanes
+// finish one by one, and visiting every task at each finish cost a cache
+// miss per task.
 func (s *Scheduler) reap() {
-	s.reapDue = false
+	s.finished = 0
 	live := s.tasks[:0]
 	for _, t := range s.tasks {
 		if t.state != taskDone {
@@ -671,7 +677,7 @@ func (s *Scheduler) fireTimers() bool {
 func (s *Scheduler) deadlock() error {
 	d := &DeadlockError{Now: s.now}
 	for _, t := range s.tasks {
-		if !t.halted {
+		if t.state != taskDone && !t.halted {
 			d.Blocked = append(d.Blocked, BlockedTask{ID: t.id, Name: t.label.Name, What: t.what})
 		}
 	}
@@ -704,6 +710,7 @@ func (s *Scheduler) abortAll() {
 		s.unblock(t)
 	}
 	s.tasks, s.ready, s.blocked, s.loud = nil, nil, nil, nil
+	s.finished = 0
 	s.runnable, s.merged = nil, nil
 }
 

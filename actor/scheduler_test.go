@@ -58,6 +58,47 @@ func TestDeterminismSameSeedSameTrace(t *testing.T) {
 	}
 }
 
+// TestFinishedTasksLeaveReports: tasks that finished are not named by a
+// deadlock report nor counted live by the step limit's error, whether or
+// not the scheduler has dropped them from its list yet (it drops them once
+// they are half of it).
+func TestFinishedTasksLeaveReports(t *testing.T) {
+	for _, done := range []int{1, 5} { // fewer than the blocked, then more
+		s := NewScheduler(Config{Seed: 1})
+		for i := range done {
+			s.Go(fmt.Sprintf("done%d", i), func() {})
+		}
+		never := false
+		for i := range 3 {
+			s.Go(fmt.Sprintf("stuck%d", i), func() { _ = s.Wait("never", func() bool { return never }, 0) })
+		}
+		var d *DeadlockError
+		if err := s.Run(); !errors.As(err, &d) {
+			t.Fatalf("%d finished: Run = %v, want a deadlock", done, err)
+		}
+		if len(d.Blocked) != 3 {
+			t.Fatalf("%d finished: blocked = %+v, want the 3 stuck tasks", done, d.Blocked)
+		}
+
+		s = NewScheduler(Config{Seed: 1, MaxSteps: 100})
+		ended := 0
+		for i := range done {
+			s.Go(fmt.Sprintf("done%d", i), func() { ended++ })
+		}
+		for i := range 3 {
+			s.Go(fmt.Sprintf("spin%d", i), func() {
+				_ = s.Wait("the others' ends", func() bool { return ended == done }, 0)
+				for {
+					s.Yield("spin")
+				}
+			})
+		}
+		if err := s.Run(); !errors.Is(err, ErrStepLimit) || !strings.Contains(err.Error(), "(3 tasks live)") {
+			t.Fatalf("%d finished: Run = %v, want the step limit with 3 tasks live", done, err)
+		}
+	}
+}
+
 func TestDeadlockReportListsBlockedTasks(t *testing.T) {
 	s := NewScheduler(Config{Seed: 1})
 	a, b := false, false
