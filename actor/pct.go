@@ -38,7 +38,7 @@ type PCT struct {
 	maxSeen int     // the highest task ID seen, -1 at first
 	// ranked holds the tasks seen, highest priority first (the lowest ID
 	// first among equals); finished ones are dropped from time to time.
-	ranked    []*Task
+	ranked    []rankedTask
 	compacted int    // len(ranked) after the last compaction
 	lowest    int64  // the last demotion priority handed out
 	last      int    // the task chosen last, -1 at first
@@ -147,39 +147,49 @@ func (p *PCT) seeNew(runnable []*Task) {
 	}
 }
 
+// rankedTask is a task of the ranking with its priority and ID, so that
+// finding a place in the ranking reads the ranking alone, not the tasks.
+type rankedTask struct {
+	prio int64
+	id   int
+	t    *Task
+}
+
 // before reports whether a ranks before b: a higher priority, or the same
 // and a lower ID.
-func (p *PCT) before(a, b *Task) bool {
-	pa, pb := p.prio[a.id], p.prio[b.id]
-	return pa > pb || (pa == pb && a.id < b.id)
+func (a rankedTask) before(b rankedTask) bool {
+	return a.prio > b.prio || (a.prio == b.prio && a.id < b.id)
 }
+
+// entry is t's entry in the ranking at its current priority.
+func (p *PCT) entry(t *Task) rankedTask { return rankedTask{p.prio[t.id], t.id, t} }
 
 // insert adds t to the ranking at its priority's place.
 func (p *PCT) insert(t *Task) {
-	p.ranked = slices.Insert(p.ranked, p.place(t), t)
+	e := p.entry(t)
+	p.ranked = slices.Insert(p.ranked, p.place(e), e)
 	if len(p.ranked) >= 2*p.compacted+64 {
 		p.compact()
 	}
 }
 
-// place is where t, at its current priority, is or would be in the
-// ranking.
-func (p *PCT) place(t *Task) int {
-	i, _ := slices.BinarySearchFunc(p.ranked, t, func(x, t *Task) int {
-		if x != t && p.before(x, t) {
-			return -1
+// place is where e is or would be in the ranking.
+func (p *PCT) place(e rankedTask) int {
+	lo, hi := 0, len(p.ranked)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if p.ranked[m].before(e) {
+			lo = m + 1
+		} else {
+			hi = m
 		}
-		if x == t {
-			return 0
-		}
-		return 1
-	})
-	return i
+	}
+	return lo
 }
 
 // setPrio changes t's priority and its place in the ranking.
 func (p *PCT) setPrio(t *Task, prio int64) {
-	if i := p.place(t); i < len(p.ranked) && p.ranked[i] == t {
+	if i := p.place(p.entry(t)); i < len(p.ranked) && p.ranked[i].t == t {
 		p.ranked = removeAt(p.ranked, i)
 	}
 	p.prio[t.id] = prio
@@ -188,7 +198,7 @@ func (p *PCT) setPrio(t *Task, prio int64) {
 
 // compact drops the tasks that will never run again from the ranking.
 func (p *PCT) compact() {
-	p.ranked = slices.DeleteFunc(p.ranked, func(t *Task) bool { return t.state == taskDone || t.halted })
+	p.ranked = slices.DeleteFunc(p.ranked, func(e rankedTask) bool { return e.t.state == taskDone || e.t.halted })
 	p.compacted = len(p.ranked)
 }
 
@@ -197,7 +207,7 @@ func (p *PCT) compact() {
 // ranking that is runnable.
 func (p *PCT) highest(runnable []*Task) int {
 	for j := 0; j < len(p.ranked); j++ {
-		t := p.ranked[j]
+		t := p.ranked[j].t
 		if t.state == taskDone || t.halted {
 			p.ranked = removeAt(p.ranked, j) // it never runs again
 			j--

@@ -40,11 +40,12 @@ func Unseen(runnable []*Task, seen int) []*Task {
 // starting one element later in its array. Task lists lose their first
 // tasks most often (the highest ranked, the lowest IDs), and every move of
 // a pointer costs a write barrier while the collector marks.
-func removeAt(l []*Task, i int) []*Task {
+func removeAt[T any](l []T, i int) []T {
 	if i >= len(l)/2 {
 		return slices.Delete(l, i, i+1)
 	}
 	copy(l[1:i+1], l[:i])
-	l[0] = nil
+	var zero T
+	l[0] = zero
 	return l[1:]
 }
