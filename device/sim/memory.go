@@ -35,22 +35,25 @@ type physical struct {
 	// weak.go); nil until the first.
 	weak *weakMemOf
 	// watches are the bells of the tasks waiting for bytes of p to
-	// change, with the pages they read: a write to such a page, or p's
+	// change, with the bytes they read: a write to one of them, or p's
 	// free, rings them (see [actor.Bell]).
 	watches []watch
 }
 
-// watch is a bell that rings on every write to a run of pages of a
+// watch is a bell that rings on every write to a run of bytes of a
 // physical allocation.
 type watch struct {
-	first, last uint64 // pages
-	bell        *actor.Bell
+	lo, hi uint64 // the bytes [lo, hi)
+	bell   *actor.Bell
 }
 
-// watch rings bell on every write to a page of p that holds a byte of
-// [off, off+n), and when p is freed, until unwatch.
+// watch rings bell on every write to a byte of [off, off+n) of p, and
+// when p is freed, until unwatch. The waits that watch read only those
+// bytes: a write elsewhere, even to the same word or page, cannot change
+// what they wait for (signal pads share their allocations with data,
+// written at nearly every step).
 func (p *physical) watch(off, n uint64, bell *actor.Bell) {
-	p.watches = append(p.watches, watch{off / pageSize, (off + max(n, 1) - 1) / pageSize, bell})
+	p.watches = append(p.watches, watch{off, off + max(n, 1), bell})
 }
 
 // unwatch stops the rings of bell.
@@ -58,12 +61,11 @@ func (p *physical) unwatch(bell *actor.Bell) {
 	p.watches = slices.DeleteFunc(p.watches, func(w watch) bool { return w.bell == bell })
 }
 
-// written rings the bells that watch a page of [off, off+n), a range
+// written rings the bells that watch a byte of [off, off+n), a range
 // about to be written.
 func (p *physical) written(off, n uint64) {
-	lo, hi := off/pageSize, (off+n-1)/pageSize
 	for _, w := range p.watches {
-		if w.first <= hi && lo <= w.last {
+		if w.lo < off+n && off < w.hi {
 			w.bell.Ring()
 		}
 	}
@@ -335,7 +337,7 @@ type segment struct {
 }
 
 // resolve splits the access [p, p+n) into mapped segments, or reports why
-// it faults. A write rings the bells that watch the pages it reaches (see
+// it faults. A write rings the bells that watch the bytes it reaches (see
 // [physical.watch]): its caller writes the segments before the running
 // task's next scheduling point.
 func (s *space) resolve(p device.Ptr, n uint64, write bool, segs []segment) ([]segment, error) {

@@ -591,21 +591,27 @@ func (c *regionCache) idleRegions() [][]byte {
 	return out
 }
 
-// TestWatchRingsOnWritesToItsPages: a watch rings on a write that reaches
-// one of its pages, not on writes elsewhere in the allocation, and on the
-// allocation's free; unwatch stops it.
-func TestWatchRingsOnWritesToItsPages(t *testing.T) {
+// TestWatchRingsOnWritesToItsBytes: a watch rings on a write that reaches
+// one of its bytes, not on writes elsewhere in the allocation (its word
+// and page included), and on the allocation's free; unwatch stops it.
+func TestWatchRingsOnWritesToItsBytes(t *testing.T) {
 	p := newPhysical(9, 0, device.Granularity)
 	var word, run actor.Bell
-	p.watch(pageSize+8, 4, &word)  // in page 1
-	p.watch(3*pageSize-4, 8, &run) // pages 2 and 3
+	p.watch(pageSize+8, 4, &word)  // bytes 8-11 of page 1
+	p.watch(3*pageSize-4, 8, &run) // the last 4 bytes of page 2, the first 4 of page 3
 	cases := []struct {
 		off, n    uint64
 		word, run uint64 // rings after the write
 	}{
 		{0, 8, 0, 0},                   // page 0
-		{pageSize + 100, 4, 1, 0},      // page 1, another word: rings too
-		{2*pageSize - 1, 2, 2, 1},      // pages 1 and 2
+		{pageSize + 100, 4, 0, 0},      // page 1, another word
+		{pageSize + 4, 4, 0, 0},        // the bytes just before
+		{pageSize + 12, 4, 0, 0},       // the bytes just after
+		{pageSize + 11, 1, 1, 0},       // the last byte
+		{pageSize + 4, 5, 2, 0},        // across the first byte
+		{3*pageSize - 8, 4, 2, 0},      // the bytes just before run
+		{3*pageSize + 3, 2, 2, 1},      // run's last byte and the next
+		{2*pageSize - 1, 2, 2, 1},      // pages 1 and 2, neither's bytes
 		{4 * pageSize, pageSize, 2, 1}, // page 4
 		{0, 6 * pageSize, 3, 2},        // all
 	}
@@ -616,7 +622,7 @@ func TestWatchRingsOnWritesToItsPages(t *testing.T) {
 		}
 	}
 	p.unwatch(&word)
-	p.written(pageSize, 4)
+	p.written(pageSize+8, 4)
 	if word.Rings() != 3 {
 		t.Fatal("an unwatched bell rang")
 	}
