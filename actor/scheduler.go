@@ -57,6 +57,7 @@ type Task struct {
 	heard    uint64        // bell's rings when ready was last asked
 	held     bool          // what ready answered then
 	loud     bool          // in the scheduler's loud list
+	steady   bool          // in the scheduler's steady list
 	deadline time.Duration // < 0: none
 	timedOut bool
 	woke     bool // the last resumption ended a Wait
@@ -111,9 +112,14 @@ type Scheduler struct {
 	ready, blocked []*Task
 	// loud is the blocked tasks a step asks, in ID order: those without
 	// a bell, and those whose bell rang since their condition was last
-	// asked or whose condition held then. The others are silent: their
-	// condition failed and nothing it reads changed since.
-	loud []*Task
+	// asked. steady is those, in ID order too, whose condition held when
+	// last asked and whose bell has not rung since: runnable at every
+	// step without a visit (tasks waiting to be chosen can be hundreds).
+	// The others are silent: their condition failed and nothing it reads
+	// changed since.
+	loud, steady []*Task
+	// woken is the loud tasks whose condition held at this step.
+	woken []*Task
 	// runnable is the last runnable list collect merged from ready and
 	// the blocked tasks whose condition held (merged, when ready's
 	// version was mergedAt): a step that finds the same ones takes it
@@ -291,6 +297,9 @@ type Bell struct {
 func (b *Bell) Ring() {
 	b.rings++
 	for _, t := range b.waiters {
+		if t.steady {
+			b.sched.unsteady(t)
+		}
 		if !t.loud {
 			b.sched.makeLoud(t)
 		}
@@ -457,9 +466,11 @@ func (s *Scheduler) pick() *Task {
 		s.choosing = true
 		t := runnable[s.strategy.Next(s.steps, runnable)]
 		s.choosing = false
-		for _, b := range s.wakeable {
-			b.wakeable = false
+		for _, b := range s.woken {
+			b.wakeable = false // a steady task stays wakeable
 		}
+		clear(s.woken)
+		s.woken = s.woken[:0]
 		clear(s.wakeable)
 		s.wakeable = s.wakeable[:0]
 		for _, h := range s.haltedInNext {
@@ -485,26 +496,32 @@ func (s *Scheduler) pick() *Task {
 
 // collect returns the runnable tasks in ID order: the ready ones and the
 // blocked ones whose condition holds (the loud ones asked in ID order;
-// those whose condition fails with a bell fall silent). Those that hold
-// are the wakeable list; when they and the ready list are those of the
-// last merge, so is the runnable list.
+// those whose condition fails with a bell fall silent, those whose
+// condition holds with a bell turn steady; the steady ones taken without
+// asking). Those that hold are the wakeable list; when they and the ready
+// list are those of the last merge, so is the runnable list.
 func (s *Scheduler) collect() []*Task {
 	keep := s.loud[:0]
 	for _, b := range s.loud {
-		if !b.holds() {
+		switch {
+		case !b.holds():
 			if b.bell != nil {
 				b.loud = false // until its bell rings
 			} else {
 				keep = append(keep, b)
 			}
-			continue
+		case b.bell != nil:
+			b.loud, b.steady, b.wakeable = false, true, true // until its bell rings
+			insert(&s.steady, b)
+		default:
+			keep = append(keep, b)
+			b.wakeable = true
+			s.woken = append(s.woken, b)
 		}
-		keep = append(keep, b)
-		b.wakeable = true
-		s.wakeable = append(s.wakeable, b)
 	}
 	clear(s.loud[len(keep):])
 	s.loud = keep
+	s.wakeable = mergeByID(s.wakeable[:0], s.steady, s.woken)
 	if len(s.wakeable) == 0 { // no blocked task holds
 		return s.ready // the strategy only reads it
 	}
@@ -526,15 +543,41 @@ func (s *Scheduler) collect() []*Task {
 	return runnable
 }
 
+// mergeByID appends to dst the tasks of a and b, two ID-ordered lists with
+// no task in common, in ID order.
+func mergeByID(dst, a, b []*Task) []*Task {
+	i := 0
+	for _, t := range b {
+		for i < len(a) && a[i].id < t.id {
+			dst = append(dst, a[i])
+			i++
+		}
+		dst = append(dst, t)
+	}
+	return append(dst, a[i:]...)
+}
+
+// unsteady takes t, whose bell rang, out of the steady list: its
+// condition is asked again.
+func (s *Scheduler) unsteady(t *Task) {
+	t.steady, t.wakeable = false, false
+	if i, found := IndexOf(s.steady, t.id); found && s.steady[i] == t {
+		s.steady = removeAt(s.steady, i)
+	}
+}
+
 // makeLoud puts t, a blocked task, in the loud list.
 func (s *Scheduler) makeLoud(t *Task) {
 	t.loud = true
 	insert(&s.loud, t)
 }
 
-// unblock takes t, which leaves the blocked list, out of the loud list
-// and its bell's waiters.
+// unblock takes t, which leaves the blocked list, out of the loud or
+// steady list and its bell's waiters.
 func (s *Scheduler) unblock(t *Task) {
+	if t.steady {
+		s.unsteady(t)
+	}
 	if t.loud {
 		t.loud = false
 		if i, found := IndexOf(s.loud, t.id); found && s.loud[i] == t {
@@ -709,7 +752,7 @@ func (s *Scheduler) abortAll() {
 	for _, t := range s.blocked {
 		s.unblock(t)
 	}
-	s.tasks, s.ready, s.blocked, s.loud = nil, nil, nil, nil
+	s.tasks, s.ready, s.blocked, s.loud, s.steady = nil, nil, nil, nil, nil
 	s.finished = 0
 	s.runnable, s.merged = nil, nil
 }

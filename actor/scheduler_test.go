@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -339,6 +340,85 @@ func TestWaitBellAsksOnlyAfterRing(t *testing.T) {
 	}
 	if after != 2 {
 		t.Errorf("asked %d times after a ring, want 2", after)
+	}
+}
+
+// avoider is a strategy that, once avoid is set (not -1), runs any task
+// but the one numbered avoid while it can, and notes whether that one
+// was runnable at each step; before, it runs the lowest ID.
+type avoider struct {
+	avoid    int
+	runnable []bool
+}
+
+func (a *avoider) Next(_ int64, runnable []*Task) int {
+	if a.avoid < 0 {
+		return 0
+	}
+	i, found := IndexOf(runnable, a.avoid)
+	a.runnable = append(a.runnable, found && runnable[i].ID() == a.avoid)
+	if found && len(runnable) > 1 {
+		return (i + 1) % len(runnable)
+	}
+	return 0
+}
+
+// TestWaitBellHeldConditionStaysRunnable: a task whose condition held
+// when asked is runnable at every step until its bell rings, without
+// being asked again; a ring has it asked at the next step, and a
+// condition that no longer holds takes it out of the runnable list.
+func TestWaitBellHeldConditionStaysRunnable(t *testing.T) {
+	st := &avoider{avoid: -1}
+	s := NewScheduler(Config{Strategy: st})
+	var bell Bell
+	asked, open := 0, false
+	s.Go("waiter", func() { // task 0, parked first
+		if err := s.WaitBell("open", func() bool { asked++; return open }, &bell, 0); err != nil {
+			t.Error(err)
+		}
+	})
+	var askedClosed, askedHeld, askedRung int
+	var runnableHeld, runnableClosed []bool
+	s.Go("busy", func() {
+		askedClosed = asked
+		st.avoid = 0
+		open = true
+		bell.Ring()
+		from := len(st.runnable)
+		for range 20 {
+			s.Yield("busy")
+		}
+		askedHeld, runnableHeld = asked, slices.Clone(st.runnable[from:])
+		open = false
+		bell.Ring()
+		from = len(st.runnable)
+		for range 5 {
+			s.Yield("busy")
+		}
+		askedRung, runnableClosed = asked, slices.Clone(st.runnable[from:])
+		open = true
+		bell.Ring()
+	})
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if askedClosed != 1 {
+		t.Fatalf("asked %d times before it opened, want once", askedClosed)
+	}
+	if askedHeld != 2 {
+		t.Errorf("asked %d times in all while its condition held and its bell was silent, want 2", askedHeld)
+	}
+	if slices.Contains(runnableHeld, false) || len(runnableHeld) != 20 {
+		t.Errorf("runnable at the steps its condition held: %v, want 20 times true", runnableHeld)
+	}
+	if askedRung != 3 {
+		t.Errorf("asked %d times after a ring that closed it, want 3", askedRung)
+	}
+	if slices.Contains(runnableClosed, true) || len(runnableClosed) != 5 {
+		t.Errorf("runnable at the steps after it closed: %v, want 5 times false", runnableClosed)
+	}
+	if asked != 4 {
+		t.Errorf("asked %d times in all, want 4 (the last after the ring that opened it)", asked)
 	}
 }
 
