@@ -290,7 +290,7 @@ func (c *blockCtx) blockOn(p device.Ptr, segs []segment, what string, cond func(
 	return err
 }
 
-// watch has writes to the pages of segs ring the block's bell (see
+// watch has writes to the bytes of segs ring the block's bell (see
 // [physical.watch]), until unwatch.
 func (c *blockCtx) watch(segs []segment) {
 	for _, sg := range segs {
