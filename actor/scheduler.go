@@ -134,7 +134,7 @@ type Scheduler struct {
 	choosing     bool
 	haltedInNext []*Task
 	wakeable     []*Task // the blocked tasks of the runnable list shown
-	finished     int     // how many tasks of tasks finished (since the last reap)
+	finished     int     // finished tasks still in tasks (until the next reap)
 	failure      error
 	running      bool
 	halts        []func(*Task) bool // Halt rules that also stop tasks started later
