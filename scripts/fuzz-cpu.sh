@@ -15,11 +15,16 @@
 # in allocation show only in the CPU time. The runs take about 40 times
 # longer: use fewer seeds.
 #
+# With --misses (implies --instructions) cachegrind also models the
+# machine's caches and each run prints, after its instructions, the
+# millions of first-level data cache misses (reads and writes): where the
+# instructions stay the same, what a change does to memory traffic.
+#
 # With --pin N each run is pinned to CPU N (taskset) with GOMAXPROCS=1, so
 # that the collector shares the fuzzer's core: steadier figures on a
 # machine whose other cores are busy.
 #
-#   scripts/fuzz-cpu.sh [--rounds 3] [--seeds 30] [--modes go,ptx] [--jobs 1] [--pin N] [--instructions] REV...
+#   scripts/fuzz-cpu.sh [--rounds 3] [--seeds 30] [--modes go,ptx] [--jobs 1] [--pin N] [--instructions] [--misses] REV...
 #
 # REV is anything git rev-parse takes (HEAD, a hash, a branch); "." is the
 # working tree as it is. Needs GNU time (/usr/bin/time), or valgrind with
@@ -27,7 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-rounds=3 seeds=30 modes=go,ptx jobs=1 instr= pin=()
+rounds=3 seeds=30 modes=go,ptx jobs=1 instr= misses= cachesim=no pin=()
 revs=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,8 +41,9 @@ while [ $# -gt 0 ]; do
     --modes) modes=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --instructions) instr=1; shift ;;
+    --misses) instr=1 misses=1 cachesim=yes; shift ;;
     --pin) pin=(taskset -c "$2" env GOMAXPROCS=1); shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     -*) echo "fuzz-cpu: unknown flag $1" >&2; exit 2 ;;
     *) revs+=("$1"); shift ;;
   esac
@@ -94,7 +100,7 @@ for mode in "${modelist[@]}"; do
         # otherwise (killed for memory: the collector is off) has no count.
         n=
         for _ in 1 2 3; do
-          if GOGC=off GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1 valgrind --tool=cachegrind --cache-sim=no \
+          if GOGC=off GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1 valgrind --tool=cachegrind --cache-sim="$cachesim" \
             --cachegrind-out-file=/dev/null "$tmp/symmem.$i" fuzz "${kflag[@]}" --seeds "$seeds" -j "$jobs" \
             --shrink=false --progress=false >/dev/null 2>"$tmp/vg"; then
             # cachegrind's summary line: "==PID== I   refs:      17,575,841,011"
@@ -104,6 +110,10 @@ for mode in "${modelist[@]}"; do
           grep -q SIGILL "$tmp/vg" || break
         done
         cpu[$i]+=" $(awk -v n="${n:-0}" 'BEGIN { if (n > 0) printf "%.3f", n / 1e9; else printf "failed" }')"
+        if [ -n "$misses" ] && [ -n "$n" ]; then
+          # "==PID== D1  misses:   73,723,475  ( 54,473,626 rd   +  19,249,849 wr)"
+          cpu[$i]+="/$(awk '/D1 +misses:/ { gsub(",", "", $4); printf "%.1f", $4 / 1e6 }' "$tmp/vg")"
+        fi
         continue
       fi
       /usr/bin/time -o "$tmp/time" -f "%U %S %M" ${pin[@]+"${pin[@]}"} "$tmp/symmem.$i" fuzz "${kflag[@]}" --seeds "$seeds" \
@@ -119,7 +129,7 @@ for mode in "${modelist[@]}"; do
   echo "symmem fuzz ${kflag[*]:+${kflag[*]} }--seeds $seeds -j $jobs, $rounds rounds alternated${pin[*]:+, pinned (${pin[*]})}:"
   for i in "${!revs[@]}"; do
     if [ -n "$instr" ]; then
-      echo "  ${names[$i]}: billions of instructions, collector off:${cpu[$i]}"
+      echo "  ${names[$i]}: billions of instructions${misses:+/millions of D1 misses}, collector off:${cpu[$i]}"
       continue
     fi
     sorted=$(tr ' ' '\n' <<<"${cpu[$i]}" | sed '/^$/d' | sort -n | tr '\n' ' ')
