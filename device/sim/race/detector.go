@@ -950,9 +950,10 @@ func (d *Detector) access(a *sim.Access) {
 		var n *state
 		sh.update(lo, end, func(s *state, whole bool) *state {
 			if n == nil {
-				n = d.replace(s, whole, x, t, false)
-				n.h = historyOf(d.lastHist, d.release(t, n.releases(), a, x.vc), n.prior())
-				d.lastHist = n.h
+				// The span's history: its release sequence continued by
+				// the write, its prior writes pushed.
+				h := historyOf(d.lastHist, d.release(t, s.releases(), a, x.vc), s.priorAfter(x))
+				n, d.lastHist = d.replace(s, whole, x, t, h), h
 			}
 			return n
 		})
@@ -963,13 +964,13 @@ func (d *Detector) access(a *sim.Access) {
 		case s == nil && d.freshGen == x:
 			return d.fresh
 		case s == nil:
-			d.fresh, d.freshGen = d.replace(nil, false, x, t, store), x
+			d.fresh, d.freshGen = d.replace(nil, false, x, t, nil), x
 			return d.fresh
 		}
 		if n := d.movedTo(s); n != nil {
 			return n // another run of s was already replaced
 		}
-		n := d.replace(s, whole, x, t, store)
+		n := d.replace(s, whole, x, t, s.historyAfter(x, store))
 		if !whole {
 			d.addMove(s, n)
 		}
@@ -1156,14 +1157,16 @@ func (d *Detector) shadowOf(phys uint64) *shadow {
 // and returns the state that follows it: s itself, changed in place, when
 // whole (the granules being replaced hold every reference to s). A write
 // supersedes every access ordered before it; a read supersedes the reads
-// ordered before it. store drops the release sequence.
-func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, store bool) *state {
+// ordered before it. The state that follows holds history h, which the
+// caller takes from s before x changes its accesses (see
+// [state.historyAfter]).
+func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, h *history) *state {
 	if s == nil {
 		n := d.slab.state()
 		n.accs = append(n.accs, accOf(x, !x.write))
+		n.h = h
 		return n
 	}
-	h := s.historyAfter(x, store) // before x changes the accesses
 	if whole {
 		old := s.accs
 		s.accs = d.check(old[:0], old, x, t)

@@ -68,9 +68,9 @@ type history struct {
 	prior []wrote
 }
 
-// prior is s's prior writes (see [history]).
+// prior is s's prior writes (see [history]); none for nil.
 func (s *state) prior() []wrote {
-	if s.h == nil {
+	if s == nil || s.h == nil {
 		return nil
 	}
 	return s.h.prior
