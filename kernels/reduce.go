@@ -28,17 +28,19 @@ func (r *reducer) reduce(dst []byte, srcs [][]byte) {
 	}
 	acc := r.acc[:n]
 	decodeInto(r.dt, acc, srcs[0])
-	var chunk [chunkLen]float32
-	for _, src := range srcs[1:] {
-		if r.op == device.Sum || r.op == device.Avg {
+	if r.op == device.Sum || r.op == device.Avg {
+		for _, src := range srcs[1:] {
 			addInto(r.dt, acc, src)
-			continue
 		}
-		for first := 0; first < n; first += chunkLen {
-			a := acc[first:min(first+chunkLen, n)]
-			x := chunk[:len(a)]
-			decodeInto(r.dt, x, src[first*r.dt.Size():])
-			r.combine(a, x)
+	} else {
+		var chunk [chunkLen]float32
+		for _, src := range srcs[1:] {
+			for first := 0; first < n; first += chunkLen {
+				a := acc[first:min(first+chunkLen, n)]
+				x := chunk[:len(a)]
+				decodeInto(r.dt, x, src[first*r.dt.Size():])
+				r.extreme(a, x)
+			}
 		}
 	}
 	if r.op == device.Avg {
@@ -73,14 +75,11 @@ func addInto(dt device.DType, acc []float32, src []byte) {
 	}
 }
 
-// combine folds the next rank's values x into acc.
-func (r *reducer) combine(acc, x []float32) {
+// extreme folds the next rank's values x into acc for Max or Min (a sum
+// adds each rank's values as it decodes them: addInto).
+func (r *reducer) extreme(acc, x []float32) {
 	x = x[:len(acc)]
 	switch r.op {
-	case device.Sum, device.Avg:
-		for i := range acc {
-			acc[i] = float32(acc[i] + x[i])
-		}
 	case device.Max:
 		for i, v := range x {
 			if v != v || v > acc[i] {
