@@ -54,8 +54,6 @@ type Task struct {
 	what     string
 	ready    func() bool
 	bell     *Bell         // nil: ready is asked at every step
-	heard    uint64        // bell's rings when ready was last asked
-	held     bool          // what ready answered then
 	loud     bool          // in the scheduler's loud list
 	steady   bool          // in the scheduler's steady list
 	deadline time.Duration // < 0: none
@@ -111,8 +109,8 @@ type Scheduler struct {
 	// Wait. A step visits the blocked ones only.
 	ready, blocked []*Task
 	// loud is the blocked tasks a step asks, in ID order: those without
-	// a bell, and those whose bell rang since their condition was last
-	// asked. steady is those, in ID order too, whose condition held when
+	// a bell, those just blocked, and those whose bell rang since their
+	// condition was last asked. steady is those, in ID order too, whose condition held when
 	// last asked and whose bell has not rung since: runnable at every
 	// step without a visit (tasks waiting to be chosen can be hundreds).
 	// The others are silent: their condition failed and nothing it reads
@@ -324,7 +322,6 @@ func (s *Scheduler) WaitBell(what string, ready func() bool, bell *Bell, timeout
 	t.ready = ready
 	t.bell = bell
 	if bell != nil {
-		t.heard = bell.rings - 1 // asked at the next step
 		bell.sched = s
 	}
 	t.deadline = -1
@@ -504,7 +501,7 @@ func (s *Scheduler) collect() []*Task {
 	keep := s.loud[:0]
 	for _, b := range s.loud {
 		switch {
-		case !b.holds():
+		case !b.ready():
 			if b.bell != nil {
 				b.loud = false // until its bell rings
 			} else {
@@ -589,28 +586,6 @@ func (s *Scheduler) unblock(t *Task) {
 			b.waiters = slices.Delete(b.waiters, i, i+1)
 		}
 	}
-}
-
-// holds reports whether the condition of t, a blocked task, holds: its
-// last answer while its bell has not rung since.
-func (t *Task) holds() bool {
-	if t.bell != nil && t.bell.rings == t.heard {
-		return t.held
-	}
-	return t.ask()
-}
-
-// ask asks the condition of t, a blocked task. It is kept out of line so
-// that holds, which takes the last answer without asking, is inlined into
-// collect.
-//
-//go:noinline
-func (t *Task) ask() bool {
-	ok := t.ready()
-	if t.bell != nil {
-		t.heard, t.held = t.bell.rings, ok
-	}
-	return ok
 }
 
 // enlist adds t, which just parked, to the list of its state (unless it is
