@@ -3,12 +3,12 @@ package ptx
 // The commonest instructions of compiled kernels are integer adds, logic,
 // shifts and comparisons, f32 adds and comparisons rounding to nearest,
 // and moves, of registers and immediates (about 70% of the ALU
-// instructions the fuzzer's default programs run). The decoder marks them
-// (inst.fast) and Run evaluates them in one call, with the very
+// instructions the fuzzer's default programs run). Their heads say so
+// (head.fast) and Run evaluates them in one call, with the very
 // arithmetic of alu, rather than through alu, value, compute and
 // intArith or floatOp.
 
-// Fast forms of an instruction (inst.fast).
+// Fast forms of an instruction (head.fast).
 const (
 	fastNone    uint8 = iota
 	fastMov           // mov d, a
@@ -111,10 +111,10 @@ type head struct {
 	ia, ib    uint64
 }
 
-// headOf is the head of in, whose fast form is set.
+// headOf is the head of in.
 func headOf(in *inst) head {
-	h := head{op: in.op, fast: in.fast, neg: in.neg, t: in.t, cmp: in.cmp, guard: int32(in.guard), a: -1, b: -1}
-	if in.fast == fastNone {
+	h := head{op: in.op, fast: fastForm(in), neg: in.neg, t: in.t, cmp: in.cmp, guard: int32(in.guard), a: -1, b: -1}
+	if h.fast == fastNone {
 		return h
 	}
 	h.dst = int32(in.ops[0].reg)
@@ -131,14 +131,12 @@ func headOf(in *inst) head {
 	return h
 }
 
-// markFast sets the fast form of every instruction of fn and builds its
-// heads; fn's registers are final.
-func markFast(fn *Func) {
+// makeHeads builds the heads of fn's instructions; fn's registers are
+// final.
+func makeHeads(fn *Func) {
 	fn.heads = make([]head, len(fn.code))
 	for i := range fn.code {
-		in := &fn.code[i]
-		in.fast = fastForm(in)
-		fn.heads[i] = headOf(in)
+		fn.heads[i] = headOf(&fn.code[i])
 	}
 }
 

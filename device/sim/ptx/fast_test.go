@@ -88,7 +88,6 @@ func TestFastMatchesALU(t *testing.T) {
 					if want == fastNone {
 						break
 					}
-					in.fast = want
 					regs := []uint64{draw(), draw(), draw()}
 					if ty == tPred {
 						regs[1], regs[2] = regs[1]&1, regs[2]&1

@@ -362,7 +362,6 @@ type inst struct {
 	aligned bool  // opBar: bar, or barrier.aligned (the warp executes this very instruction)
 	mode    uint8 // prmt, shfl or vote mode; bar.red's operation
 	dstSize uint8 // bytes of the destination register (ld and cvt extend to it)
-	fast    uint8 // its fast form (fast.go), fastNone for none
 	guard   int   // predicate register, -1 for none
 	neg     bool  // @!p
 	ops     []operand

@@ -211,7 +211,7 @@ func (m *Module) Func(name string) (*Func, error) {
 		}
 		markHoists(src.fn.code) // on the declared registers, before they share slots
 		allocRegs(src.fn, maxAllocWork)
-		markFast(src.fn)
+		makeHeads(src.fn)
 	})
 	return src.fn, src.err
 }

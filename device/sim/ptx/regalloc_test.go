@@ -152,7 +152,7 @@ func TestRegisterAllocationGivesUp(t *testing.T) {
 	if cp.nregs != len(named) || cp.nregs <= fn.nregs {
 		t.Fatalf("given up: %d slots for %d registers (%d shared)", cp.nregs, len(named), fn.nregs)
 	}
-	markFast(cp)
+	makeHeads(cp)
 	m.funcs["clean"].fn = cp
 	checkClean(t, m, 0)
 }
