@@ -148,6 +148,41 @@ func TestSpinThatGivesUp(t *testing.T) {
 	}
 }
 
+// TestSpinThatGivesUpLate: a wait that gives up after 5000 unchanged
+// polls, more rounds than a loop whose state repeats polls on past the
+// launch's timeout, gives up too: its count changes every round, so the
+// rounds do not count towards a hang.
+func TestSpinThatGivesUpLate(t *testing.T) {
+	src := load(t, "testdata/hang.ptx")
+	p := program(t, `{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64},
+		{"name": "out", "kind": "plain", "bytes": 4}],
+		"steps": [{"launch": {"entry": "wait_count_long", "grid": 1, "block": 1, "params": [{"ptr": "flag"}, {"ptr": "out"}]}},
+		{"sync": true}, {"check": {"buffer": "out", "dtype": "u32", "count": 1, "value": 57005}}]}`)
+	rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Seeds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 0 {
+		t.Fatalf("findings %+v, want none: the loop gives up by itself", rep.Findings)
+	}
+}
+
+// TestSpinCountingForever: a wait that counts its polls without a bound
+// changes its state every round, yet is a hang once it polled
+// maxRoundsPastTimeout rounds past the launch's timeout.
+func TestSpinCountingForever(t *testing.T) {
+	src := load(t, "testdata/hang.ptx")
+	p := program(t, `{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64}],
+		"steps": [{"launch": {"entry": "wait_count_forever", "grid": 1, "block": 1, "params": [{"ptr": "flag"}]}}, {"sync": true}]}`)
+	rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Seeds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 1 || rep.Findings[0].Kind != "hang" {
+		t.Fatalf("findings %+v, want one hang", rep.Findings)
+	}
+}
+
 // TestSpinOnTwoFlags: a thread whose loop polls two flags sleeps while
 // both hold what it read, and wakes when block 1 raises them: the run
 // takes about the raiser's steps (401 strong stores on each rank), not

@@ -247,8 +247,12 @@ type ptxLane struct {
 	spinStart   time.Duration
 	spinning    bool
 	// pastTimeout counts the rounds the thread polled on after its spin
-	// outlasted the launch's timeout (see spin).
-	pastTimeout int
+	// outlasted the launch's timeout (see spin), moved the rounds among
+	// them that left the thread's state (registers, local memory) other
+	// than the round before, and state and prevState hold the state at
+	// the start of the current round and of the one before.
+	pastTimeout, moved int
+	state, prevState   []byte
 	// reads are the words of the thread's current spin, and changed
 	// (spinChanged) reports whether one of them changed: kept from spin
 	// to spin (a low-latency kernel's lanes spin at most of their polls).
@@ -286,9 +290,20 @@ func (l *ptxLane) spinChanged() bool {
 
 // roundsPastTimeout is how many rounds a thread of a user's launch whose
 // spin outlasted the launch's timeout still polls, a step each, before
-// the spin is a hang: a loop that gives up by its own count of polls, or
-// by the clock, which now reads past its timeout too, ends meanwhile.
+// the spin is a hang: a loop that gives up by the clock, which now reads
+// past its timeout too, ends meanwhile. Rounds that change the thread's
+// registers or local memory do not count (a loop that gives up by its
+// own count of polls changes that count each round), up to
+// maxRoundsPastTimeout rounds in all: a round that reads the same bytes
+// from the same state as the round before goes round the same way, and
+// only such rounds show that the loop cannot end by itself.
 const roundsPastTimeout = 256
+
+// maxRoundsPastTimeout bounds the rounds a thread of a user's launch
+// polls on after its spin outlasted the launch's timeout, rounds that
+// changed its state included: a loop that counts its polls without a
+// bound, or past this one, is a hang.
+const maxRoundsPastTimeout = 1 << 16
 
 // poll is one read of a poll round: n bytes at addr that held b.
 type poll struct {
@@ -554,7 +569,7 @@ func (l *ptxLane) spin(polls []poll) error {
 	w := l.l.dev.w
 	now := w.sched.Now()
 	if !l.spinning {
-		l.spinning, l.spinStart, l.pastTimeout = true, now, 0
+		l.spinning, l.spinStart, l.pastTimeout, l.moved = true, now, 0, 0
 	}
 	l.round.spun = len(polls) > 1
 	l.reads = slices.Grow(l.reads[:0], len(polls))[:len(polls)]
@@ -583,8 +598,13 @@ func (l *ptxLane) spin(polls []poll) error {
 	p, line := device.Ptr(polls[main].addr), polls[main].line
 	if l.pastTimeout > 0 {
 		// The spin outlasted the launch's timeout: the thread polls on,
-		// a round a step, for roundsPastTimeout rounds.
-		if l.pastTimeout == roundsPastTimeout {
+		// a round a step, for roundsPastTimeout rounds that did not
+		// change its state.
+		l.state, l.prevState = l.th.AppendState(l.prevState[:0]), l.state
+		if l.pastTimeout > 1 && !bytes.Equal(l.state, l.prevState) {
+			l.moved++
+		}
+		if l.pastTimeout-l.moved == roundsPastTimeout || l.pastTimeout == maxRoundsPastTimeout {
 			e := &SpinError{Device: l.l.dev.index, Kernel: l.l.kernel, Launch: l.l.id, Block: l.index, Lane: l.lane,
 				Line: line, Addr: p, Value: slices.Clone(reads[main].last), Waited: w.sched.Now() - l.spinStart}
 			for i, r := range reads {

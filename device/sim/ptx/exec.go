@@ -240,6 +240,27 @@ func (t *Thread) exit() {
 // between two accesses when it changed.
 func (t *Thread) Loops() uint64 { return t.loops }
 
+// AppendState appends to b what the thread's next instructions depend on
+// besides memory outside it: each frame's position, registers and .param
+// storage, and local memory. A thread that reaches one instruction twice
+// with the same state, having read the same bytes of global and shared
+// memory in between, goes round the same way again.
+func (t *Thread) AppendState(b []byte) []byte {
+	for i := range t.frames {
+		f := &t.frames[i]
+		b = binary.LittleEndian.AppendUint64(b, uint64(f.pc))
+		for _, r := range f.regs {
+			b = binary.LittleEndian.AppendUint64(b, r)
+		}
+		b = append(b, f.params...)
+	}
+	if n := len(t.frames); n > 0 {
+		top := &t.frames[n-1]
+		b = append(b, t.local[:top.local+top.fn.localSize]...)
+	}
+	return b
+}
+
 // Barrier is the barrier the thread waits at after Run returned
 // AtBarrier.
 func (t *Thread) Barrier() Barrier {
