@@ -1087,16 +1087,38 @@ func holdsRead(s *state, t *thread, y acc) bool {
 // granules that hold s when it is a settled plain read made since t last
 // learned anything and only reads of other threads follow it; -1 when
 // there is none such.
+//
+// A state holds at most two accesses of a thread, a write and then a read
+// (a thread's access supersedes its earlier reads, and a write its
+// earlier writes too), so t's latest access is its read when it has one.
+// The search looks at the last access, where a thread that reads again
+// before anyone else finds its read, then from the first on, where lanes
+// that reread a word in turn find theirs (each reread moves the read to
+// the end, see [Detector.reread]), counting the writes it passes: a write
+// follows the read when it did not pass them all.
 func (s *state) ownRead(t *thread) int {
-	for i := len(s.accs) - 1; i >= 0; i-- {
-		y := s.accs[i]
-		if y.slot() == t.slot {
-			if y.settledReadOf(t) {
+	n := len(s.accs)
+	if n == 0 {
+		return -1
+	}
+	switch y := s.accs[n-1]; {
+	case y.slot() == t.slot:
+		if y.settledReadOf(t) {
+			return n - 1
+		}
+		return -1
+	case y.write():
+		return -1
+	}
+	passed := int32(0)
+	for i, y := range s.accs[:n-1] {
+		switch {
+		case y.write():
+			passed++
+		case y.slot() == t.slot:
+			if passed == s.writes && y.settledReadOf(t) {
 				return i
 			}
-			return -1
-		}
-		if y.write() {
 			return -1
 		}
 	}
@@ -1164,12 +1186,15 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, h *history) 
 	if s == nil {
 		n := d.slab.state()
 		n.accs = append(n.accs, accOf(x, !x.write))
+		if x.write {
+			n.writes = 1
+		}
 		n.h = h
 		return n
 	}
 	if whole {
 		old := s.accs
-		s.accs = d.check(old[:0], old, x, t)
+		s.accs, s.writes = d.check(old[:0], old, s.writes, x, t)
 		if len(s.accs) < len(old) {
 			clear(old[len(s.accs):])
 		}
@@ -1180,20 +1205,21 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, h *history) 
 	if len(s.accs) >= len(n.inl) {
 		n.accs = make([]acc, 0, len(s.accs)+1)
 	}
-	n.accs = d.check(n.accs, s.accs, x, t)
+	n.accs, n.writes = d.check(n.accs, s.accs, s.writes, x, t)
 	n.h = h
 	return n
 }
 
-// check reports the races of x with the accesses accs of a granule and
-// appends to dst those x does not supersede, then x. dst may be accs[:0]:
-// the kept accesses then move down in place.
+// check reports the races of x with the accesses accs of a granule, of
+// which writes are writes, and appends to dst those x does not
+// supersede, then x; it returns dst and how many of its accesses are
+// writes. dst may be accs[:0]: the kept accesses then move down in place.
 //
 // A read that follows a settled read of its thread at the end of accs,
 // made since the thread last learned anything, only takes that read's
 // place: every other read stays as unordered with the thread as it was,
 // every write as ordered, and nothing races.
-func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
+func (d *Detector) check(dst, accs []acc, writes int32, x *rec, t *thread) ([]acc, int32) {
 	write := x.write
 	inPlace := cap(dst) > 0 && len(accs) > 0 && &dst[:1][0] == &accs[0]
 	if n := len(accs); !write && n > 0 {
@@ -1203,11 +1229,12 @@ func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 			} else {
 				dst = append(dst, accs[:n-1]...)
 			}
-			return append(dst, accOf(x, true))
+			return append(dst, accOf(x, true)), writes // a read for a read
 		}
 	}
 	now := t.sight()
 	settled := !write
+	kept := int32(0) // the writes kept
 	for i, y := range accs {
 		// y happens before the access, or its thread observed y, a
 		// strong write (written out: too large to be inlined as a call).
@@ -1216,8 +1243,11 @@ func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 			d.report(y.r, x, t)
 		}
 		if !ordered || (!write && y.write()) {
-			if !ordered && y.write() {
-				settled = false
+			if y.write() {
+				kept++
+				if !ordered {
+					settled = false
+				}
 			}
 			if inPlace && len(dst) == i {
 				dst = dst[:i+1] // already there
@@ -1226,7 +1256,10 @@ func (d *Detector) check(dst, accs []acc, x *rec, t *thread) []acc {
 			dst = append(dst, y)
 		}
 	}
-	return append(dst, accOf(x, settled))
+	if write {
+		kept++
+	}
+	return append(dst, accOf(x, settled)), kept
 }
 
 // conflict reports whether two accesses to a common word race when

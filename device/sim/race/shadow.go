@@ -54,6 +54,8 @@ type state struct {
 	// Shared between states, never modified in place.
 	h    *history
 	refs int32
+	// writes is how many of accs are writes.
+	writes int32
 }
 
 // history is what a state keeps besides its accesses, apart so that the

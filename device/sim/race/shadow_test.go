@@ -93,10 +93,53 @@ func compareShadow(t *testing.T, a sim.Access, sh *shadow, ref *spanShadow, lo, 
 		if got == nil || !sameEpochs(got.accs, w.accs) || !reflect.DeepEqual(got.releases(), w.rel) {
 			t.Fatalf("after %v at +%#x: granule %d of phys %d holds %s, reference %s", a.Kind, a.PhysOffset, g, a.Phys, describeState(got), describeRef(w))
 		}
+		checkOwnRead(t, got)
 		if g > 0 && start == sameSpan(sh.at(g-1), got) {
 			t.Fatalf("after %v at +%#x: granule %d starts a span: %v, reference %v", a.Kind, a.PhysOffset, g, !start, start)
 		}
 	}
+}
+
+// checkOwnRead checks that s counts its writes and that ownRead finds, for
+// each thread with an access in s and every quiet event around it, what
+// a scan from the last access back does.
+func checkOwnRead(t *testing.T, s *state) {
+	t.Helper()
+	writes := int32(0)
+	for _, y := range s.accs {
+		if y.write() {
+			writes++
+		}
+	}
+	if s.writes != writes {
+		t.Fatalf("state %s counts %d writes, holds %d", describeState(s), s.writes, writes)
+	}
+	for _, y := range s.accs {
+		for _, quiet := range []uint32{0, y.clock, y.clock + 1} {
+			th := &thread{slot: y.slot(), quiet: quiet}
+			if got, want := s.ownRead(th), scanOwnRead(s, th); got != want {
+				t.Fatalf("state %s: ownRead of slot %d quiet %d is %d, the scan finds %d", describeState(s), th.slot, quiet, got, want)
+			}
+		}
+	}
+}
+
+// scanOwnRead is what ownRead returns, found by looking at every access
+// from the last back.
+func scanOwnRead(s *state, t *thread) int {
+	for i := len(s.accs) - 1; i >= 0; i-- {
+		y := s.accs[i]
+		if y.slot() == t.slot {
+			if y.settledReadOf(t) {
+				return i
+			}
+			return -1
+		}
+		if y.write() {
+			return -1
+		}
+	}
+	return -1
 }
 
 // at is the state of granule g in sh (nil: none) and whether a span
