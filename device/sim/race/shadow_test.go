@@ -81,6 +81,10 @@ func newBare(t *testing.T) *Detector {
 // in both shadows, and that a span ends after the same granules.
 func compareShadow(t *testing.T, a sim.Access, sh *shadow, ref *spanShadow, lo, hi uint64) {
 	t.Helper()
+	// checkOwnRead looks at the states of the access's granules (of every
+	// granule without one), each once in a run of neighbours sharing it.
+	var checked *state
+	alo, ahi := a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule
 	for g := lo; g < min(hi, uint64(len(sh.pages))<<pageShift); g++ {
 		w, start := ref.at(g)
 		got := sh.at(g)
@@ -93,7 +97,10 @@ func compareShadow(t *testing.T, a sim.Access, sh *shadow, ref *spanShadow, lo, 
 		if got == nil || !sameEpochs(got.accs, w.accs) || !reflect.DeepEqual(got.releases(), w.rel) {
 			t.Fatalf("after %v at +%#x: granule %d of phys %d holds %s, reference %s", a.Kind, a.PhysOffset, g, a.Phys, describeState(got), describeRef(w))
 		}
-		checkOwnRead(t, got)
+		if got != checked && (a.Size == 0 || alo <= g && g < ahi) {
+			checkOwnRead(t, got)
+			checked = got
+		}
 		if g > 0 && start == sameSpan(sh.at(g-1), got) {
 			t.Fatalf("after %v at +%#x: granule %d starts a span: %v, reference %v", a.Kind, a.PhysOffset, g, !start, start)
 		}
@@ -115,7 +122,7 @@ func checkOwnRead(t *testing.T, s *state) {
 		t.Fatalf("state %s counts %d writes, holds %d", describeState(s), s.writes, writes)
 	}
 	for _, y := range s.accs {
-		for _, quiet := range []uint32{0, y.clock, y.clock + 1} {
+		for _, quiet := range []uint32{y.clock, y.clock + 1} {
 			th := &thread{slot: y.slot(), quiet: quiet}
 			if got, want := s.ownRead(th), scanOwnRead(s, th); got != want {
 				t.Fatalf("state %s: ownRead of slot %d quiet %d is %d, the scan finds %d", describeState(s), th.slot, quiet, got, want)
