@@ -302,28 +302,101 @@ func (lx *lexer) skipLine() {
 	}
 }
 
-// skipBlock moves past the "}" matching a "{" already read.
+// skipBlock moves past the "}" matching a "{" already read. It reads the
+// bytes as next would, without making tokens: a parse passes over every
+// function's body once to find its end, and decodes only the functions a
+// run uses. Braces count outside comments and outside the rest of a line
+// that a word .loc or .file starts; a word is what next makes one (runs
+// of bytes between spaces, punctuation and comments, "::" inside one).
 func (lx *lexer) skipBlock() error {
 	depth := 1
 	start := lx.line
-	for {
-		tok, ok, err := lx.next()
-		if err != nil {
-			return err
+	inWord := false
+	for lx.pos < len(lx.src) {
+		c := lx.src[lx.pos]
+		if wordBytes[c] {
+			if !inWord && c == '.' && lx.debugDirective() {
+				lx.skipLine()
+				continue
+			}
+			lx.pos++
+			for lx.pos < len(lx.src) && wordBytes[lx.src[lx.pos]] {
+				lx.pos++
+			}
+			inWord = true
+			continue
 		}
-		if !ok {
-			return fmt.Errorf("line %d: body not closed", start)
-		}
-		switch tok.s {
-		case "{":
-			depth++
-		case "}":
-			depth--
-			if depth == 0 {
-				return nil
+		switch {
+		case c == '\n':
+			lx.line++
+			lx.pos++
+			inWord = false
+		case c == ' ' || c == '\t' || c == '\r':
+			lx.pos++
+			inWord = false
+		case c == '/' && strings.HasPrefix(lx.src[lx.pos:], "//"):
+			lx.skipLine()
+			inWord = false
+		case c == '/' && strings.HasPrefix(lx.src[lx.pos:], "/*"):
+			end := strings.Index(lx.src[lx.pos+2:], "*/")
+			if end < 0 {
+				return fmt.Errorf("ptx: line %d: unterminated comment", lx.line)
+			}
+			lx.line += strings.Count(lx.src[lx.pos:lx.pos+2+end], "\n")
+			lx.pos += end + 4
+			inWord = false
+		case c == '/':
+			lx.pos++ // a slash inside a word, or starting one
+			inWord = true
+		case inWord && c == ':' && strings.HasPrefix(lx.src[lx.pos:], "::"):
+			lx.pos += 2 // a qualifier such as .L1::evict_last
+		default: // punctuation
+			lx.pos++
+			inWord = false
+			switch c {
+			case '{':
+				depth++
+			case '}':
+				if depth--; depth == 0 {
+					return nil
+				}
 			}
 		}
 	}
+	return fmt.Errorf("line %d: body not closed", start)
+}
+
+// wordBytes marks the bytes that continue a word as next reads one:
+// neither space, punctuation nor a slash (which may start a comment).
+var wordBytes = func() (t [256]bool) {
+	for c := range t {
+		b := byte(c)
+		t[c] = b != ' ' && b != '\t' && b != '\r' && b != '\n' && b != '/' && !isPunct(b)
+	}
+	return t
+}()
+
+// debugDirective reports whether the word at lx.pos is .loc or .file.
+func (lx *lexer) debugDirective() bool {
+	for _, w := range [...]string{".loc", ".file"} {
+		if !strings.HasPrefix(lx.src[lx.pos:], w) {
+			continue
+		}
+		rest := lx.src[lx.pos+len(w):]
+		switch {
+		case rest == "":
+			return true
+		case rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\r' || rest[0] == '\n':
+			return true
+		case rest[0] == ':':
+			return !strings.HasPrefix(rest, "::")
+		case isPunct(rest[0]):
+			return true
+		case strings.HasPrefix(rest, "//") || strings.HasPrefix(rest, "/*"):
+			return true
+		}
+	}
+	return false
 }
 
 func joinTokens(ts []token) string {
