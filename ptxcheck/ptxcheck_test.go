@@ -3,6 +3,7 @@ package ptxcheck
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -106,7 +107,7 @@ func TestWrongResultAndCap(t *testing.T) {
 func TestHangs(t *testing.T) {
 	src := load(t, "testdata/hang.ptx")
 	for entry, line := range map[string]string{"wait_load": "PTX line 20", "wait_cas": "PTX line 39", "wait_two": "PTX line 58",
-		"wait_reload": "PTX line 119", "wait_cas_two": "PTX line 169"} {
+		"wait_reload": "PTX line 119", "wait_cas_two": "PTX line 172"} {
 		param := "ptr"
 		if entry == "wait_reload" {
 			param = "ptrs"
@@ -130,46 +131,33 @@ func TestHangs(t *testing.T) {
 	}
 }
 
-// TestSpinThatGivesUp: a wait that gives up after 100 unchanged polls by
-// its own count is taken for a spin, but polls on after the launch's
-// timeout long enough to give up: no hang, and its own result.
+// TestSpinThatGivesUp: a wait that gives up after a count of unchanged
+// polls of its own is taken for a spin, but polls on after the launch's
+// timeout long enough to give up: no hang, and its own result. Its count
+// changes every round, so even 5,000 polls, more rounds than a loop whose
+// state repeats polls on past the timeout, end by themselves.
 func TestSpinThatGivesUp(t *testing.T) {
 	src := load(t, "testdata/hang.ptx")
-	p := program(t, `{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64},
-		{"name": "out", "kind": "plain", "bytes": 4}],
-		"steps": [{"launch": {"entry": "wait_count", "grid": 1, "block": 1, "params": [{"ptr": "flag"}, {"ptr": "out"}]}},
-		{"sync": true}, {"check": {"buffer": "out", "dtype": "u32", "count": 1, "value": 57005}}]}`)
-	rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Seeds: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Findings) != 0 {
-		t.Fatalf("findings %+v, want none: the loop gives up by itself", rep.Findings)
-	}
-}
-
-// TestSpinThatGivesUpLate: a wait that gives up after 5000 unchanged
-// polls, more rounds than a loop whose state repeats polls on past the
-// launch's timeout, gives up too: its count changes every round, so the
-// rounds do not count towards a hang.
-func TestSpinThatGivesUpLate(t *testing.T) {
-	src := load(t, "testdata/hang.ptx")
-	p := program(t, `{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64},
-		{"name": "out", "kind": "plain", "bytes": 4}],
-		"steps": [{"launch": {"entry": "wait_count_long", "grid": 1, "block": 1, "params": [{"ptr": "flag"}, {"ptr": "out"}]}},
-		{"sync": true}, {"check": {"buffer": "out", "dtype": "u32", "count": 1, "value": 57005}}]}`)
-	rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Seeds: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Findings) != 0 {
-		t.Fatalf("findings %+v, want none: the loop gives up by itself", rep.Findings)
+	for _, polls := range []int{100, 5000} {
+		p := program(t, fmt.Sprintf(`{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64},
+			{"name": "out", "kind": "plain", "bytes": 4}],
+			"steps": [{"launch": {"entry": "wait_count", "grid": 1, "block": 1,
+				"params": [{"ptr": "flag"}, {"ptr": "out"}, {"u32": "%d"}]}},
+			{"sync": true}, {"check": {"buffer": "out", "dtype": "u32", "count": 1, "value": 57005}}]}`, polls))
+		rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Seeds: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Findings) != 0 {
+			t.Fatalf("%d polls: findings %+v, want none: the loop gives up by itself", polls, rep.Findings)
+		}
 	}
 }
 
 // TestSpinCountingForever: a wait that counts its polls without a bound
-// changes its state every round, yet is a hang once it polled
-// maxRoundsPastTimeout rounds past the launch's timeout.
+// changes its state every round, yet is a hang, named at its flag's load,
+// once it polled maxRoundsPastTimeout rounds past the launch's timeout
+// (rather than a hang only at the step limit, which names no line).
 func TestSpinCountingForever(t *testing.T) {
 	src := load(t, "testdata/hang.ptx")
 	p := program(t, `{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64}],
@@ -180,6 +168,9 @@ func TestSpinCountingForever(t *testing.T) {
 	}
 	if len(rep.Findings) != 1 || rep.Findings[0].Kind != "hang" {
 		t.Fatalf("findings %+v, want one hang", rep.Findings)
+	}
+	if d := strings.Join(rep.Findings[0].Details, "\n"); !strings.Contains(d, "PTX line 194") || !strings.Contains(d, "spun for") {
+		t.Errorf("the hang does not name PTX line 194 and how long it spun:\n%s", d)
 	}
 }
 
