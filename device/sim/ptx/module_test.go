@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -126,6 +127,33 @@ func TestSpecialRegisterNamesCannotBeDeclared(t *testing.T) {
 	}
 	if err != nil {
 		t.Fatalf("names that only start like a special register: %v", err)
+	}
+}
+
+// TestLexerWords: a word runs to a space, punctuation or a comment; it
+// keeps a "::" qualifier and a slash that starts no comment; comments and
+// .loc lines are skipped, lines counted through them.
+func TestLexerWords(t *testing.T) {
+	src := "ld.global.L1::evict_last.u64 %rd1, [a/b];// c { }\n" +
+		"x/*{\n}*/y .loc 1 2 { }\n::z .locx:w\n"
+	want := []string{
+		"ld.global.L1::evict_last.u64@1", "%rd1@1", ",@1", "[@1", "a/b@1", "]@1", ";@1",
+		"x@2", "y@3", ":@4", ":@4", "z@4", ".locx@4", ":@4", "w@4",
+	}
+	lx := lexer{src: src, line: 1}
+	var got []string
+	for {
+		tok, ok, err := lx.next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		got = append(got, fmt.Sprintf("%s@%d", tok.s, tok.line))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("tokens %q, want %q", got, want)
 	}
 }
 

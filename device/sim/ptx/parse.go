@@ -272,16 +272,19 @@ func (lx *lexer) next() (token, bool, error) {
 		default:
 			start := lx.pos
 			for lx.pos < len(lx.src) {
+				if wordBytes[lx.src[lx.pos]] {
+					lx.pos++
+					continue
+				}
 				c := lx.src[lx.pos]
 				if c == ':' && strings.HasPrefix(lx.src[lx.pos:], "::") && lx.pos > start {
 					lx.pos += 2 // a qualifier such as .L1::evict_last
 					continue
 				}
-				if c == ' ' || c == '\t' || c == '\r' || c == '\n' || isPunct(c) ||
-					(c == '/' && lx.pos+1 < len(lx.src) && (lx.src[lx.pos+1] == '/' || lx.src[lx.pos+1] == '*')) {
-					break
+				if c != '/' || lx.pos+1 < len(lx.src) && (lx.src[lx.pos+1] == '/' || lx.src[lx.pos+1] == '*') {
+					break // space, punctuation or a comment
 				}
-				lx.pos++
+				lx.pos++ // a slash that starts no comment
 			}
 			if w := lx.src[start:lx.pos]; w == ".loc" || w == ".file" {
 				// Debug line directives (nvcc -lineinfo) end at the line's
@@ -302,71 +305,31 @@ func (lx *lexer) skipLine() {
 	}
 }
 
-// skipBlock moves past the "}" matching a "{" already read. It reads the
-// bytes as next would, without making tokens: a parse passes over every
-// function's body once to find its end, and decodes only the functions a
-// run uses. Braces count outside comments and outside the rest of a line
-// that a word .loc or .file starts; a word is what next makes one (runs
-// of bytes between spaces, punctuation and comments, "::" inside one).
+// skipBlock moves past the "}" matching a "{" already read.
 func (lx *lexer) skipBlock() error {
 	depth := 1
 	start := lx.line
-	inWord := false
-	for lx.pos < len(lx.src) {
-		c := lx.src[lx.pos]
-		if wordBytes[c] {
-			if !inWord && c == '.' && lx.debugDirective() {
-				lx.skipLine()
-				continue
-			}
-			lx.pos++
-			for lx.pos < len(lx.src) && wordBytes[lx.src[lx.pos]] {
-				lx.pos++
-			}
-			inWord = true
-			continue
+	for {
+		tok, ok, err := lx.next()
+		if err != nil {
+			return err
 		}
-		switch {
-		case c == '\n':
-			lx.line++
-			lx.pos++
-			inWord = false
-		case c == ' ' || c == '\t' || c == '\r':
-			lx.pos++
-			inWord = false
-		case c == '/' && strings.HasPrefix(lx.src[lx.pos:], "//"):
-			lx.skipLine()
-			inWord = false
-		case c == '/' && strings.HasPrefix(lx.src[lx.pos:], "/*"):
-			end := strings.Index(lx.src[lx.pos+2:], "*/")
-			if end < 0 {
-				return fmt.Errorf("ptx: line %d: unterminated comment", lx.line)
-			}
-			lx.line += strings.Count(lx.src[lx.pos:lx.pos+2+end], "\n")
-			lx.pos += end + 4
-			inWord = false
-		case c == '/':
-			lx.pos++ // a slash inside a word, or starting one
-			inWord = true
-		case inWord && c == ':' && strings.HasPrefix(lx.src[lx.pos:], "::"):
-			lx.pos += 2 // a qualifier such as .L1::evict_last
-		default: // punctuation
-			lx.pos++
-			inWord = false
-			switch c {
-			case '{':
-				depth++
-			case '}':
-				if depth--; depth == 0 {
-					return nil
-				}
+		if !ok {
+			return fmt.Errorf("line %d: body not closed", start)
+		}
+		switch tok.s {
+		case "{":
+			depth++
+		case "}":
+			depth--
+			if depth == 0 {
+				return nil
 			}
 		}
 	}
-	return fmt.Errorf("line %d: body not closed", start)
 }
 
-// wordBytes marks the bytes that continue a word as next reads one:
+// wordBytes marks the bytes that continue a word whatever follows them:
 // neither space, punctuation nor a slash (which may start a comment).
 var wordBytes = func() (t [256]bool) {
 	for c := range t {
@@ -375,29 +338,6 @@ var wordBytes = func() (t [256]bool) {
 	}
 	return t
 }()
-
-// debugDirective reports whether the word at lx.pos is .loc or .file.
-func (lx *lexer) debugDirective() bool {
-	for _, w := range [...]string{".loc", ".file"} {
-		if !strings.HasPrefix(lx.src[lx.pos:], w) {
-			continue
-		}
-		rest := lx.src[lx.pos+len(w):]
-		switch {
-		case rest == "":
-			return true
-		case rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\r' || rest[0] == '\n':
-			return true
-		case rest[0] == ':':
-			return !strings.HasPrefix(rest, "::")
-		case isPunct(rest[0]):
-			return true
-		case strings.HasPrefix(rest, "//") || strings.HasPrefix(rest, "/*"):
-			return true
-		}
-	}
-	return false
-}
 
 func joinTokens(ts []token) string {
 	var b strings.Builder
