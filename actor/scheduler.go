@@ -18,7 +18,7 @@ type Config struct {
 	// Strategy picks the next task; nil means [NewRandomWalk](Seed).
 	Strategy Strategy
 	// MaxSteps bounds the number of scheduling steps (0: no bound). A run
-	// that reaches it fails with [ErrStepLimit].
+	// that reaches it fails with a [*StepLimitError].
 	MaxSteps int64
 	// KeepEvents keeps every trace event in memory (see [Trace.Events]).
 	KeepEvents bool
@@ -64,8 +64,10 @@ type Task struct {
 	// task chosen from it there while it runs, so that a Yield (the step
 	// most tasks take most often) moves nothing.
 	listed   bool
-	halted   bool // stopped for good by Halt
-	aborting bool // being unwound by Run's end: Wait and Yield return at once
+	halted   bool                // stopped for good by Halt
+	aborting bool                // being unwound by Run's end: Wait and Yield return at once
+	ran      int64               // the step that last chose it
+	where    func() fmt.Stringer // where it is, for reports (see SetWhere)
 }
 
 // ID is the task's number, unique within its scheduler, in creation order.
@@ -223,7 +225,7 @@ func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
 		} else if !aborted {
 			s.Record("exit", t.label.Name)
 		}
-		t.state = taskDone
+		t.state, t.where = taskDone, nil // where may hold much: drop it with the task
 		s.finished++
 		s.unready(t)
 		if t.aborting || aborted && r == nil {
@@ -384,7 +386,7 @@ func (s *Scheduler) curID() int {
 
 // Run runs tasks until all have finished. It returns a [*DeadlockError] when
 // tasks remain blocked with nothing to wake them, a [*PanicError] when a task
-// panics, [ErrStepLimit], or an error naming a task that called
+// panics, a [*StepLimitError] (which is [ErrStepLimit]), or an error naming a task that called
 // runtime.Goexit (t.FailNow does). Whatever the outcome, no task is left running
 // or parked: the goroutines that ran tasks end, or wait idle for the tasks
 // of later runs (a bounded number; see [ReleaseWorkers]).
@@ -457,7 +459,7 @@ func (s *Scheduler) pick() *Task {
 			continue
 		}
 		if s.maxSteps > 0 && s.steps >= s.maxSteps {
-			s.result = fmt.Errorf("%w after %d steps (%d tasks live)", ErrStepLimit, s.steps, s.live())
+			s.result = s.stepLimit()
 			return nil
 		}
 		s.choosing = true
@@ -483,6 +485,7 @@ func (s *Scheduler) pick() *Task {
 			s.delist(t)
 		} // else it stays in the ready list while it runs
 		t.woke = t.state == taskBlocked
+		t.ran = s.steps
 		s.trace.Add(s.steps, t.id, "run", t.point)
 		t.state = taskRunning
 		t.ready, t.bell = nil, nil
@@ -731,6 +734,84 @@ func (s *Scheduler) abortAll() {
 	s.finished = 0
 	s.runnable, s.merged = nil, nil
 }
+
+// SetWhere gives the running task a function that says where it is (the
+// source line of a program it interprets, say), asked only when a report
+// names the task: a [*StepLimitError] names where each task that ran in
+// its last steps is.
+func (s *Scheduler) SetWhere(where func() fmt.Stringer) {
+	s.mustCurrent("SetWhere").where = where
+}
+
+// RecentSteps is how many of a run's last steps a [*StepLimitError] looks
+// back on: the tasks that ran in them are the ones that kept it going.
+const RecentSteps = 1000
+
+// stepLimit reports the run that reached its step bound: the tasks that
+// ran in its last RecentSteps steps and where they are, and the tasks that
+// wait.
+func (s *Scheduler) stepLimit() *StepLimitError {
+	e := &StepLimitError{Steps: s.steps, Now: s.now, Live: s.live()}
+	for _, t := range s.tasks {
+		recent := t.ran > 0 && t.ran > s.steps-RecentSteps
+		switch {
+		case t.state == taskDone || t.halted:
+		case t.state == taskBlocked && !recent:
+			e.Blocked = append(e.Blocked, BlockedTask{ID: t.id, Name: t.label.Name, What: t.what})
+		case recent:
+			r := RunningTask{ID: t.id, Name: t.label.Name, Point: t.point}
+			if t.where != nil {
+				r.Where = t.where()
+			}
+			e.Running = append(e.Running, r)
+		}
+	}
+	return e
+}
+
+// StepLimitError reports a run that reached its bound of steps
+// (Config.MaxSteps): a livelock, unless the bound was too small. It is
+// [ErrStepLimit] for errors.Is.
+type StepLimitError struct {
+	Steps int64
+	Now   time.Duration // virtual time of the report
+	Live  int           // the tasks not done
+	// Running is the tasks that ran in the run's last RecentSteps steps,
+	// in ID order: those that kept it going.
+	Running []RunningTask
+	// Blocked is the tasks that wait and did not run in those steps, in
+	// ID order.
+	Blocked []BlockedTask
+}
+
+// RunningTask is one task of a [StepLimitError] that ran in its last steps.
+type RunningTask struct {
+	ID    int
+	Name  string
+	Point string       // the scheduling point it is parked at
+	Where fmt.Stringer // where it is, when it said (see [Scheduler.SetWhere]); else nil
+}
+
+func (e *StepLimitError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v after %d steps (%d tasks live)", ErrStepLimit, e.Steps, e.Live)
+	if len(e.Running) > 0 {
+		fmt.Fprintf(&b, "\n  ran in the last %d steps:", RecentSteps)
+	}
+	for _, t := range e.Running {
+		fmt.Fprintf(&b, "\n    task %d %s at %s", t.ID, t.Name, t.Point)
+		if t.Where != nil {
+			fmt.Fprintf(&b, ", %v", t.Where)
+		}
+	}
+	for _, t := range e.Blocked {
+		fmt.Fprintf(&b, "\n  task %d %s waits for %s", t.ID, t.Name, t.What)
+	}
+	return b.String()
+}
+
+// Is reports that e is [ErrStepLimit].
+func (e *StepLimitError) Is(target error) bool { return target == ErrStepLimit }
 
 // DeadlockError reports that every remaining task is blocked and nothing can
 // wake any of them.

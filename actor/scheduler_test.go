@@ -187,15 +187,57 @@ func TestPanicInTaskIsReported(t *testing.T) {
 	}
 }
 
+// placeText is a place a task reports through SetWhere.
+type placeText string
+
+func (p placeText) String() string { return string(p) }
+
+// TestStepLimit: a run that reaches its bound reports the tasks that ran
+// in its last RecentSteps steps, where they said they are, and the tasks
+// that wait, a task that ran long before its last wait among them.
 func TestStepLimit(t *testing.T) {
-	s := NewScheduler(Config{Seed: 6, MaxSteps: 100})
+	const steps = 5 * RecentSteps
+	s := NewScheduler(Config{Seed: 6, MaxSteps: steps})
+	round := 0
 	s.Go("spinner", func() {
-		for {
+		s.SetWhere(func() fmt.Stringer { return placeText(fmt.Sprintf("round %d", round)) })
+		for ; ; round++ {
 			s.Yield("spin")
 		}
 	})
-	if err := s.Run(); !errors.Is(err, ErrStepLimit) {
-		t.Fatalf("Run = %v, want ErrStepLimit", err)
+	s.Go("quiet", func() { s.Yield("spin") })
+	s.Go("early", func() {
+		for range RecentSteps / 10 {
+			s.Yield("early work")
+		}
+		_ = s.Wait("a flag nobody raises", func() bool { return false }, 0)
+	})
+	err := s.Run()
+	var sl *StepLimitError
+	if !errors.Is(err, ErrStepLimit) || !errors.As(err, &sl) {
+		t.Fatalf("Run = %v, want a *StepLimitError", err)
+	}
+	if sl.Steps != steps || sl.Live != 2 {
+		t.Errorf("steps %d, live %d: want %d, 2", sl.Steps, sl.Live, steps)
+	}
+	if len(sl.Running) != 1 || sl.Running[0].Name != "spinner" || sl.Running[0].Point != "spin" || sl.Running[0].Where == nil {
+		t.Fatalf("running = %+v, want the spinner alone, at spin, with its place", sl.Running)
+	}
+	if want := fmt.Sprintf("round %d", round); sl.Running[0].Where.String() != want {
+		t.Errorf("the spinner's place %q, want %q (asked at the report)", sl.Running[0].Where, want)
+	}
+	if len(sl.Blocked) != 1 || sl.Blocked[0].Name != "early" || sl.Blocked[0].What != "a flag nobody raises" {
+		t.Errorf("blocked = %+v, want early, waiting for its flag", sl.Blocked)
+	}
+	msg := err.Error()
+	first, _, _ := strings.Cut(msg, "\n")
+	if want := fmt.Sprintf("scheduler step limit reached after %d steps (2 tasks live)", steps); first != want {
+		t.Errorf("first line %q, want %q", first, want)
+	}
+	for _, want := range []string{"spinner at spin, round ", "early waits for a flag nobody raises"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("report lacks %q:\n%s", want, msg)
+		}
 	}
 }
 

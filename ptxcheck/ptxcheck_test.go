@@ -174,6 +174,36 @@ func TestSpinCountingForever(t *testing.T) {
 	}
 }
 
+// TestLivelockNamesItsLoop: a wait that writes every round is no spin, so
+// only the step limit ends it: the hang names the loop's backward branch,
+// each thread with the line it was at, and the tasks that waited for them.
+func TestLivelockNamesItsLoop(t *testing.T) {
+	src := load(t, "testdata/hang.ptx")
+	p := program(t, `{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64}],
+		"steps": [{"launch": {"entry": "wait_beating", "grid": 1, "block": 2, "params": [{"ptr": "flag"}]}}, {"sync": true}]}`)
+	rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Seeds: 2, MaxSteps: 20000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 1 || rep.Findings[0].Kind != "hang" || rep.Findings[0].Runs != 2 {
+		t.Fatalf("findings %+v, want one hang found by both runs", rep.Findings)
+	}
+	f := rep.Findings[0]
+	if !strings.Contains(f.Title, "step limit") || !strings.HasSuffix(f.Title, "PTX lines 220)") {
+		t.Errorf("title %q does not name the step limit and the loop's branch, PTX line 220", f.Title)
+	}
+	d := strings.Join(f.Details, "\n")
+	for _, want := range []string{"dev0 wait_beating#1 block 0 lane 1 was at PTX line 2", "in the loop of PTX line 220 `@%p1 bra",
+		"rank1 waits for device 1 stream 1"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("details lack %q:\n%s", want, d)
+		}
+	}
+	if n := strings.Count(d, " was at PTX line 216") + strings.Count(d, " was at PTX line 218"); n != 4 {
+		t.Errorf("%d threads named at the loop's lines, want all 4:\n%s", n, d)
+	}
+}
+
 // TestSpinOnTwoFlags: a thread whose loop polls two flags sleeps while
 // both hold what it read, and wakes when block 1 raises them: the run
 // takes about the raiser's steps (401 strong stores on each rank), not

@@ -602,9 +602,12 @@ func (c *compiled) hangFinding(spins []*sim.SpinError, waits []error, simErr err
 		f.key = "hang host " + strings.Join(steps, ", ")
 	default:
 		var dl *actor.DeadlockError
+		var sl *actor.StepLimitError
 		if errors.As(simErr, &dl) {
 			f.Title = "hang: every task is blocked"
 			f.key = "hang deadlock"
+		} else if errors.As(simErr, &sl) && c.looping(f, sl) {
+			return f
 		} else {
 			f.Title = "hang: " + firstLine(simErr.Error())
 			f.key = "hang " + f.Title
@@ -617,6 +620,41 @@ func (c *compiled) hangFinding(spins []*sim.SpinError, waits []error, simErr err
 		f.Details = append(f.Details, wf.String())
 	}
 	return f
+}
+
+// looping describes in f a run that reached its step limit with threads
+// of a launch among the tasks that kept it going: the loops they are in
+// (their PTX lines, and CUDA lines when the PTX has them), each thread
+// with where it was, and the tasks that waited. It reports false, leaving
+// f as it was, when no thread of a launch kept the run going.
+func (c *compiled) looping(f *Finding, sl *actor.StepLimitError) bool {
+	var loops []int
+	var threads []string
+	for _, t := range sl.Running {
+		p, ok := t.Where.(sim.ThreadPlace)
+		if !ok {
+			continue
+		}
+		at := p.Loop
+		if at == 0 {
+			at = p.Line
+		}
+		if !slices.Contains(loops, at) {
+			loops = append(loops, at)
+		}
+		threads = append(threads, fmt.Sprintf("%s was at %s\n      in the loop of %s", t.Name, c.where(p.Line), c.where(at)))
+	}
+	if len(loops) == 0 {
+		return false
+	}
+	sort.Ints(loops)
+	f.Title = fmt.Sprintf("hang: threads still loop at the step limit of %d steps (loops ending at PTX lines %s)", sl.Steps, joinInts(loops))
+	f.key = "hang livelock " + joinInts(loops)
+	f.Details = append(f.Details, threads...)
+	for _, t := range sl.Blocked {
+		f.Details = append(f.Details, fmt.Sprintf("%s waits for %s", t.Name, t.What))
+	}
+	return true
 }
 
 func (c *compiled) errorFinding(err error) *Finding {

@@ -159,7 +159,7 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 			return fmt.Errorf("%s: %w", c.name(), err)
 		}
 		ln.th, ln.lbl = th, ln.label()
-		ln.changed = ln.spinChanged
+		ln.changed, ln.where = ln.spinChanged, ln.place
 		live[i] = ln
 	}
 	parent := w.sched.Current().ID()
@@ -174,6 +174,7 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 				ln.wv.sync(&w.weak) // bar.sync
 			}
 			w.sched.GoLabeled(ln.lbl, func() {
+				w.sched.SetWhere(ln.where)
 				ln.emit(&Access{Kind: LaneStart, Parent: parent})
 				ln.stop, ln.err = ln.th.Run()
 				ln.emit(&Access{Kind: LaneEnd, Parent: -1})
@@ -258,8 +259,26 @@ type ptxLane struct {
 	// to spin (a low-latency kernel's lanes spin at most of their polls).
 	reads   []spinRead
 	changed func() bool
-	what    []byte // the spin's description, built here
+	what    []byte              // the spin's description, built here
+	where   func() fmt.Stringer // place, for the scheduler's reports
 }
+
+// ThreadPlace is where a thread of a PTX launch is, as a run that reached
+// its step limit reports the threads that kept it going
+// ([actor.StepLimitError]).
+type ThreadPlace struct {
+	Line int // the PTX line of its last access, fence or barrier
+	Loop int // the PTX line of its last backward branch (the loop's end); 0: none
+}
+
+func (p ThreadPlace) String() string {
+	if p.Loop == 0 {
+		return fmt.Sprintf("PTX line %d", p.Line)
+	}
+	return fmt.Sprintf("PTX line %d, in the loop that branches back at PTX line %d", p.Line, p.Loop)
+}
+
+func (l *ptxLane) place() fmt.Stringer { return ThreadPlace{Line: l.th.Line(), Loop: l.th.LoopLine()} }
 
 // spinRead is one word of a spin: its segments, and what the poll read
 // (the poll's own bytes).

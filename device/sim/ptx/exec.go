@@ -126,6 +126,7 @@ type Thread struct {
 	*stacks
 	barInst *inst  // the barrier instruction the thread is at
 	loops   uint64 // backward branches taken
+	loop    int    // the line of the last backward branch taken
 	// Budget bounds the instructions a Run executes between two calls
 	// into Env or barriers: a loop that never touches memory would hang
 	// the simulator. 0 means DefaultBudget. It is counted where loops go
@@ -239,6 +240,10 @@ func (t *Thread) exit() {
 // Loops counts the backward branches the thread took: a loop went round
 // between two accesses when it changed.
 func (t *Thread) Loops() uint64 { return t.loops }
+
+// LoopLine is the source line of the last backward branch the thread took
+// (the end of the loop it is in, when it loops), 0 before one.
+func (t *Thread) LoopLine() int { return t.loop }
 
 // AppendState appends to b what the thread's next instructions depend on
 // besides memory outside it: each frame's position, registers and .param
@@ -368,6 +373,7 @@ func (t *Thread) Run() (Stop, error) {
 		case opBra:
 			if in.target < f.pc {
 				t.loops++
+				t.loop = in.line
 				if left -= f.pc - in.target; left < 0 {
 					return 0, t.fail(f, in, errBudget)
 				}
