@@ -279,6 +279,56 @@ func TestBadHarness(t *testing.T) {
 	}
 }
 
+// TestHarnessMistakes: a harness that validates but asks, in some world,
+// for what cannot be (a buffer of 0 bytes, a parameter out of its type's
+// range, a grid of no blocks, a check past its buffer's end) fails the
+// whole check with a HarnessError naming the world, the rank, the step
+// and the value, rather than giving a finding about the kernel.
+func TestHarnessMistakes(t *testing.T) {
+	src := load(t, "testdata/stamp.ptx")
+	for _, c := range []struct {
+		old, new string
+		world    int
+		want     string
+	}{
+		{`"bytes": "4*n"`, `"bytes": "4*n*(3-world)"`, 3, "rank 0: buffer in: 0 bytes out of range"},
+		{`{"u8": "rank"}`, `{"u8": "rank*200"}`, 3, "rank 2: step 1 (launch stamp): parameter 2 (stamp_param_2): 400 out of the range of u8"},
+		{`"grid": 5`, `"grid": "5*(world-2)"`, 2, "rank 0: step 1 (launch stamp): device 0: launch stamp: grid of 0 blocks out of range"},
+		{`"count": "n", "value": "2*`, `"count": "n*1000", "value": "2*`, 2, "480000 elements of f32 at offset 0 overrun the 131072-byte buffer out"},
+	} {
+		text := strings.Replace(stampHarness, c.old, c.new, 1)
+		if text == stampHarness {
+			t.Fatalf("%s is not in the harness", c.old)
+		}
+		rep, err := RunProgram(program(t, text), src, Options{Worlds: []int{2, 3}})
+		var he *HarnessError
+		if !errors.As(err, &he) || he.World != c.world || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: RunProgram = %+v, %v; want a harness error in a world of %d saying %q", c.new, rep, err, c.world, c.want)
+		}
+	}
+}
+
+// TestShrinkPastHarnessMistakes: a shrink that tries a world the harness
+// cannot run in (a grid of world-2 blocks, none in a world of 2) takes it
+// for one that does not reproduce, and shrinks on.
+func TestShrinkPastHarnessMistakes(t *testing.T) {
+	src := load(t, "testdata/hang.ptx")
+	p := program(t, `{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64}],
+		"steps": [{"launch": {"entry": "wait_load", "grid": "world-2", "block": 1, "params": [{"ptr": "flag"}]}}, {"sync": true}]}`)
+	opts := Options{Worlds: []int{3}, Seeds: 1}
+	rep, err := RunProgram(p, src, opts)
+	if err != nil || len(rep.Findings) != 1 || rep.Findings[0].Kind != "hang" {
+		t.Fatalf("RunProgram = %+v, %v; want one hang", rep, err)
+	}
+	s, err := Shrink(p, src, opts, rep.Findings[0], 0)
+	if err != nil {
+		t.Fatalf("Shrink: %v", err)
+	}
+	if s.World != 3 || s.Finding == nil || s.Finding.Key() != rep.Findings[0].Key() {
+		t.Errorf("shrunk to world %d, finding %+v; want the hang at world 3", s.World, s.Finding)
+	}
+}
+
 // TestSignatures: parameter layouts follow the declarations' alignment.
 func TestSignatures(t *testing.T) {
 	sigs, err := signatures(`.visible .entry k(.param .u8 a, .param .align 16 .b8 s[20], .param .u16 b, .param .u64 .ptr .global .align 8 p) {}`)
@@ -383,12 +433,10 @@ func TestDynamicShared(t *testing.T) {
 	if len(rep.Findings) != 1 || rep.Findings[0].Kind != "error" || !strings.Contains(rep.Findings[0].Title, "shared") {
 		t.Fatalf("without dynamic shared memory: %+v, want one error naming shared memory", rep.Findings)
 	}
-	rep, err = RunProgram(program(t, strings.Replace(harness, "SHARED", `"shared": "-4", `, 1)), src, Options{Worlds: []int{2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Findings) == 0 || !strings.Contains(rep.Findings[0].Title, "-4 bytes of dynamic shared memory out of range") {
-		t.Fatalf("with -4 bytes of dynamic shared memory: %+v, want the launch refused", rep.Findings)
+	_, err = RunProgram(program(t, strings.Replace(harness, "SHARED", `"shared": "-4", `, 1)), src, Options{Worlds: []int{2}})
+	var he *HarnessError
+	if !errors.As(err, &he) || !strings.Contains(err.Error(), "-4 bytes of dynamic shared memory out of range") {
+		t.Fatalf("with -4 bytes of dynamic shared memory: %v, want the launch refused as the harness's mistake", err)
 	}
 	err = Validate(program(t, strings.Replace(harness, "SHARED", `"shared": "4*", `, 1)), src)
 	if err == nil || !strings.Contains(err.Error(), "shared") {

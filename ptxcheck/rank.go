@@ -125,10 +125,10 @@ func (rr *rankRun) setup() error {
 	for _, b := range rr.c.buffers {
 		n, err := b.bytes.evalInt(rr.vars, loc)
 		if err != nil {
-			return fmt.Errorf("buffer %s: bytes: %w", b.Name, err)
+			return harness(fmt.Errorf("buffer %s: bytes: %w", b.Name, err))
 		}
 		if n < 1 || n > 1<<32 {
-			return fmt.Errorf("buffer %s: %d bytes out of range [1, 4 GiB]", b.Name, n)
+			return harness(fmt.Errorf("buffer %s: %d bytes out of range [1, 4 GiB]", b.Name, n))
 		}
 		p, err := rr.r.Alloc(uint64(n))
 		if err != nil {
@@ -182,7 +182,7 @@ func (rr *rankRun) steps(ss []cStep, loc map[string]float64) error {
 		case s.repeat != nil:
 			var n int64
 			if n, err = repeatTimes(s, rr.vars, loc, rr.repeats); err != nil {
-				return err
+				return harness(err)
 			}
 			inner := rr.local(loc)
 			for it := range n {
@@ -199,8 +199,14 @@ func (rr *rankRun) steps(ss []cStep, loc map[string]float64) error {
 	return nil
 }
 
-// span resolves a fill's element range in buffer b.
+// span resolves a fill's element range in buffer b; its errors are the
+// harness's.
 func (rr *rankRun) span(b int, f cFill, loc map[string]float64) (off uint64, count int, err error) {
+	off, count, err = rr.spanOf(b, f, loc)
+	return off, count, harness(err)
+}
+
+func (rr *rankRun) spanOf(b int, f cFill, loc map[string]float64) (off uint64, count int, err error) {
 	size := dtypeSizes[f.dtype]
 	var o int64
 	if f.offset != nil {
@@ -236,10 +242,10 @@ func (rr *rankRun) write(b int, f cFill, loc map[string]float64) error {
 		el["i"] = float64(i)
 		v, err := f.value.eval(rr.vars, el)
 		if err != nil {
-			return err
+			return harness(fmt.Errorf("element %d: %w", i, err))
 		}
 		if err := encode(f.dtype, v, data[i*size:]); err != nil {
-			return fmt.Errorf("element %d: %w", i, err)
+			return harness(fmt.Errorf("element %d: %w", i, err))
 		}
 	}
 	k := rr.writes
@@ -319,7 +325,7 @@ func (rr *rankRun) check(s cStep, loc map[string]float64) error {
 		el["i"] = float64(i)
 		want, err := ck.fill.value.eval(rr.vars, el)
 		if err != nil {
-			return err
+			return harness(fmt.Errorf("element %d: %w", i, err))
 		}
 		got := decode(ck.fill.dtype, data[i*size:])
 		if !agree(ck.fill.dtype, got, want, ck.tol) {
@@ -383,21 +389,21 @@ func (rr *rankRun) hostBarrier() error {
 func (rr *rankRun) launch(l *cLaunch, loc map[string]float64) error {
 	grid, err := l.grid.evalInt(rr.vars, loc)
 	if err != nil {
-		return fmt.Errorf("grid: %w", err)
+		return harness(fmt.Errorf("grid: %w", err))
 	}
 	block, err := l.block.evalInt(rr.vars, loc)
 	if err != nil {
-		return fmt.Errorf("block: %w", err)
+		return harness(fmt.Errorf("block: %w", err))
 	}
 	shared, err := l.shared.evalInt(rr.vars, loc)
 	if err != nil {
-		return fmt.Errorf("shared: %w", err)
+		return harness(fmt.Errorf("shared: %w", err))
 	}
 	params := make([]byte, l.sig.Size)
 	for i, p := range l.params {
 		d := l.sig.Params[i]
 		if err := rr.pack(p, params[d.Offset:d.Offset+d.Size()], loc); err != nil {
-			return fmt.Errorf("parameter %d (%s): %w", i, d.Name, err)
+			return harness(fmt.Errorf("parameter %d (%s): %w", i, d.Name, err))
 		}
 	}
 	s, err := rr.stream(l.stream)
@@ -418,7 +424,7 @@ func (rr *rankRun) launch(l *cLaunch, loc map[string]float64) error {
 	}
 	if err := launcher.LaunchPTX(s, sim.PTXLaunch{Module: rr.c.src.Module, Entry: l.sig.Entry, Params: params,
 		Grid: int(grid), Block: int(block), Shared: int(shared), Timeout: rr.c.timeout}); err != nil {
-		return err
+		return harness(err) // the launch's checks: its shape, its timeout
 	}
 	return rr.redeliver()
 }
@@ -574,3 +580,33 @@ func agree(dtype string, got, want, tol float64) bool {
 	}
 	return math.Abs(got-want) <= tol*math.Max(1, math.Abs(want))
 }
+
+// harnessError marks an error as the harness's own: an expression that
+// does not evaluate, or a value out of its range (a buffer's size, a
+// fill's span, a repeat count, a launch's shape or parameter). The
+// kernel's schedule and faults have no part in it.
+type harnessError struct{ err error }
+
+func (e *harnessError) Error() string { return e.err.Error() }
+func (e *harnessError) Unwrap() error { return e.err }
+
+// harness marks err as the harness's (nil stays nil).
+func harness(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &harnessError{err}
+}
+
+// HarnessError is a mistake of the harness that a rank met while it ran
+// it (see [RunProgram]): not a finding about the kernel.
+type HarnessError struct {
+	World int   // the world size of the run that met it
+	Err   error // the rank's error: "rank R: step S (...): ..."
+}
+
+func (e *HarnessError) Error() string {
+	return fmt.Sprintf("harness, in a world of %d: %v", e.World, e.Err)
+}
+
+func (e *HarnessError) Unwrap() error { return e.Err }

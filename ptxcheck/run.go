@@ -429,6 +429,12 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 	if simErr != nil && res.Trace == "" {
 		return run, nil, nil, fmt.Errorf("world %d seed %d: %w", world, seed, simErr)
 	}
+	for r, err := range res.Errs {
+		var he *harnessError
+		if err != nil && (r >= world || !w.died[r]) && errors.As(err, &he) {
+			return run, nil, nil, &HarnessError{World: world, Err: err}
+		}
+	}
 	var found []*Finding
 	if res.Races != nil {
 		for _, r := range res.Races.Races {

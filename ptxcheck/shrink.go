@@ -1,6 +1,7 @@
 package ptxcheck
 
 import (
+	"errors"
 	"fmt"
 	"github.com/symmem/symmem/internal/minimize"
 	"maps"
@@ -68,6 +69,10 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, budget int) (*
 			}
 		}
 		_, found, sched, err := c.runOnce(w, o.FirstSeed, o, shapes, true)
+		var he *HarnessError
+		if errors.As(err, &he) {
+			return false, nil // the harness cannot run so (a smaller world, fewer repeats)
+		}
 		if err != nil {
 			runErr = err
 			return false, nil

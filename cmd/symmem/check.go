@@ -216,6 +216,10 @@ func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed, planSet, dec
 		opts.Seeds, opts.FirstSeed = 1, uint64(f.seed)
 	}
 	rep, err := ptxcheck.RunProgram(prog, src, opts)
+	var he *ptxcheck.HarnessError
+	if errors.As(err, &he) {
+		return fmt.Errorf("%s: %w", harness, err)
+	}
 	if err != nil {
 		return err
 	}
