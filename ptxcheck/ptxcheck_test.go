@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -326,6 +328,35 @@ func TestShrinkPastHarnessMistakes(t *testing.T) {
 	}
 	if s.World != 3 || s.Finding == nil || s.Finding.Key() != rep.Findings[0].Key() {
 		t.Errorf("shrunk to world %d, finding %+v; want the hang at world 3", s.World, s.Finding)
+	}
+}
+
+// TestLoadHarnessErrors: a harness file that is not one JSON object says
+// where it goes wrong, by line and column.
+func TestLoadHarnessErrors(t *testing.T) {
+	dir := t.TempDir()
+	for text, want := range map[string]string{
+		"":                                           "empty: want a JSON object",
+		"{\"ptx\": \"k.ptx\",\n  \"worlds\": [":      "the JSON ends early, at line 2 column 14",
+		"{\"ptx\": \"k.ptx\",\n  \"worlds\": 2}":     "line 2 column 13: json: cannot unmarshal number",
+		"{\"ptx\": \"k.ptx\",\n  \"worlds\" 2}":      "line 2 column 12: invalid character '2'",
+		"{\"ptx\": \"k.ptx\"}\n{\"ptx\": \"k.ptx\"}": "line 2 column 1: text after the harness's closing brace",
+	} {
+		path := filepath.Join(dir, "h.json")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadHarness(path)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error saying %q", text, err, want)
+		}
+	}
+	path := filepath.Join(dir, "ok.json")
+	if err := os.WriteFile(path, []byte("{\"ptx\": \"k.ptx\"}\n\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := LoadHarness(path); err != nil || p.PTX != filepath.Join(dir, "k.ptx") {
+		t.Errorf("a harness with blank lines after it: %+v, %v", p, err)
 	}
 }
 
