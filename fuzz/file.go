@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/internal/jsonfile"
 )
 
 // fileVersion is the version of the case file format (3: signal faults
@@ -71,7 +72,7 @@ func Load(path string) (Case, string, error) {
 		return Case{}, "", fmt.Errorf("load case: %w", err)
 	}
 	var f caseFile
-	if err := json.Unmarshal(b, &f); err != nil {
+	if err := jsonfile.Decode(b, &f, false); err != nil {
 		return Case{}, "", fmt.Errorf("load case %s: %w", path, err)
 	}
 	if f.Version != fileVersion {

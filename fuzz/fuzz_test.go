@@ -1,8 +1,11 @@
 package fuzz
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -502,6 +505,43 @@ func saveAndLoad(t *testing.T, o Outcome) (Case, string) {
 		t.Fatal(err)
 	}
 	return loaded, want
+}
+
+// TestLoadSaysWhere: a case file cut short or edited wrongly is refused
+// with the line and column where it goes wrong.
+func TestLoadSaysWhere(t *testing.T) {
+	prog, err := ParseProgram("world=2 groups=0,1 bufs=2048; one-shot g0 b0@16 64 float32 sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := Run(Case{Program: prog, Seed: 1, Strategy: StrategyRandom})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "case.json")
+	if err := Save(path, o); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Count(b, []byte{'\n'})
+	for text, want := range map[string]string{
+		string(b[:len(b)/2]): "the JSON ends early, at line ",
+		string(bytes.Replace(b, []byte(`"seed": 1`), []byte(`"seed": "one"`), 1)): "column",
+		string(b) + "{}": fmt.Sprintf("line %d column 1: text after the JSON value", lines+1),
+	} {
+		if text == string(b) {
+			t.Fatalf("the edit for %q changed nothing in:\n%s", want, b)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Load(path); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "load case "+path) {
+			t.Errorf("%v, want an error naming the file and saying %q", err, want)
+		}
+	}
 }
 
 // failingLaunch refuses every kernel launch.

@@ -1,17 +1,17 @@
 package ptxcheck
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/symmem/symmem/internal/jsonfile"
 )
 
 // Program is what every rank does: the buffers it allocates and the steps
@@ -214,48 +214,14 @@ func LoadHarness(path string) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var p Program
-	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("harness %s: %w", path, jsonError(b, err))
-	}
-	if rest := bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
-		return nil, fmt.Errorf("harness %s: %s: text after the harness's closing brace", path, lineCol(b, int64(len(b)-len(rest))))
+	if err := jsonfile.Decode(b, &p, true); err != nil {
+		return nil, fmt.Errorf("harness %s: %w", path, err)
 	}
 	if p.PTX != "" && !filepath.IsAbs(p.PTX) {
 		p.PTX = filepath.Join(filepath.Dir(path), p.PTX)
 	}
 	return &p, nil
-}
-
-// jsonError names where in b the JSON decoder's err arose, as a line and
-// column (of the bad byte, the end of a value of the wrong type, or the
-// end of the text), and says what an early end means.
-func jsonError(b []byte, err error) error {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.Is(err, io.EOF):
-		return errors.New("empty: want a JSON object")
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("the JSON ends early, at %s: a bracket, brace or string is not closed", lineCol(b, int64(len(b))))
-	case errors.As(err, &syn): // Offset counts the bytes read, the bad one included
-		return fmt.Errorf("%s: %w", lineCol(b, syn.Offset-1), err)
-	case errors.As(err, &typ): // Offset is just past the value
-		return fmt.Errorf("%s: %w", lineCol(b, typ.Offset-1), err)
-	}
-	return err
-}
-
-// lineCol is "line L column C" (1-based) of the byte at index off of b,
-// or of the end of b.
-func lineCol(b []byte, off int64) string {
-	off = min(max(off, 0), int64(len(b)))
-	before := b[:off]
-	line := bytes.Count(before, []byte{'\n'}) + 1
-	col := len(before) - bytes.LastIndexByte(before, '\n')
-	return fmt.Sprintf("line %d column %d", line, col)
 }
 
 // ParseWorlds parses "2-8" or "2,4,8".
