@@ -166,8 +166,9 @@ func (c *compiled) runnable() error {
 
 // RunProgram runs prog on the PTX of src at every world over the seeds of
 // opts, with the race detector, and reports what it found. Its error is
-// for a program that cannot run at all (a bad harness, a [*Refusal]);
-// what the runs find is in the report.
+// for a program that cannot run at all (a bad harness, a [*Refusal]), or
+// a [*HarnessError] a run met (a value of the harness out of its range
+// in some world or rank); what the runs find is in the report.
 func RunProgram(prog *Program, src *Source, opts Options) (*Report, error) {
 	c, worlds, err := prepare(prog, src, &opts)
 	if err != nil {
