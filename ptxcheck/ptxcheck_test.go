@@ -103,13 +103,14 @@ func TestWrongResultAndCap(t *testing.T) {
 }
 
 // TestHangs: a thread spinning on a flag nobody raises, with a load or
-// with a compare-and-swap, on two flags a round (loaded or swapped), or on
-// a flag whose pointer it reloads every round, is a hang naming the PTX
-// line of the flag's load (and the loop's other reads).
+// with a compare-and-swap, on two flags a round (loaded or swapped), on
+// a flag whose pointer it reloads every round, or with a fence each
+// round, is a hang naming the PTX line of the flag's load (and the loop's
+// other reads).
 func TestHangs(t *testing.T) {
 	src := load(t, "testdata/hang.ptx")
 	for entry, line := range map[string]string{"wait_load": "PTX line 20", "wait_cas": "PTX line 39", "wait_two": "PTX line 58",
-		"wait_reload": "PTX line 119", "wait_cas_two": "PTX line 172"} {
+		"wait_reload": "PTX line 119", "wait_cas_two": "PTX line 172", "wait_fence": "PTX line 278"} {
 		param := "ptr"
 		if entry == "wait_reload" {
 			param = "ptrs"
@@ -224,6 +225,31 @@ func TestSpinOnTwoFlags(t *testing.T) {
 	for _, r := range rep.Runs {
 		if r.Steps > 1200 {
 			t.Errorf("world %d seed %d: %d steps, want the raisers' 802 and little more", r.World, r.Seed, r.Steps)
+		}
+	}
+}
+
+// TestSpinWithFences: a wait that fences each round sleeps while its flag
+// holds what it read, wakes when block 1 raises it, and, through the
+// fences on both sides, reads block 1's data word without a race: the
+// run takes about the raiser's steps (200 busy stores on each rank), not
+// two steps per poll as well.
+func TestSpinWithFences(t *testing.T) {
+	src := load(t, "testdata/hang.ptx")
+	p := program(t, `{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64},
+		{"name": "out", "kind": "plain", "bytes": 4}],
+		"steps": [{"launch": {"entry": "wait_fence_raised", "grid": 2, "block": 1, "params": [{"ptr": "flag"}, {"ptr": "out"}]}},
+		{"sync": true}, {"check": {"buffer": "out", "dtype": "u32", "count": 1, "value": 57005}}]}`)
+	rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Seeds: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 0 {
+		t.Fatalf("findings %+v, want none", rep.Findings)
+	}
+	for _, r := range rep.Runs {
+		if r.Steps > 700 {
+			t.Errorf("world %d seed %d: %d steps, want the raisers' 400 and little more", r.World, r.Seed, r.Steps)
 		}
 	}
 }

@@ -485,13 +485,14 @@ func scope(s ptx.Scope) signal.Scope {
 
 // Load reads global memory. A strong load is a scheduling point; one that
 // repeats the thread's previous strong load of the same address, after a
-// loop went round and with no other access in between, is a spin: if the
-// bytes are still the same, the thread sleeps until they change (or until
-// the launch's timeout would have passed). So is a load that begins a
-// round of a loop as the round before began, when that round only read
-// (loads, plain ones included, and failed compare-and-swaps, at least
-// one of them strong) and every byte it read still holds what it read:
-// the thread sleeps until one of them changes. Each element of a strong
+// loop went round and with no other access but fences in between, is a
+// spin: if the bytes are still the same, the thread sleeps until they
+// change (or until the launch's timeout would have passed). So is a load
+// that begins a round of a loop as the round before began, when that
+// round only read (loads, plain ones included, and failed
+// compare-and-swaps, at least one of them strong) and fenced, and every
+// byte it read still holds what it read: the thread sleeps until one of
+// them changes. Each element of a strong
 // load (a vector's elements are accesses of their own) returns one of
 // the stores the memory model lets the thread read (weak.go); a plain
 // load returns the newest bytes.
@@ -793,8 +794,10 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 // meaning: it releases the thread's accesses before it to the strong
 // writes after it, acquires what the strong reads before it observed, and
 // (fence.sc) is ordered with the other sc fences it is morally strong with.
+// A fence does not end a poll round: a round that reads unchanged bytes
+// and fences learns nothing its first fence did not, so a wait loop that
+// fences each round is a spin too.
 func (l *ptxLane) Fence(sem ptx.Sem, sc ptx.Scope) {
-	l.unpoll()
 	l.l.dev.w.sched.Yield("ptx fence")
 	l.wv.fence(&l.l.dev.w.weak, scope(sc), sem == ptx.SC)
 	l.emit(&Access{Kind: Fence, Parent: -1, Order: signal.AcqRel, Scope: scope(sc), SC: sem == ptx.SC})
