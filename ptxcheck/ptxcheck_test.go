@@ -179,7 +179,9 @@ func TestSpinCountingForever(t *testing.T) {
 
 // TestLivelockNamesItsLoop: a wait that writes every round is no spin, so
 // only the step limit ends it: the hang names the loop's backward branch,
-// each thread with the line it was at, and the tasks that waited for them.
+// each thread with the line it was at (grouped by place when many), and
+// the tasks that waited for them. No thread sleeps as a spin, not even
+// in a round whose store ran before its load.
 func TestLivelockNamesItsLoop(t *testing.T) {
 	src := load(t, "testdata/hang.ptx")
 	p := program(t, `{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64}],
@@ -196,14 +198,47 @@ func TestLivelockNamesItsLoop(t *testing.T) {
 		t.Errorf("title %q does not name the step limit and the loop's branch, PTX line 220", f.Title)
 	}
 	d := strings.Join(f.Details, "\n")
-	for _, want := range []string{"dev0 wait_beating#1 block 0 lane 1 was at PTX line 2", "in the loop of PTX line 220 `@%p1 bra",
+	for _, want := range []string{"dev0 wait_beating#1 block 0 lane 1", "in the loop of PTX line 220 `@%p1 bra",
 		"rank1 waits for device 1 stream 1"} {
 		if !strings.Contains(d, want) {
 			t.Errorf("details lack %q:\n%s", want, d)
 		}
 	}
-	if n := strings.Count(d, " was at PTX line 216") + strings.Count(d, " was at PTX line 218"); n != 4 {
-		t.Errorf("%d threads named at the loop's lines, want all 4:\n%s", n, d)
+	threads := 0 // named at the loop's load and store, one by one or by places
+	for _, l := range f.Details {
+		var n int
+		switch {
+		case !strings.Contains(l, "at PTX line 216") && !strings.Contains(l, "at PTX line 218"):
+		case strings.Contains(l, " was at "):
+			threads++
+		default:
+			if _, err := fmt.Sscanf(l, "%d threads were at", &n); err != nil {
+				t.Errorf("detail %q: %v", l, err)
+			}
+			threads += n
+		}
+	}
+	if threads != 4 {
+		t.Errorf("%d threads named at the loop's lines, want all 4:\n%s", threads, d)
+	}
+
+	// 384 threads: a line a place, eight names each, eight waiters.
+	p = program(t, `{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64}],
+		"steps": [{"launch": {"entry": "wait_beating", "grid": 3, "block": 64, "params": [{"ptr": "flag"}]}}, {"sync": true}]}`)
+	rep, err = RunProgram(p, src, Options{Worlds: []int{2}, Seeds: 1, MaxSteps: 20000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 1 {
+		t.Fatalf("findings %+v, want one hang", rep.Findings)
+	}
+	f = rep.Findings[0]
+	d = strings.Join(f.Details, "\n")
+	if strings.Contains(d, "spinning") {
+		t.Errorf("a thread whose loop stores every round slept as a spin (its store ran before its load):\n%s", d)
+	}
+	if len(f.Details) != 2+maxNamed+1 || strings.Count(d, " more\n") != 2 || !strings.HasSuffix(d, "and 2 more tasks wait") {
+		t.Errorf("details of 384 threads: want two places of %d names and more, then %d waiters and a count:\n%s", maxNamed, maxNamed, d)
 	}
 }
 

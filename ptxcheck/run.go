@@ -635,21 +635,31 @@ func (c *compiled) hangFinding(spins []*sim.SpinError, waits []error, simErr err
 // with where it was, and the tasks that waited. It reports false, leaving
 // f as it was, when no thread of a launch kept the run going.
 func (c *compiled) looping(f *Finding, sl *actor.StepLimitError) bool {
+	// The threads, grouped by where they were (in the order of their
+	// first thread).
+	type group struct {
+		place sim.ThreadPlace
+		names []string
+	}
+	var groups []*group
 	var loops []int
-	var threads []string
 	for _, t := range sl.Running {
 		p, ok := t.Where.(sim.ThreadPlace)
 		if !ok {
 			continue
 		}
-		at := p.Loop
-		if at == 0 {
-			at = p.Line
+		if p.Loop == 0 {
+			p.Loop = p.Line
 		}
-		if !slices.Contains(loops, at) {
-			loops = append(loops, at)
+		if !slices.Contains(loops, p.Loop) {
+			loops = append(loops, p.Loop)
 		}
-		threads = append(threads, fmt.Sprintf("%s was at %s\n      in the loop of %s", t.Name, c.where(p.Line), c.where(at)))
+		i := slices.IndexFunc(groups, func(g *group) bool { return g.place == p })
+		if i < 0 {
+			i = len(groups)
+			groups = append(groups, &group{place: p})
+		}
+		groups[i].names = append(groups[i].names, t.Name)
 	}
 	if len(loops) == 0 {
 		return false
@@ -657,11 +667,34 @@ func (c *compiled) looping(f *Finding, sl *actor.StepLimitError) bool {
 	sort.Ints(loops)
 	f.Title = fmt.Sprintf("hang: threads still loop at the step limit of %d steps (loops ending at PTX lines %s)", sl.Steps, joinInts(loops))
 	f.key = "hang livelock " + joinInts(loops)
-	f.Details = append(f.Details, threads...)
-	for _, t := range sl.Blocked {
+	for _, g := range groups {
+		where := fmt.Sprintf("at %s\n      in the loop of %s", c.where(g.place.Line), c.where(g.place.Loop))
+		if len(g.names) == 1 {
+			f.Details = append(f.Details, g.names[0]+" was "+where)
+			continue
+		}
+		f.Details = append(f.Details, fmt.Sprintf("%d threads were %s: %s", len(g.names), where, someOf(g.names, maxNamed)))
+	}
+	for i, t := range sl.Blocked {
+		if i == maxNamed {
+			f.Details = append(f.Details, fmt.Sprintf("and %d more tasks wait", len(sl.Blocked)-i))
+			break
+		}
 		f.Details = append(f.Details, fmt.Sprintf("%s waits for %s", t.Name, t.What))
 	}
 	return true
+}
+
+// maxNamed is how many threads of a place, and how many waiting tasks, a
+// hang at the step limit names.
+const maxNamed = 8
+
+// someOf joins the first n names, and says how many more there are.
+func someOf(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s, and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 func (c *compiled) errorFinding(err error) *Finding {

@@ -239,6 +239,9 @@ type ptxLane struct {
 	prev      poll
 	prevLive  bool
 	prevLoops uint64
+	// hoisted: a store of the thread ran before the load it performs
+	// now (see Hoist), so that load's round writes: it polls nothing.
+	hoisted bool
 	// round is the thread's polls (loads and failed compare-and-swaps)
 	// since its loop count last changed, with no other access among
 	// them, and last the round before it: a loop that polls several
@@ -364,7 +367,7 @@ type pollRound struct {
 }
 
 func (l *ptxLane) reset() {
-	l.prevLive, l.spinning = false, false
+	l.prevLive, l.spinning, l.hoisted = false, false, false
 	l.round, l.last = pollRound{polls: l.round.polls[:0]}, pollRound{polls: l.last.polls[:0]}
 }
 
@@ -397,8 +400,14 @@ func (l *ptxLane) spinsAt(addr uint64, n int, kind pollKind) (polls []poll, ok b
 	return l.last.polls, first.addr == addr && first.n == n && first.kind == kind
 }
 
-// polled notes a poll that read b at addr.
+// polled notes a poll that read b at addr; a read whose round's store
+// ran before it (see Hoist) is no poll.
 func (l *ptxLane) polled(addr uint64, b []byte, kind pollKind) {
+	if l.hoisted {
+		l.hoisted = false
+		l.unpoll()
+		return
+	}
 	r := &l.round
 	l.prevLive = kind != plainPoll
 	if l.prevLive {

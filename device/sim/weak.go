@@ -563,7 +563,8 @@ var _ ptx.Reorderer = (*ptxLane)(nil)
 // the model does not order after an earlier load or relaxed atom is
 // performed first (load buffering). A load or compare-and-swap that
 // repeats the thread's last poll (a spin) keeps its store after it, and
-// the launch's error record is never involved.
+// the launch's error record is never involved. A load whose store went
+// first is no poll: its round writes (ptxLane.polled).
 func (l *ptxLane) Hoist(loadAddr uint64, loadSize int, storeAddr uint64, storeSize int) bool {
 	if l.prevLive && l.prev.addr == loadAddr {
 		return false
@@ -574,5 +575,6 @@ func (l *ptxLane) Hoist(loadAddr uint64, loadSize int, storeAddr uint64, storeSi
 	if _, in, _ := l.inRecord(storeAddr, storeSize); in {
 		return false
 	}
-	return l.l.dev.w.weakRand().IntN(2) == 0
+	l.hoisted = l.l.dev.w.weakRand().IntN(2) == 0
+	return l.hoisted
 }
