@@ -141,7 +141,7 @@ func (x *expr) evalInt(e env, local map[string]float64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if v != math.Trunc(v) || math.IsInf(v, 0) || math.Abs(v) > 1<<63 {
+	if v != math.Trunc(v) || v < -(1<<63) || v >= 1<<63 { // NaN and ±Inf too
 		return 0, fmt.Errorf("expression %q is %v, not an integer", x.src, v)
 	}
 	return int64(v), nil

@@ -1,9 +1,11 @@
 package ptxcheck
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -458,6 +460,43 @@ func TestExpressions(t *testing.T) {
 	x, _ := parseExpr("nope + 1")
 	if _, err := x.eval(e, nil); err == nil || !strings.Contains(err.Error(), `unknown variable "nope"`) {
 		t.Errorf("unknown variable: %v", err)
+	}
+	// Integers: int64's range, its ends included, and nothing past them.
+	for src, want := range map[string]int64{"-9223372036854775808": math.MinInt64, "7/2*2": 7, "2.5": 0,
+		"9223372036854775808": 0, "-9223372036854775808*2": 0, "1/0": 0} {
+		x, err := parseExpr(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		got, err := x.evalInt(e, nil)
+		if want == 0 && (err == nil || !strings.Contains(err.Error(), "not an integer")) || want != 0 && (err != nil || got != want) {
+			t.Errorf("%s as an integer: %d, %v; want %d (0: an error)", src, got, err, want)
+		}
+	}
+}
+
+// TestEncodeRanges: integer parameters and fills take their type's whole
+// range, ends included, and refuse the first value past either end, even
+// where a float64 cannot tell it from the end (2^64 and 2^64-1).
+func TestEncodeRanges(t *testing.T) {
+	for _, c := range []struct {
+		dtype string
+		v     float64
+		want  uint64 // the bytes, little-endian; ok false: refused
+		ok    bool
+	}{
+		{"u8", 255, 0xff, true}, {"u8", 256, 0, false}, {"u8", -1, 0, false},
+		{"s8", -128, 0x80, true}, {"s8", 127, 0x7f, true}, {"s8", 128, 0, false},
+		{"u32", 4294967295, 0xffffffff, true}, {"u32", 4294967296, 0, false},
+		{"s64", -9223372036854775808, 1 << 63, true}, {"s64", 9223372036854775808, 0, false},
+		{"u64", 18446744073709549568, 0xfffffffffffff800, true}, {"u64", 18446744073709551616, 0, false},
+	} {
+		var b [8]byte
+		err := encode(c.dtype, c.v, b[:])
+		got := binary.LittleEndian.Uint64(b[:])
+		if c.ok && (err != nil || got != c.want) || !c.ok && (err == nil || !strings.Contains(err.Error(), "out of the range")) {
+			t.Errorf("encode(%s, %v) = %#x, %v; want %#x (ok %v)", c.dtype, c.v, got, err, c.want, c.ok)
+		}
 	}
 }
 

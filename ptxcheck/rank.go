@@ -512,13 +512,13 @@ func encode(dtype string, v float64, dst []byte) error {
 		return fmt.Errorf("%v is not an integer (%s)", v, dtype)
 	}
 	size := dtypeSizes[dtype]
-	var lo, hi float64
+	// [lo, end): end itself is out, and exact where end-1 would round
+	// to it (2^64-1 is no float64).
+	lo, end := 0.0, math.Ldexp(1, 8*size)
 	if dtype[0] == 's' {
-		lo, hi = -math.Ldexp(1, 8*size-1), math.Ldexp(1, 8*size-1)-1
-	} else {
-		lo, hi = 0, math.Ldexp(1, 8*size)-1
+		lo, end = -math.Ldexp(1, 8*size-1), math.Ldexp(1, 8*size-1)
 	}
-	if v < lo || v > hi {
+	if v < lo || v >= end {
 		return fmt.Errorf("%v out of the range of %s", v, dtype)
 	}
 	var u uint64
