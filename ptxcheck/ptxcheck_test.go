@@ -244,49 +244,35 @@ func TestLivelockNamesItsLoop(t *testing.T) {
 	}
 }
 
-// TestSpinOnTwoFlags: a thread whose loop polls two flags sleeps while
-// both hold what it read, and wakes when block 1 raises them: the run
-// takes about the raiser's steps (401 strong stores on each rank), not
-// a step per poll as well.
-func TestSpinOnTwoFlags(t *testing.T) {
+// TestRaisedSpinsSleep: a thread whose loop polls two flags, or polls one
+// and fences each round, sleeps while what it polls holds what it read,
+// and wakes when block 1 raises it: the run takes about the raiser's
+// steps, not a step per poll as well. Through the fences on both sides,
+// the fenced wait reads block 1's data word without a race.
+func TestRaisedSpinsSleep(t *testing.T) {
 	src := load(t, "testdata/hang.ptx")
-	p := program(t, `{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64}],
-		"steps": [{"launch": {"entry": "wait_two_raised", "grid": 2, "block": 1, "params": [{"ptr": "flag"}]}}, {"sync": true}]}`)
-	rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Seeds: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Findings) != 0 {
-		t.Fatalf("findings %+v, want none", rep.Findings)
-	}
-	for _, r := range rep.Runs {
-		if r.Steps > 1200 {
-			t.Errorf("world %d seed %d: %d steps, want the raisers' 802 and little more", r.World, r.Seed, r.Steps)
+	for _, c := range []struct {
+		entry, params, after string // the launch, and the steps after its sync
+		raiser, most         int64  // the raisers' steps (both ranks), and the bound
+	}{
+		{"wait_two_raised", `{"ptr": "flag"}`, "", 802, 1200}, // 401 strong stores a rank
+		{"wait_fence_raised", `{"ptr": "flag"}, {"ptr": "out"}`,
+			`, {"check": {"buffer": "out", "dtype": "u32", "count": 1, "value": 57005}}`, 400, 700}, // 200 busy stores a rank
+	} {
+		p := program(t, `{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64},
+			{"name": "out", "kind": "plain", "bytes": 4}],
+			"steps": [{"launch": {"entry": "`+c.entry+`", "grid": 2, "block": 1, "params": [`+c.params+`]}}, {"sync": true}`+c.after+`]}`)
+		rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Seeds: 4})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-}
-
-// TestSpinWithFences: a wait that fences each round sleeps while its flag
-// holds what it read, wakes when block 1 raises it, and, through the
-// fences on both sides, reads block 1's data word without a race: the
-// run takes about the raiser's steps (200 busy stores on each rank), not
-// two steps per poll as well.
-func TestSpinWithFences(t *testing.T) {
-	src := load(t, "testdata/hang.ptx")
-	p := program(t, `{"timeout": "1ms", "buffers": [{"name": "flag", "kind": "signal", "bytes": 64},
-		{"name": "out", "kind": "plain", "bytes": 4}],
-		"steps": [{"launch": {"entry": "wait_fence_raised", "grid": 2, "block": 1, "params": [{"ptr": "flag"}, {"ptr": "out"}]}},
-		{"sync": true}, {"check": {"buffer": "out", "dtype": "u32", "count": 1, "value": 57005}}]}`)
-	rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Seeds: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Findings) != 0 {
-		t.Fatalf("findings %+v, want none", rep.Findings)
-	}
-	for _, r := range rep.Runs {
-		if r.Steps > 700 {
-			t.Errorf("world %d seed %d: %d steps, want the raisers' 400 and little more", r.World, r.Seed, r.Steps)
+		if len(rep.Findings) != 0 {
+			t.Fatalf("%s: findings %+v, want none", c.entry, rep.Findings)
+		}
+		for _, r := range rep.Runs {
+			if r.Steps > c.most {
+				t.Errorf("%s: world %d seed %d: %d steps, want the raisers' %d and little more", c.entry, r.World, r.Seed, r.Steps, c.raiser)
+			}
 		}
 	}
 }
