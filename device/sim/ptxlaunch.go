@@ -501,10 +501,9 @@ func scope(s ptx.Scope) signal.Scope {
 // round only read (loads, plain ones included, and failed
 // compare-and-swaps, at least one of them strong) and fenced, and every
 // byte it read still holds what it read: the thread sleeps until one of
-// them changes. Each element of a strong
-// load (a vector's elements are accesses of their own) returns one of
-// the stores the memory model lets the thread read (weak.go); a plain
-// load returns the newest bytes.
+// them changes. Each element of a strong load (a vector's elements are
+// accesses of their own) returns one of the stores the memory model lets
+// the thread read (weak.go); a plain load returns the newest bytes.
 func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error {
 	if r, ok, err := l.inRecord(addr, len(dst)); ok || err != nil {
 		l.round.ok = false
@@ -786,6 +785,9 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 	carried := w.weakRMW(&l.wv, sg, size, o, scope(sc))
 	var stamp uint64
 	if write {
+		// A writing atom is no poll, whether or not a store of its round
+		// ran before it: that store's mark (see Hoist) ends here too.
+		l.hoisted = false
 		l.unpoll()
 		stamp = w.weakStore(&l.wv, sg, size, val, o, scope(sc), carried)
 		storeWord(sg.b, val)
