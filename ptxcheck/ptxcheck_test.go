@@ -278,8 +278,9 @@ func TestRaisedSpinsSleep(t *testing.T) {
 }
 
 // TestRefusal: a launched entry that uses what the interpreter cannot run
-// is refused before anything runs, with every unsupported line listed;
-// the module's other entries still run.
+// is refused before anything runs, with every unsupported line listed
+// (those of module scope and of an entry whose parameters cannot be read
+// included); the module's other entries still run.
 func TestRefusal(t *testing.T) {
 	src := load(t, "testdata/unsupported.ptx")
 	probs := src.Unsupported()
@@ -287,17 +288,21 @@ func TestRefusal(t *testing.T) {
 	for _, p := range probs {
 		lines = append(lines, p.Line)
 	}
-	if len(probs) != 3 || lines[0] != 19 || lines[1] != 21 || lines[2] != 23 {
-		t.Fatalf("unsupported lines %v, want 19, 21 and 23:\n%v", lines, probs)
+	if len(probs) != 5 || lines[0] != 19 || lines[1] != 21 || lines[2] != 23 || lines[3] != 41 || lines[4] != 44 {
+		t.Fatalf("unsupported lines %v, want 19, 21, 23, 41 and 44:\n%v", lines, probs)
 	}
 	harness := `{"buffers": [{"name": "b", "kind": "plain", "bytes": 64}],
 		"steps": [{"launch": {"entry": "ENTRY", "grid": 1, "block": 1, "params": [{"ptr": "b"}]}}, {"sync": true},
 		{"check": {"buffer": "b", "dtype": "u32", "count": 1, "value": 7}}]}`
 	_, err := RunProgram(program(t, strings.Replace(harness, "ENTRY", "needs_more", 1)), src, Options{})
 	var ref *Refusal
-	if !errors.As(err, &ref) || len(ref.Problems) != 3 || !strings.Contains(err.Error(), "wgmma.fence.sync.aligned") ||
+	if !errors.As(err, &ref) || len(ref.Problems) != 5 || !strings.Contains(err.Error(), "wgmma.fence.sync.aligned") ||
 		!strings.Contains(err.Error(), "cp.async.bulk.commit_group") || !strings.Contains(err.Error(), "tex.1d") {
-		t.Fatalf("error %v, want a refusal listing the three lines", err)
+		t.Fatalf("error %v, want a refusal listing the lines", err)
+	}
+	if _, err := RunProgram(program(t, strings.Replace(harness, "ENTRY", "odd_params", 1)), src, Options{}); err == nil ||
+		!strings.Contains(err.Error(), ".v4") {
+		t.Fatalf("the entry with unreadable parameters: %v, want its declaration named", err)
 	}
 	rep, err := RunProgram(program(t, strings.Replace(harness, "ENTRY", "fine", 1)), src, Options{Worlds: []int{2}})
 	if err != nil || len(rep.Findings) != 0 {
@@ -409,9 +414,11 @@ func TestLoadHarnessErrors(t *testing.T) {
 
 // TestSignatures: parameter layouts follow the declarations' alignment.
 func TestSignatures(t *testing.T) {
-	sigs, err := signatures(`.visible .entry k(.param .u8 a, .param .align 16 .b8 s[20], .param .u16 b, .param .u64 .ptr .global .align 8 p) {}`)
-	if err != nil {
-		t.Fatal(err)
+	sigs := signatures(`.visible .entry k(.param .u8 a, .param .align 16 .b8 s[20], .param .u16 b, .param .u64 .ptr .global .align 8 p) {}
+.visible .entry q(.param .u64 .ptr .align 1 a, .param .u32 b) {}
+.visible .entry bad(.param .v4 .u8 x) {}`)
+	if len(sigs) != 3 || sigs[1].err != nil || sigs[1].Params[0].Align != 8 || sigs[1].Params[1].Offset != 8 || sigs[2].err == nil {
+		t.Fatalf("q and bad: %+v, %+v: want q's pointer 8-aligned (not its .ptr .align 1), bad refused alone", sigs[1], sigs[2])
 	}
 	var offs []int
 	for _, p := range sigs[0].Params {

@@ -58,14 +58,11 @@ func LoadFile(path string) (*Source, error) {
 func Parse(name, text string) (*Source, error) {
 	clean, locs := debugLines(text)
 	s := &Source{Name: name, Text: text, locs: locs, entries: map[string]*Signature{}}
-	sigs, err := signatures(clean)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	for _, sig := range sigs {
+	for _, sig := range signatures(clean) {
 		s.entries[sig.Entry] = sig
 		s.order = append(s.order, sig.Entry)
 	}
+	var err error
 	if s.Module, err = ptx.Parse(clean); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -80,6 +77,9 @@ func (s *Source) Signature(entry string) (*Signature, error) {
 	sig := s.entries[entry]
 	if sig == nil {
 		return nil, fmt.Errorf("%s has no entry point %q (entries: %s)", s.Name, entry, strings.Join(s.order, ", "))
+	}
+	if sig.err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Name, sig.err)
 	}
 	return sig, nil
 }
@@ -196,7 +196,11 @@ func (s *Source) Unsupported() []Problem {
 	}
 	var out []Problem
 	for _, u := range m.AllUnsupported() {
-		out = append(out, Problem{Line: u.Line, Text: s.Line(u.Line), Err: u.Func + ": " + u.Reason})
+		where := u.Func
+		if where == "" {
+			where = "module scope"
+		}
+		out = append(out, Problem{Line: u.Line, Text: s.Line(u.Line), Err: where + ": " + u.Reason})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
 	return out

@@ -481,6 +481,8 @@ func (t *Thread) operand(f *frame, o *operand, ty typ) uint64 {
 			return SharedWindow + uint64(t.mem.dynBase)
 		case symLocal:
 			return LocalWindow + uint64(f.local+o.sym.offset)
+		case symGlobal:
+			return GlobalVarWindow + uint64(o.sym.offset)
 		}
 	}
 	return 0
@@ -601,6 +603,9 @@ func (t *Thread) memory(f *frame, in *inst) error {
 	if addr >= LocalWindow && addr < LocalWindow+windowSize {
 		return errors.New("atomic on local memory")
 	}
+	if addr >= GlobalVarWindow && addr < GlobalVarWindow+windowSize {
+		return t.m.globalAccess(addr-GlobalVarWindow, nil, true)
+	}
 	old, err := t.env.Atomic(addr, in.t.size(), in.aop, in.sem, in.scope, a, b)
 	if err != nil {
 		return err
@@ -705,6 +710,8 @@ func (t *Thread) addr(f *frame, o *operand) uint64 {
 			v += SharedWindow + uint64(t.mem.dynBase)
 		case symLocal:
 			v += LocalWindow + uint64(f.local+o.sym.offset)
+		case symGlobal:
+			v += GlobalVarWindow + uint64(o.sym.offset)
 		case symFrameParam:
 			v += uint64(o.sym.offset)
 		}
@@ -750,6 +757,12 @@ func (t *Thread) access(f *frame, in *inst, o *operand, buf []byte, write bool) 
 			t.env.Shared(addr, len(buf), write, false)
 		}
 		return move(t.mem.Shared, addr, buf, write, "shared")
+	}
+	if addr >= GlobalVarWindow && addr < GlobalVarWindow+windowSize {
+		return t.m.globalAccess(addr-GlobalVarWindow, buf, write)
+	}
+	if sp == spConst {
+		return fmt.Errorf("address %#x is not in the constant window", addr)
 	}
 	t.unit = in.t.size()
 	if write {

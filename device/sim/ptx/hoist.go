@@ -180,7 +180,7 @@ func aluOnly(op opcode) bool {
 // global reports whether a generic address is in global memory (none of
 // the parameter, shared and local windows).
 func global(a uint64) bool {
-	for _, w := range [...]uint64{ParamWindow, SharedWindow, LocalWindow} {
+	for _, w := range [...]uint64{ParamWindow, SharedWindow, LocalWindow, GlobalVarWindow} {
 		if a >= w && a < w+windowSize {
 			return false
 		}

@@ -231,6 +231,7 @@ const (
 	spShared
 	spParam
 	spLocal
+	spConst
 )
 
 // Generic-address windows of the parameter, shared and local state
@@ -239,7 +240,10 @@ const (
 	ParamWindow  = 0x0000_1000_0000_0000
 	SharedWindow = 0x0000_2000_0000_0000
 	LocalWindow  = 0x0000_4000_0000_0000
-	windowSize   = 0x0000_1000_0000_0000
+	// GlobalVarWindow is where the module-scope .global and .const
+	// variables appear (read-only; see globals.go).
+	GlobalVarWindow = 0x0000_5000_0000_0000
+	windowSize      = 0x0000_1000_0000_0000
 )
 
 // special is a special register.
@@ -489,6 +493,8 @@ func (d *decoder) mnemonic(in *inst) error {
 		case m == "to" && op == opCvta:
 		case m == "global" && (op == opLd || op == opSt || op == opAtom || op == opCvta):
 			in.space = spGlobal
+		case m == "const" && (op == opLd || op == opCvta):
+			in.space = spConst
 		case m == "shared" && (op == opLd || op == opSt || op == opAtom || op == opCvta):
 			in.space = spShared
 		case m == "param" && (op == opLd || op == opSt || op == opCvta):
@@ -875,6 +881,9 @@ func (d *decoder) operand(ts []token, in *inst) (operand, error) {
 	if sym := d.sym(s); sym != nil {
 		return operand{kind: oSym, sym: sym}, nil
 	}
+	if d.m.unsupportedVar(s) {
+		return operand{}, fmt.Errorf("line %d: %s: module-scope variable %s was refused where it is declared", in.line, in.text, s)
+	}
 	return operand{kind: oLabel, name: s}, nil
 }
 
@@ -906,7 +915,7 @@ func (d *decoder) address(ts []token, in *inst) (operand, error) {
 		o.sym = d.sym(s)
 		if o.sym == nil {
 			if d.m.unsupportedVar(s) {
-				return operand{}, fmt.Errorf("line %d: %s: module-scope variable %s is not supported (only .shared ones)", in.line, in.text, s)
+				return operand{}, fmt.Errorf("line %d: %s: module-scope variable %s was refused where it is declared", in.line, in.text, s)
 			}
 			return operand{}, fmt.Errorf("line %d: %s: unknown variable %s", in.line, in.text, s)
 		}
