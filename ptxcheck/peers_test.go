@@ -1,0 +1,187 @@
+package ptxcheck
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/symmem/symmem/internal/longtest"
+)
+
+// peersDir is the PTX of shipped all-reduce kernels beside the repository,
+// which the harnesses of examples/peers name.
+const peersDir = "../../shared/peers"
+
+// explained is one finding of a shipped kernel that docs/peers.md
+// explains: its kind and text its title and details must hold.
+type explained struct {
+	name string // the finding's name in docs/peers.md
+	kind string
+	has  []string
+}
+
+// matches reports whether f is the explained finding.
+func (e explained) matches(f *Finding) bool {
+	if f.Kind != e.kind {
+		return false
+	}
+	text := f.Title + "\n" + strings.Join(f.Details, "\n")
+	for _, s := range e.has {
+		if !strings.Contains(text, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// The findings of vLLM's and SGLang's custom all-reduce (docs/peers.md,
+// "vLLM" and "SGLang"), by the CUDA lines of their accesses.
+var (
+	vllmStart = explained{"start", "race", []string{"between the host's write (store) and the load at ../vllm/csrc/custom_all_reduce.cuh:29"}}
+	vllmEnd   = explained{"end", "race", []string{"between the load at ../vllm/csrc/custom_all_reduce.cuh:29", "and the host's write (store)"}}
+	vllmFlag  = explained{"flag", "race", []string{"../vllm/csrc/custom_all_reduce.cuh:223", "../vllm/csrc/custom_all_reduce.cuh:240"}}
+	vllmHang  = explained{"flag", "hang", []string{"custom_all_reduce.cuh:191 (inlined at ../vllm/csrc/custom_all_reduce.cuh:234)"}}
+	vllmTmp   = explained{"tmp", "race", []string{"between the load at ../vllm/csrc/custom_all_reduce.cuh:362 and the store at ../vllm/csrc/custom_all_reduce.cuh:346"}}
+
+	sglangStart     = explained{"start", "race", []string{"between the host's write (store) and the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:2"}}
+	sglangEnd       = explained{"end", "race", []string{"between the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:2", "and the host's write (store)"}}
+	fiVLLMStart     = explained{"start", "race", []string{"between the host's write (store) and the load at ../flashinfer/include/flashinfer/comm/vllm_custom_all_reduce.cuh:21"}}
+	fiVLLMEnd       = explained{"end", "race", []string{"between the load at ../flashinfer/include/flashinfer/comm/vllm_custom_all_reduce.cuh:21", "and the host's write (store)"}}
+	fiVLLMTmp       = explained{"tmp", "race", []string{"between the load at ../flashinfer/include/flashinfer/comm/vllm_custom_all_reduce.cuh:284 and the store at ../flashinfer/include/flashinfer/comm/vllm_custom_all_reduce.cuh:269"}}
+	torchStartLoad  = explained{"start", "race", []string{"between the host's write (store) and the load at ", "ATen/native/cuda/MemoryAccess.cuh:633"}}
+	torchStartStore = explained{"start", "race", []string{"between the host's write (store) and the store at ", "ATen/native/cuda/MemoryAccess.cuh:666"}}
+	sglangTmp       = explained{"tmp", "race", []string{"between the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:420 and the store at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:405"}}
+)
+
+// peerFamilies are the kernel families of ../shared/peers with a harness
+// in examples/peers: every finding a run makes must be one the docs
+// explain, and the default run (the first harness at the small vars) must
+// make the findings of must.
+var peerFamilies = []struct {
+	family    string
+	harnesses []string // the first runs by default
+	small     map[string]Expr
+	explained []explained
+	must      []explained
+}{
+	{
+		family:    "vllm 1stage",
+		harnesses: []string{"vllm_1stage_w2", "vllm_1stage_w4", "vllm_1stage_w8"},
+		small:     map[string]Expr{"packs": "64"},
+		explained: []explained{vllmStart, vllmEnd, vllmFlag, vllmHang},
+		must:      []explained{vllmStart, vllmEnd, vllmFlag},
+	},
+	{
+		family:    "vllm 2stage",
+		harnesses: []string{"vllm_2stage_w2", "vllm_2stage_w4", "vllm_2stage_w8"},
+		small:     map[string]Expr{"packs": "64"},
+		explained: []explained{vllmStart, vllmTmp},
+		must:      []explained{vllmStart, vllmTmp},
+	},
+	{
+		family:    "sglang 1stage",
+		harnesses: []string{"sglang_1stage_w2", "sglang_1stage_w4", "sglang_1stage_w8"},
+		small:     map[string]Expr{"packs": "64"},
+		explained: []explained{sglangStart, sglangEnd},
+		must:      []explained{sglangStart, sglangEnd},
+	},
+	{
+		family:    "sglang 2stage",
+		harnesses: []string{"sglang_2stage_w2", "sglang_2stage_w4", "sglang_2stage_w8"},
+		small:     map[string]Expr{"packs": "64"},
+		explained: []explained{sglangStart, sglangTmp},
+		must:      []explained{sglangStart, sglangTmp},
+	},
+	{
+		family:    "pytorch one_shot",
+		harnesses: []string{"pytorch_one_shot_w2", "pytorch_one_shot_w4", "pytorch_one_shot_w8"},
+		small:     map[string]Expr{"n": "256"},
+	},
+	{
+		family:    "pytorch two_shot",
+		harnesses: []string{"pytorch_two_shot_w2", "pytorch_two_shot_w4", "pytorch_two_shot_w8"},
+		small:     map[string]Expr{"n": "256"},
+	},
+	{
+		family:    "pytorch two_shot inplace",
+		harnesses: []string{"pytorch_inplace_w2", "pytorch_inplace_w4", "pytorch_inplace_w8"},
+		small:     map[string]Expr{"n": "256"},
+		explained: []explained{torchStartLoad, torchStartStore},
+		must:      []explained{torchStartLoad, torchStartStore},
+	},
+	{
+		family:    "flashinfer vllm 1stage",
+		harnesses: []string{"flashinfer_vllm_1stage_w2", "flashinfer_vllm_1stage_w4", "flashinfer_vllm_1stage_w8"},
+		small:     map[string]Expr{"packs": "64"},
+		explained: []explained{fiVLLMStart, fiVLLMEnd},
+		must:      []explained{fiVLLMStart, fiVLLMEnd},
+	},
+	{
+		family:    "flashinfer vllm 2stage",
+		harnesses: []string{"flashinfer_vllm_2stage_w2", "flashinfer_vllm_2stage_w4", "flashinfer_vllm_2stage_w8"},
+		small:     map[string]Expr{"packs": "64"},
+		explained: []explained{fiVLLMStart, fiVLLMTmp},
+		must:      []explained{fiVLLMStart, fiVLLMTmp},
+	},
+}
+
+// TestPeers runs the harnesses of examples/peers on the shipped kernels of
+// ../shared/peers (skipped when it is absent): by default each family's
+// first harness at small sizes and one seed; with SYMMEM_LONG=1 every
+// harness (every world the entries are built for) at the harness's own
+// sizes, 3 seeds (at the small sizes and 1 seed under the race detector). Every finding must be one docs/peers.md explains, and
+// the default run must make the findings the docs say it makes.
+func TestPeers(t *testing.T) {
+	if _, err := os.Stat(peersDir); err != nil {
+		t.Skipf("no shipped kernels at %s (a fresh clone has none): %v", peersDir, err)
+	}
+	sources := map[string]*Source{}
+	for _, fam := range peerFamilies {
+		t.Run(fam.family, func(t *testing.T) {
+			harnesses, seeds, vars := fam.harnesses[:1], 1, fam.small
+			switch {
+			case longtest.Enabled() && raceOn:
+				harnesses = fam.harnesses
+				t.Log("the race detector is on: every harness at the small sizes, 1 seed (the harnesses' own sizes, 3 seeds, run without -race)")
+			case longtest.Enabled():
+				harnesses, seeds, vars = fam.harnesses, 3, nil
+			}
+			for _, h := range harnesses {
+				p, err := LoadHarness("../examples/peers/" + h + ".json")
+				if err != nil {
+					t.Fatal(err)
+				}
+				src := sources[p.PTX]
+				if src == nil {
+					src = load(t, p.PTX)
+					sources[p.PTX] = src
+				}
+				rep, err := RunProgram(p, src, Options{Seeds: seeds, Vars: vars, Jobs: 2})
+				if err != nil {
+					t.Fatalf("%s: %v", h, err)
+				}
+				for _, f := range rep.Findings {
+					ok := false
+					for _, e := range fam.explained {
+						ok = ok || e.matches(f)
+					}
+					if !ok {
+						t.Errorf("%s: a finding docs/peers.md does not explain: %s\n%s", h, f.Title, strings.Join(f.Details, "\n"))
+					}
+				}
+				if longtest.Enabled() {
+					continue
+				}
+				for _, e := range fam.must {
+					found := false
+					for _, f := range rep.Findings {
+						found = found || e.matches(f)
+					}
+					if !found {
+						t.Errorf("%s: no %s finding (%s %q)", h, e.name, e.kind, e.has)
+					}
+				}
+			}
+		})
+	}
+}
