@@ -50,6 +50,7 @@ var (
 	fiVLLMTmp       = explained{"tmp", "race", []string{"between the load at ../flashinfer/include/flashinfer/comm/vllm_custom_all_reduce.cuh:284 and the store at ../flashinfer/include/flashinfer/comm/vllm_custom_all_reduce.cuh:269"}}
 	torchStartLoad  = explained{"start", "race", []string{"between the host's write (store) and the load at ", "ATen/native/cuda/MemoryAccess.cuh:633"}}
 	torchStartStore = explained{"start", "race", []string{"between the host's write (store) and the store at ", "ATen/native/cuda/MemoryAccess.cuh:666"}}
+	jitRearm        = explained{"rearm", "race", []string{"between the store at ../sglang_jit/python/sglang/jit_kernel/include/sgl_kernel/vec.cuh:90 and the strong store at ../sglang_jit/wrap.cu:265"}}
 	sglangTmp       = explained{"tmp", "race", []string{"between the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:420 and the store at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:405"}}
 )
 
@@ -108,6 +109,13 @@ var peerFamilies = []struct {
 		small:     map[string]Expr{"n": "256"},
 		explained: []explained{torchStartLoad, torchStartStore},
 		must:      []explained{torchStartLoad, torchStartStore},
+	},
+	{
+		family:    "sglang_jit one-shot push",
+		harnesses: []string{"sglang_jit_push_w2", "sglang_jit_push_w4", "sglang_jit_push_w8"},
+		small:     map[string]Expr{"n": "256", "cta": "2"},
+		explained: []explained{jitRearm},
+		must:      []explained{jitRearm},
 	},
 	{
 		family:    "flashinfer vllm 1stage",
