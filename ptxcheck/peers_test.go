@@ -62,6 +62,7 @@ var peerFamilies = []struct {
 	family    string
 	harnesses []string // the first runs by default
 	small     map[string]Expr
+	sm100     bool // the compute_100 PTX has the same entry names (SYMMEM_LONG=1 runs it too)
 	explained []explained
 	must      []explained
 }{
@@ -69,6 +70,7 @@ var peerFamilies = []struct {
 		family:    "vllm 1stage",
 		harnesses: []string{"vllm_1stage_w2", "vllm_1stage_w4", "vllm_1stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
+		sm100:     true,
 		explained: []explained{vllmStart, vllmEnd, vllmFlag, vllmHang},
 		must:      []explained{vllmStart, vllmEnd, vllmFlag},
 	},
@@ -76,6 +78,7 @@ var peerFamilies = []struct {
 		family:    "vllm 2stage",
 		harnesses: []string{"vllm_2stage_w2", "vllm_2stage_w4", "vllm_2stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
+		sm100:     true,
 		explained: []explained{vllmStart, vllmTmp},
 		must:      []explained{vllmStart, vllmTmp},
 	},
@@ -83,6 +86,7 @@ var peerFamilies = []struct {
 		family:    "sglang 1stage",
 		harnesses: []string{"sglang_1stage_w2", "sglang_1stage_w4", "sglang_1stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
+		sm100:     true,
 		explained: []explained{sglangStart, sglangEnd},
 		must:      []explained{sglangStart, sglangEnd},
 	},
@@ -90,6 +94,7 @@ var peerFamilies = []struct {
 		family:    "sglang 2stage",
 		harnesses: []string{"sglang_2stage_w2", "sglang_2stage_w4", "sglang_2stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
+		sm100:     true,
 		explained: []explained{sglangStart, sglangTmp},
 		must:      []explained{sglangStart, sglangTmp},
 	},
@@ -121,6 +126,7 @@ var peerFamilies = []struct {
 		family:    "flashinfer vllm 1stage",
 		harnesses: []string{"flashinfer_vllm_1stage_w2", "flashinfer_vllm_1stage_w4", "flashinfer_vllm_1stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
+		sm100:     true,
 		explained: []explained{fiVLLMStart, fiVLLMEnd},
 		must:      []explained{fiVLLMStart, fiVLLMEnd},
 	},
@@ -128,6 +134,7 @@ var peerFamilies = []struct {
 		family:    "flashinfer vllm 2stage",
 		harnesses: []string{"flashinfer_vllm_2stage_w2", "flashinfer_vllm_2stage_w4", "flashinfer_vllm_2stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
+		sm100:     true,
 		explained: []explained{fiVLLMStart, fiVLLMTmp},
 		must:      []explained{fiVLLMStart, fiVLLMTmp},
 	},
@@ -137,7 +144,9 @@ var peerFamilies = []struct {
 // ../shared/peers (skipped when it is absent): by default each family's
 // first harness at small sizes and one seed; with SYMMEM_LONG=1 every
 // harness (every world the entries are built for) at the harness's own
-// sizes, 3 seeds (at the small sizes and 1 seed under the race detector). Every finding must be one docs/peers.md explains, and
+// sizes, 3 seeds (at the small sizes and 1 seed under the race detector),
+// and the first harness of the families whose compute_100 PTX has the same
+// entry names with that PTX. Every finding must be one docs/peers.md explains, and
 // the default run must make the findings the docs say it makes.
 func TestPeers(t *testing.T) {
 	if _, err := os.Stat(peersDir); err != nil {
@@ -146,27 +155,46 @@ func TestPeers(t *testing.T) {
 	sources := map[string]*Source{}
 	for _, fam := range peerFamilies {
 		t.Run(fam.family, func(t *testing.T) {
-			harnesses, seeds, vars := fam.harnesses[:1], 1, fam.small
-			switch {
-			case longtest.Enabled() && raceOn:
-				harnesses = fam.harnesses
-				t.Log("the race detector is on: every harness at the small sizes, 1 seed (the harnesses' own sizes, 3 seeds, run without -race)")
-			case longtest.Enabled():
-				harnesses, seeds, vars = fam.harnesses, 3, nil
+			type run struct {
+				harness, arch string
+				seeds         int
+				vars          map[string]Expr
 			}
-			for _, h := range harnesses {
-				p, err := LoadHarness("../examples/peers/" + h + ".json")
+			runs := []run{{fam.harnesses[0], "", 1, fam.small}}
+			if longtest.Enabled() {
+				runs = runs[:0]
+				for _, h := range fam.harnesses {
+					if raceOn {
+						runs = append(runs, run{h, "", 1, fam.small})
+					} else {
+						runs = append(runs, run{h, "", 3, nil})
+					}
+				}
+				if fam.sm100 {
+					runs = append(runs, run{fam.harnesses[0], "_sm100.ptx", 1, fam.small})
+				}
+				if raceOn {
+					t.Log("the race detector is on: every harness at the small sizes, 1 seed (the harnesses' own sizes, 3 seeds, run without -race)")
+				}
+			}
+			for _, r := range runs {
+				p, err := LoadHarness("../examples/peers/" + r.harness + ".json")
 				if err != nil {
 					t.Fatal(err)
+				}
+				name := r.harness
+				if r.arch != "" {
+					p.PTX = strings.Replace(p.PTX, "_sm90.ptx", r.arch, 1)
+					name += " at " + strings.TrimSuffix(strings.TrimPrefix(r.arch, "_"), ".ptx")
 				}
 				src := sources[p.PTX]
 				if src == nil {
 					src = load(t, p.PTX)
 					sources[p.PTX] = src
 				}
-				rep, err := RunProgram(p, src, Options{Seeds: seeds, Vars: vars, Jobs: 2})
+				rep, err := RunProgram(p, src, Options{Seeds: r.seeds, Vars: r.vars, Jobs: 2})
 				if err != nil {
-					t.Fatalf("%s: %v", h, err)
+					t.Fatalf("%s: %v", name, err)
 				}
 				for _, f := range rep.Findings {
 					ok := false
@@ -174,11 +202,11 @@ func TestPeers(t *testing.T) {
 						ok = ok || e.matches(f)
 					}
 					if !ok {
-						t.Errorf("%s: a finding docs/peers.md does not explain: %s\n%s", h, f.Title, strings.Join(f.Details, "\n"))
+						t.Errorf("%s: a finding docs/peers.md does not explain: %s\n%s", name, f.Title, strings.Join(f.Details, "\n"))
 					}
 				}
-				if longtest.Enabled() {
-					continue
+				if r.vars == nil {
+					continue // the harness's own size: what it finds depends on the race detector's cap (docs/peers.md)
 				}
 				for _, e := range fam.must {
 					found := false
@@ -186,7 +214,7 @@ func TestPeers(t *testing.T) {
 						found = found || e.matches(f)
 					}
 					if !found {
-						t.Errorf("%s: no %s finding (%s %q)", h, e.name, e.kind, e.has)
+						t.Errorf("%s: no %s finding (%s %q)", name, e.name, e.kind, e.has)
 					}
 				}
 			}
