@@ -421,7 +421,7 @@ func (t *Thread) Run() (Stop, error) {
 			heads, code, regs = f.fn.heads, f.fn.code, f.regs
 		case opTrap:
 			return 0, t.fail(f, in, &TrapError{What: in.trap})
-		case opShfl, opVote, opActivemask:
+		case opShfl, opVote, opActivemask, opWarpSync:
 			left, t.line = budget, in.line
 			if err := t.warpOp(f, in); err != nil {
 				return 0, t.fail(f, in, err)

@@ -535,8 +535,8 @@ func TestTypeInfo(t *testing.T) {
 		bits := 0
 		fmt.Sscanf(strings.TrimLeft(name, ".bfusx"), "%d", &bits)
 		size := max(bits/8, 1)
-		if ty.packed() {
-			size = 4
+		if strings.HasSuffix(name, "x2") {
+			size = 2 * bits / 8 // a pair: f16x2, bf16x2, u16x2, s16x2, f32x2
 		}
 		if ty.size() != size {
 			t.Errorf("%s: size %d, want %d", name, ty.size(), size)

@@ -57,7 +57,7 @@ func (in *inst) regRefs(use, def func(r *int)) {
 	switch in.op {
 	case opCall, opRet, opMembar, opTrap, opBra:
 		// No register operands: calls pass .param variables.
-	case opSt, opNop:
+	case opSt, opNop, opHint, opWarpSync:
 		for i := range ops {
 			useOp(&ops[i])
 		}
