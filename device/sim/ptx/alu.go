@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/bits"
 )
@@ -9,10 +10,16 @@ import (
 // TrapError is the error of a thread that reached trap or called
 // __assertfail: the kernel stopped itself, as on a GPU.
 type TrapError struct {
-	What string // "trap" or "assertion failed (__assertfail)"
+	What    string // "trap" or "assertion failed (__assertfail)"
+	Printed string // the text of the thread's last vprintf before it, "" if none
 }
 
-func (e *TrapError) Error() string { return e.What + " reached" }
+func (e *TrapError) Error() string {
+	if e.Printed != "" {
+		return fmt.Sprintf("%s reached (the thread printed %q)", e.What, e.Printed)
+	}
+	return e.What + " reached"
+}
 
 // errDivZero is integer division by zero, whose result the PTX ISA leaves
 // unspecified: reaching it is an error of the kernel.

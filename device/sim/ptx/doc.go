@@ -17,6 +17,7 @@
 // shfl.sync, vote.sync, activemask and bar.warp.sync, special
 // registers (%clock and %clock64 included), calls with parameters and
 // return values, trap and __assertfail (reaching them is a [TrapError]),
+// vprintf (formatted, its text quoted by a [TrapError] that follows),
 // the fp8 conversions (cvt between .e4m3x2/.e5m2x2 and f16x2 or two
 // f32, with .satfinite and .relu), SIMD16 min/max (.u16x2, .s16x2,
 // .relu), .f32x2 add/sub/mul/fma, module-scope .global and .const

@@ -273,7 +273,7 @@ func TestTrapAndAssert(t *testing.T) {
 // statement with its line, across the entry and the functions it calls,
 // and calls of undefined functions.
 func TestUnsupportedListsEvery(t *testing.T) {
-	text := header + `.extern .func vprintf(.param .b64 f);
+	text := header + `.extern .func helper(.param .b64 f);
 .func g()
 {
 	.reg .b32 %r<3>;
@@ -289,7 +289,7 @@ func TestUnsupportedListsEvery(t *testing.T) {
 	call.uni g, ();
 	{
 	.param .b64 param0;
-	call.uni vprintf, (param0);
+	call.uni helper, (param0);
 	}
 	ret;
 }

@@ -200,6 +200,7 @@ const (
 	opNop
 	opHint     // prefetch, prefetchu, griddepcontrol: no effect on what the interpreter models
 	opWarpSync // bar.warp.sync
+	opPrintf   // a call of vprintf (printf.go)
 )
 
 var opNames = map[string]opcode{
@@ -1078,6 +1079,12 @@ func (d *decoder) call(in *inst, ts []token) error {
 	}
 	if in.callee == "__assertfail" {
 		in.op, in.trap, in.callee = opTrap, "assertion failed (__assertfail)", ""
+	}
+	if in.callee == "vprintf" && d.m.funcs["vprintf"] == nil {
+		if len(in.rets) != 1 || len(in.ops) != 2 || in.rets[0].sym.size < 4 || in.ops[0].sym.size < 8 || in.ops[1].sym.size < 8 {
+			return fmt.Errorf("line %d: vprintf takes a 32-bit result and two 64-bit arguments (format, arguments)", in.line)
+		}
+		in.op, in.callee = opPrintf, ""
 	}
 	d.fn.code = append(d.fn.code, *in)
 	return nil
