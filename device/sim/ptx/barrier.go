@@ -40,6 +40,9 @@ var ErrDeadlock = errors.New("barrier deadlock")
 // threads of the phase: a thread released from a phase learns what the
 // phase's arrivals released, nothing more.
 //
+// bar.warp.sync of warp w arrives and leaves as barrier NumBarriers+w,
+// its phase the lanes of its member mask.
+//
 // A barrier without a thread count (every thread of the block) does not
 // go through BarrierEnv: [Thread.Run] returns [AtBarrier] and the block
 // resumes its threads with [Thread.Release], as for __syncthreads.

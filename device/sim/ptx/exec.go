@@ -135,6 +135,8 @@ type Thread struct {
 	Budget int
 	buf    [16]byte
 	unit   int // the element size of the ld or st that Env.Load or Env.Store serves
+	// printed is the text of the thread's last vprintf (printf.go).
+	printed string
 	// line is the source line of the last instruction that called into
 	// Env or stopped at a barrier (see [Thread.Line]).
 	line int
@@ -420,8 +422,12 @@ func (t *Thread) Run() (Stop, error) {
 			f = nf
 			heads, code, regs = f.fn.heads, f.fn.code, f.regs
 		case opTrap:
-			return 0, t.fail(f, in, &TrapError{What: in.trap})
-		case opShfl, opVote, opActivemask:
+			return 0, t.fail(f, in, &TrapError{What: in.trap, Printed: t.printed})
+		case opPrintf:
+			if err := t.printf(f, in); err != nil {
+				return 0, t.fail(f, in, err)
+			}
+		case opShfl, opVote, opActivemask, opWarpSync:
 			left, t.line = budget, in.line
 			if err := t.warpOp(f, in); err != nil {
 				return 0, t.fail(f, in, err)

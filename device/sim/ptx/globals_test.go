@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -121,5 +122,62 @@ func TestModuleProblemsDoNotStopTheRest(t *testing.T) {
 	buf, err := runOne(t, strings.TrimPrefix(text, header), nil)
 	if err != nil || binary.LittleEndian.Uint32(buf) != 5 {
 		t.Fatalf("k: %v, stored %d, want 5", err, binary.LittleEndian.Uint32(buf))
+	}
+}
+
+// TestVprintf: a kernel's printf formats its arguments from the local
+// buffer nvcc builds (ints, a long, a double, a string, a pointer),
+// returns the number of arguments, and a trap after it quotes the text.
+func TestVprintf(t *testing.T) {
+	text := `.extern .func  (.param .b32 func_retval0) vprintf
+(
+	.param .b64 vprintf_param_0,
+	.param .b64 vprintf_param_1
+)
+;
+.global .align 1 .b8 $str[34] = {114, 97, 110, 107, 32, 37, 100, 47, 37, 117, 32, 37, 108, 117, 32, 37, 115, 32, 37, 46, 50, 102, 32, 37, 120, 32, 37, 37, 32, 37, 112, 33, 10, 0};
+.global .align 1 .b8 $str$1[3] = {111, 107, 0};
+.visible .entry k(.param .u64 p)
+{
+	.local .align 8 .b8 __local_depot0[48];
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<16>;
+	mov.u64 %rd1, __local_depot0;
+	mov.u32 %r1, -3;
+	mov.u32 %r2, 7;
+	st.local.v2.u32 [%rd1], {%r1, %r2};
+	mov.u64 %rd2, 1234567890123;
+	st.local.u64 [%rd1+8], %rd2;
+	mov.u64 %rd3, $str$1;
+	st.local.u64 [%rd1+16], %rd3;
+	mov.u64 %rd4, 0d4009200000000000;
+	st.local.u64 [%rd1+24], %rd4;
+	mov.u32 %r3, 255;
+	st.local.u32 [%rd1+32], %r3;
+	mov.u64 %rd5, 0;
+	st.local.u64 [%rd1+40], %rd5;
+	mov.u64 %rd6, $str;
+	cvta.global.u64 %rd7, %rd6;
+	{
+	.param .b64 param0;
+	st.param.b64 [param0+0], %rd7;
+	.param .b64 param1;
+	st.param.b64 [param1+0], %rd1;
+	.param .b32 retval0;
+	call.uni (retval0), vprintf, (param0, param1);
+	ld.param.b32 %r4, [retval0+0];
+	}
+	ld.param.u64 %rd8, [p];
+	st.global.u32 [%rd8], %r4;
+	trap;
+}
+`
+	buf, err := runOne(t, text, nil)
+	var trap *TrapError
+	if !errors.As(err, &trap) || trap.Printed != "rank -3/7 1234567890123 ok 3.14 ff % 0x0!" {
+		t.Fatalf("error %v, want a trap quoting the printed line", err)
+	}
+	if n := binary.LittleEndian.Uint32(buf); n != 7 {
+		t.Errorf("vprintf returned %d, want 7 (its arguments)", n)
 	}
 }

@@ -30,6 +30,11 @@ const (
 	tPred
 	tF16x2
 	tBF16x2
+	tU16x2  // two u16 lanes (min, max)
+	tS16x2  // two s16 lanes (min, max)
+	tF32x2  // two f32 lanes in 64 bits (add, sub, mul, fma)
+	tE4M3x2 // two fp8 e4m3 values (cvt only)
+	tE5M2x2 // two fp8 e5m2 values (cvt only)
 )
 
 var typeNames = map[string]typ{
@@ -38,7 +43,11 @@ var typeNames = map[string]typ{
 	".s8": tS8, ".s16": tS16, ".s32": tS32, ".s64": tS64,
 	".f16": tF16, ".bf16": tBF16, ".f32": tF32, ".f64": tF64, ".pred": tPred,
 	".f16x2": tF16x2, ".bf16x2": tBF16x2, ".b8": tB8,
+	".u16x2": tU16x2, ".s16x2": tS16x2, ".f32x2": tF32x2,
 }
+
+// fp8Names are the fp8 pair types, which only cvt takes.
+var fp8Names = map[string]typ{"e4m3x2": tE4M3x2, "e5m2x2": tE5M2x2}
 
 // typeInfo is what the interpreter asks of a type at every instruction:
 // its size in bytes and its kind, indexed by typ (a table, as a switch
@@ -53,6 +62,8 @@ var typeInfo = [...]struct {
 	tF16: {size: 2, float: true}, tBF16: {size: 2, float: true},
 	tB32: {size: 4}, tU32: {size: 4}, tS32: {size: 4, signed: true}, tF32: {size: 4, float: true},
 	tF16x2: {size: 4, float: true}, tBF16x2: {size: 4, float: true},
+	tU16x2: {size: 4}, tS16x2: {size: 4, signed: true}, tF32x2: {size: 8, float: true},
+	tE4M3x2: {size: 2}, tE5M2x2: {size: 2},
 	tB64: {size: 8}, tU64: {size: 8}, tS64: {size: 8, signed: true}, tF64: {size: 8, float: true},
 }
 
@@ -74,9 +85,14 @@ func (t typ) scalar() typ {
 		return tF16
 	case tBF16x2:
 		return tBF16
+	case tF32x2:
+		return tF32
 	}
 	return t
 }
+
+// simd16 reports whether t is a pair of 16-bit integers in 32 bits.
+func (t typ) simd16() bool { return t == tU16x2 || t == tS16x2 }
 
 // Sem is the memory-ordering semantics of an access.
 type Sem uint8
@@ -182,6 +198,9 @@ const (
 	opActivemask
 	opTrap
 	opNop
+	opHint     // prefetch, prefetchu, griddepcontrol: no effect on what the interpreter models
+	opWarpSync // bar.warp.sync
+	opPrintf   // a call of vprintf (printf.go)
 )
 
 var opNames = map[string]opcode{
@@ -193,6 +212,7 @@ var opNames = map[string]opcode{
 	"exit": opRet, "call": opCall, "prmt": opPrmt, "lop3": opLop3, "bfe": opBfe, "bfi": opBfi,
 	"popc": opPopc, "clz": opClz, "brev": opBrev, "shfl": opShfl, "vote": opVote,
 	"activemask": opActivemask, "trap": opTrap, "nanosleep": opNop,
+	"prefetch": opHint, "prefetchu": opHint, "griddepcontrol": opHint,
 }
 
 // cmpOp is a setp comparison.
@@ -354,6 +374,7 @@ type inst struct {
 	ftz     bool
 	sat     bool
 	relu    bool
+	satfin  bool // cvt .satfinite
 	nanOut  bool // min.NaN, max.NaN
 	cvt     cvtRule
 	space   space
@@ -461,11 +482,22 @@ func (d *decoder) mnemonic(in *inst) error {
 	}
 	in.op = op
 	in.noDst = base == "red"
+	if op == opHint {
+		return hint(in, base, mods)
+	}
+	if op == opBar && len(mods) == 2 && mods[0] == "warp" && mods[1] == "sync" && base == "bar" {
+		in.op = opWarpSync
+		return nil
+	}
 	arith := op == opAdd || op == opSub || op == opMul || op == opMad || op == opFma || op == opDiv
 	var types []typ
 	sawSem, sawScope, sawSync := false, false, false
 	for _, m := range mods {
 		if t, ok := typeNames["."+m]; ok {
+			types = append(types, t)
+			continue
+		}
+		if t, ok := fp8Names[m]; ok && op == opCvt {
 			types = append(types, t)
 			continue
 		}
@@ -485,8 +517,10 @@ func (d *decoder) mnemonic(in *inst) error {
 			in.ftz = true
 		case m == "sat" && (arith || op == opCvt):
 			in.sat = true
-		case m == "relu" && op == opCvt:
+		case m == "relu" && (op == opCvt || op == opMin || op == opMax):
 			in.relu = true
+		case m == "satfinite" && op == opCvt:
+			in.satfin = true
 		case m == "NaN" && (op == opMin || op == opMax):
 			in.nanOut = true
 		case m == "uni" && (op == opBra || op == opCall):
@@ -544,6 +578,12 @@ func (d *decoder) mnemonic(in *inst) error {
 			return unsupported(in)
 		}
 		in.t, in.t2 = types[0], types[1]
+		if isFP8(in.t) || isFP8(in.t2) {
+			return decodeCvtFP8(in)
+		}
+		if in.satfin {
+			return unsupported(in)
+		}
 		if in.t == tPred || in.t2 == tPred || in.t2.packed() || in.t == tB8 || in.t2 == tB8 {
 			return unsupported(in)
 		}
@@ -584,6 +624,12 @@ func hasCmp(k string) bool { _, ok := cmpNames[k]; return ok }
 func (d *decoder) checkModifiers(in *inst, parts []string, sawSem, sawScope bool) error {
 	op, ty := in.op, in.t
 	mods := parts[1:]
+	if ty.simd16() && op != opMin && op != opMax || ty == tF32x2 && op != opAdd && op != opSub && op != opMul && op != opFma {
+		return unsupported(in)
+	}
+	if in.relu && op != opCvt && ty != tS16x2 {
+		return unsupported(in)
+	}
 	switch op {
 	case opLd, opSt:
 		if sawScope && !sawSem {
@@ -652,6 +698,9 @@ func (d *decoder) checkModifiers(in *inst, parts []string, sawSem, sawScope bool
 	case opAdd, opSub, opMul, opMad, opFma, opDiv:
 		return checkArith(in)
 	case opMin, opMax:
+		if ty.simd16() && (in.ftz || in.nanOut) {
+			return unsupported(in)
+		}
 		if ty == tPred || ty == tB8 || (in.ftz || in.nanOut) && !ty.float() || in.nanOut && ty == tF64 || in.ftz && (ty == tF64 || ty.scalar() == tBF16) {
 			return unsupported(in)
 		}
@@ -805,6 +854,21 @@ func (d *decoder) operands(ts []token, in *inst) ([]operand, error) {
 	return out, nil
 }
 
+// immReg is a register that holds immediate v, an element of a vector
+// operand of n elements of in ({0, %rs1}): the decoder sets it with a mov
+// just before in (an element of a mov is the width of the whole over n;
+// of a ld or st, the access's type).
+func (d *decoder) immReg(in *inst, v uint64, n int) int {
+	et := in.t
+	if in.op == opMov && n > 0 {
+		et = sizeType(in.t.size() / n)
+	}
+	r := d.newReg(sizeType(et.size()))
+	d.fn.code = append(d.fn.code, inst{op: opMov, t: sizeType(et.size()), guard: -1, vec: 1, line: in.line, text: "mov (an immediate of " + in.text + "'s braces)",
+		ops: []operand{{kind: oReg, reg: r}, {kind: oImm, imm: trunc(v, et)}}, dstSize: uint8(et.size())})
+	return r
+}
+
 // vecReg resolves a register of a vector operand; "_" is a sink.
 func (d *decoder) vecReg(s string) (int, bool) {
 	if s == "_" {
@@ -834,7 +898,11 @@ func (d *decoder) operand(ts []token, in *inst) (operand, error) {
 		for j := 1; j < len(ts)-1; j += 2 {
 			r, ok := d.vecReg(ts[j].s)
 			if !ok {
-				return bad()
+				v, isImm := immediate(ts[j].s)
+				if !isImm {
+					return bad()
+				}
+				r = d.immReg(in, v, len(ts)/2)
 			}
 			o.vec = append(o.vec, r)
 			if ts[j+1].s != "," && ts[j+1].s != "}" {
@@ -875,6 +943,11 @@ func (d *decoder) operand(ts []token, in *inst) (operand, error) {
 	if s == "_" {
 		return operand{kind: oReg, reg: d.sink()}, nil
 	}
+	if r, ok := d.reg(s); ok {
+		// A register declared without the % (inline assembly's
+		// "c", "low", "__$temp3").
+		return operand{kind: oReg, reg: r}, nil
+	}
 	if v, ok := immediate(s); ok {
 		return operand{kind: oImm, imm: v}, nil
 	}
@@ -900,8 +973,9 @@ func (d *decoder) address(ts []token, in *inst) (operand, error) {
 		return bad()
 	}
 	s := ts[0].s
+	_, isReg := d.reg(s)
 	switch {
-	case strings.HasPrefix(s, "%"):
+	case strings.HasPrefix(s, "%") || isReg:
 		r, ok := d.reg(s)
 		if !ok {
 			return operand{}, fmt.Errorf("line %d: %s: unknown register %s", in.line, in.text, s)
@@ -1006,6 +1080,12 @@ func (d *decoder) call(in *inst, ts []token) error {
 	if in.callee == "__assertfail" {
 		in.op, in.trap, in.callee = opTrap, "assertion failed (__assertfail)", ""
 	}
+	if in.callee == "vprintf" && d.m.funcs["vprintf"] == nil {
+		if len(in.rets) != 1 || len(in.ops) != 2 || in.rets[0].sym.size < 4 || in.ops[0].sym.size < 8 || in.ops[1].sym.size < 8 {
+			return fmt.Errorf("line %d: vprintf takes a 32-bit result and two 64-bit arguments (format, arguments)", in.line)
+		}
+		in.op, in.callee = opPrintf, ""
+	}
 	d.fn.code = append(d.fn.code, *in)
 	return nil
 }
@@ -1042,7 +1122,7 @@ func checkArity(in *inst) error {
 			return fmt.Errorf("line %d: %s: no second predicate for 16-bit floats", in.line, in.text)
 		}
 	case opCvt:
-		n2 := 2 + boolInt(in.cvt == cvtPair)
+		n2 := 2 + boolInt(in.cvt == cvtPair || in.cvt == cvtToFP8Pair)
 		if n != n2 || in.ops[0].kind != oReg || !plain(in.ops[1:]) {
 			return bad()
 		}
@@ -1099,6 +1179,18 @@ func checkArity(in *inst) error {
 		}
 	case opLop3:
 		if n != 5 || in.ops[4].kind != oImm || in.ops[0].kind != oReg || !plain(in.ops[1:]) {
+			return bad()
+		}
+	case opHint:
+		if in.text == "griddepcontrol.wait" || in.text == "griddepcontrol.launch_dependents" {
+			if n != 0 {
+				return bad()
+			}
+		} else if n != 1 || in.ops[0].kind != oAddr {
+			return bad()
+		}
+	case opWarpSync:
+		if n != 1 || in.ops[0].kind != oReg && in.ops[0].kind != oImm || in.ops[0].not {
 			return bad()
 		}
 	case opTrap:

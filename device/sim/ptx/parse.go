@@ -819,7 +819,7 @@ func (d *decoder) regDecl(ts []token) error {
 		return fmt.Errorf("line %d: bad register declaration %q", ts[0].line, joinTokens(ts))
 	}
 	rt, ok := typeNames[ts[1].s]
-	if !ok || rt == tB8 {
+	if !ok || rt == tB8 || rt.simd16() || rt == tF32x2 {
 		return fmt.Errorf("line %d: unsupported register type %s", ts[1].line, ts[1].s)
 	}
 	sc := d.scopes[len(d.scopes)-1]
