@@ -62,9 +62,12 @@ var peerFamilies = []struct {
 	family    string
 	harnesses []string // the first runs by default
 	small     map[string]Expr
-	sm100     bool // the compute_100 PTX has the same entry names (SYMMEM_LONG=1 runs it too)
-	explained []explained
-	must      []explained
+	// smallWorlds are the worlds of the default run of a harness that
+	// names several (nil: the harness's).
+	smallWorlds []int
+	sm100       bool // the compute_100 PTX has the same entry names (SYMMEM_LONG=1 runs it too)
+	explained   []explained
+	must        []explained
 }{
 	{
 		family:    "vllm 1stage",
@@ -116,6 +119,11 @@ var peerFamilies = []struct {
 		must:      []explained{torchStartLoad, torchStartStore},
 	},
 	{
+		family:      "pytorch barrier, put_signal, wait_signal",
+		harnesses:   []string{"pytorch_signal"},
+		smallWorlds: []int{2},
+	},
+	{
 		family:    "sglang_jit one-shot push",
 		harnesses: []string{"sglang_jit_push_w2", "sglang_jit_push_w4", "sglang_jit_push_w8"},
 		small:     map[string]Expr{"n": "256", "cta": "2"},
@@ -160,8 +168,9 @@ func TestPeers(t *testing.T) {
 				harness, arch string
 				seeds         int
 				vars          map[string]Expr
+				worlds        []int
 			}
-			runs := []run{{fam.harnesses[0], "", 1, fam.small}}
+			runs := []run{{fam.harnesses[0], "", 1, fam.small, fam.smallWorlds}}
 			if longtest.Enabled() {
 				runs = runs[:0]
 				for _, h := range fam.harnesses {
@@ -169,13 +178,13 @@ func TestPeers(t *testing.T) {
 						continue // a world of 8 under the race detector takes minutes a family
 					}
 					if raceOn {
-						runs = append(runs, run{h, "", 1, fam.small})
+						runs = append(runs, run{h, "", 1, fam.small, fam.smallWorlds})
 					} else {
-						runs = append(runs, run{h, "", 3, nil})
+						runs = append(runs, run{h, "", 3, nil, nil})
 					}
 				}
 				if fam.sm100 {
-					runs = append(runs, run{fam.harnesses[0], "_sm100.ptx", 1, fam.small})
+					runs = append(runs, run{fam.harnesses[0], "_sm100.ptx", 1, fam.small, fam.smallWorlds})
 				}
 				if raceOn {
 					t.Log("the race detector is on: the harnesses of worlds 2 and 4 at the small sizes, 1 seed (every harness at its own size, 3 seeds, runs without -race)")
@@ -196,7 +205,7 @@ func TestPeers(t *testing.T) {
 					src = load(t, p.PTX)
 					sources[p.PTX] = src
 				}
-				rep, err := RunProgram(p, src, Options{Seeds: r.seeds, Vars: r.vars, Jobs: 2})
+				rep, err := RunProgram(p, src, Options{Worlds: r.worlds, Seeds: r.seeds, Vars: r.vars, Jobs: 2})
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
@@ -209,7 +218,7 @@ func TestPeers(t *testing.T) {
 						t.Errorf("%s: a finding docs/peers.md does not explain: %s\n%s", name, f.Title, strings.Join(f.Details, "\n"))
 					}
 				}
-				if r.vars == nil {
+				if r.seeds > 1 {
 					continue // the harness's own size: what it finds depends on the race detector's cap (docs/peers.md)
 				}
 				for _, e := range fam.must {
