@@ -20,6 +20,7 @@ func TestPeerShapes(t *testing.T) {
 		{"LB-volatile-start-tmp.litmus", "t"},
 		{"flag-read-after-bar.litmus", "g"},
 		{"S-rearm-weak.litmus", "x"},
+		{"MP-release-without-bar.litmus", "x"},
 	} {
 		file, loc := c.file, c.loc
 		test, err := ParseFile(filepath.Join("testdata", "peers", file))

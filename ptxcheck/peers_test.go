@@ -2,6 +2,7 @@ package ptxcheck
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,17 +14,31 @@ import (
 const peersDir = "../../shared/peers"
 
 // explained is one finding of a shipped kernel that docs/peers.md
-// explains: its kind and text its title and details must hold.
+// explains: its kind and text its title and details must hold, and for
+// a race whose sites may be any of several, the sites its title may name.
 type explained struct {
-	name string // the finding's name in docs/peers.md
-	kind string
-	has  []string
+	name  string // the finding's name in docs/peers.md
+	kind  string
+	has   []string
+	sites []string // when not empty, every "at SITE" of the title is one of them
 }
 
 // matches reports whether f is the explained finding.
 func (e explained) matches(f *Finding) bool {
 	if f.Kind != e.kind {
 		return false
+	}
+	if len(e.sites) > 0 {
+		at := strings.Split(f.Title, " at ")[1:]
+		if len(at) == 0 {
+			return false
+		}
+		for _, a := range at {
+			site, _, _ := strings.Cut(a, " ")
+			if !slices.Contains(e.sites, site) {
+				return false
+			}
+		}
 	}
 	text := f.Title + "\n" + strings.Join(f.Details, "\n")
 	for _, s := range e.has {
@@ -34,24 +49,40 @@ func (e explained) matches(f *Finding) bool {
 	return true
 }
 
+// fi is where the PTX's .file lines put FlashInfer's headers.
+const fi = "../flashinfer/include/flashinfer/comm/"
+
 // The findings of vLLM's and SGLang's custom all-reduce (docs/peers.md,
 // "vLLM" and "SGLang"), by the CUDA lines of their accesses.
 var (
-	vllmStart = explained{"start", "race", []string{"between the host's write (store) and the load at ../vllm/csrc/custom_all_reduce.cuh:29"}}
-	vllmEnd   = explained{"end", "race", []string{"between the load at ../vllm/csrc/custom_all_reduce.cuh:29", "and the host's write (store)"}}
-	vllmFlag  = explained{"flag", "race", []string{"../vllm/csrc/custom_all_reduce.cuh:223", "../vllm/csrc/custom_all_reduce.cuh:240"}}
-	vllmHang  = explained{"flag", "hang", []string{"custom_all_reduce.cuh:191 (inlined at ../vllm/csrc/custom_all_reduce.cuh:234)"}}
-	vllmTmp   = explained{"tmp", "race", []string{"between the load at ../vllm/csrc/custom_all_reduce.cuh:362 and the store at ../vllm/csrc/custom_all_reduce.cuh:346"}}
+	vllmStart = explained{"start", "race", []string{"between the host's write (store) and the load at ../vllm/csrc/custom_all_reduce.cuh:29"}, nil}
+	vllmEnd   = explained{"end", "race", []string{"between the load at ../vllm/csrc/custom_all_reduce.cuh:29", "and the host's write (store)"}, nil}
+	vllmFlag  = explained{"flag", "race", []string{"../vllm/csrc/custom_all_reduce.cuh:223", "../vllm/csrc/custom_all_reduce.cuh:240"}, nil}
+	vllmHang  = explained{"flag", "hang", []string{"custom_all_reduce.cuh:191 (inlined at ../vllm/csrc/custom_all_reduce.cuh:234)"}, nil}
+	vllmTmp   = explained{"tmp", "race", []string{"between the load at ../vllm/csrc/custom_all_reduce.cuh:362 and the store at ../vllm/csrc/custom_all_reduce.cuh:346"}, nil}
 
-	sglangStart     = explained{"start", "race", []string{"between the host's write (store) and the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:2"}}
-	sglangEnd       = explained{"end", "race", []string{"between the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:2", "and the host's write (store)"}}
-	fiVLLMStart     = explained{"start", "race", []string{"between the host's write (store) and the load at ../flashinfer/include/flashinfer/comm/vllm_custom_all_reduce.cuh:21"}}
-	fiVLLMEnd       = explained{"end", "race", []string{"between the load at ../flashinfer/include/flashinfer/comm/vllm_custom_all_reduce.cuh:21", "and the host's write (store)"}}
-	fiVLLMTmp       = explained{"tmp", "race", []string{"between the load at ../flashinfer/include/flashinfer/comm/vllm_custom_all_reduce.cuh:284 and the store at ../flashinfer/include/flashinfer/comm/vllm_custom_all_reduce.cuh:269"}}
-	torchStartLoad  = explained{"start", "race", []string{"between the host's write (store) and the load at ", "ATen/native/cuda/MemoryAccess.cuh:633"}}
-	torchStartStore = explained{"start", "race", []string{"between the host's write (store) and the store at ", "ATen/native/cuda/MemoryAccess.cuh:666"}}
-	jitRearm        = explained{"rearm", "race", []string{"between the store at ../sglang_jit/python/sglang/jit_kernel/include/sgl_kernel/vec.cuh:90 and the strong store at ../sglang_jit/wrap.cu:265"}}
-	sglangTmp       = explained{"tmp", "race", []string{"between the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:420 and the store at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:405"}}
+	sglangStart     = explained{"start", "race", []string{"between the host's write (store) and the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:2"}, nil}
+	sglangEnd       = explained{"end", "race", []string{"between the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:2", "and the host's write (store)"}, nil}
+	fiVLLMStart     = explained{"start", "race", []string{"between the host's write (store) and the load at ../flashinfer/include/flashinfer/comm/vllm_custom_all_reduce.cuh:21"}, nil}
+	fiVLLMEnd       = explained{"end", "race", []string{"between the load at ../flashinfer/include/flashinfer/comm/vllm_custom_all_reduce.cuh:21", "and the host's write (store)"}, nil}
+	fiVLLMTmp       = explained{"tmp", "race", []string{"between the load at ../flashinfer/include/flashinfer/comm/vllm_custom_all_reduce.cuh:284 and the store at ../flashinfer/include/flashinfer/comm/vllm_custom_all_reduce.cuh:269"}, nil}
+	torchStartLoad  = explained{"start", "race", []string{"between the host's write (store) and the load at ", "ATen/native/cuda/MemoryAccess.cuh:633"}, nil}
+	torchStartStore = explained{"start", "race", []string{"between the host's write (store) and the store at ", "ATen/native/cuda/MemoryAccess.cuh:666"}, nil}
+	jitRearm        = explained{"rearm", "race", []string{"between the store at ../sglang_jit/python/sglang/jit_kernel/include/sgl_kernel/vec.cuh:90 and the strong store at ../sglang_jit/wrap.cu:265"}, nil}
+	// FlashInfer's TensorRT-LLM kernels: block_barrier releases its flag
+	// with no __syncthreads after the block's stores (docs/peers.md, F):
+	// the copy or push of the input and the two-shot's reduced slice race
+	// with the peers' reads of them, which may read them stale.
+	trtllmSites = []string{
+		fi + "trtllm_allreduce.cuh:1227", fi + "trtllm_allreduce.cuh:1231", // one-shot push, copy
+		fi + "trtllm_allreduce.cuh:1360", fi + "trtllm_allreduce.cuh:1363", // two-shot push, copy
+		fi + "trtllm_allreduce.cuh:1434", fi + "trtllm_allreduce.cuh:1438", // two-shot gather's copy to the output
+		fi + "../vec_dtypes.cuh:1814", fi + "../vec_dtypes.cuh:1820", // vec_t<bf16, 8> load, store
+		fi + "../vec_dtypes.cuh:2202", fi + "../vec_dtypes.cuh:2208", // vec_t<float, 4> load, store
+	}
+	trtllmRace   = explained{name: "block-barrier", kind: "race", sites: trtllmSites}
+	trtllmResult = explained{name: "block-barrier", kind: "result"}
+	sglangTmp    = explained{"tmp", "race", []string{"between the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:420 and the store at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:405"}, nil}
 )
 
 // peerFamilies are the kernel families of ../shared/peers with a harness
@@ -129,6 +160,46 @@ var peerFamilies = []struct {
 		small:     map[string]Expr{"n": "256", "cta": "2"},
 		explained: []explained{jitRearm},
 		must:      []explained{jitRearm},
+	},
+	{
+		family:    "flashinfer trtllm one-shot copy",
+		harnesses: []string{"trtllm_oneshot_copy_w2", "trtllm_oneshot_copy_w4", "trtllm_oneshot_copy_w8"},
+		small:     map[string]Expr{"n": "256"},
+		explained: []explained{trtllmRace, trtllmResult},
+		must:      []explained{trtllmRace, trtllmResult},
+	},
+	{
+		family:    "flashinfer trtllm one-shot memcpy",
+		harnesses: []string{"trtllm_oneshot_memcpy_w2", "trtllm_oneshot_memcpy_w4", "trtllm_oneshot_memcpy_w8"},
+		small:     map[string]Expr{"n": "256"},
+	},
+	{
+		family:    "flashinfer trtllm one-shot push",
+		harnesses: []string{"trtllm_oneshot_push_w2", "trtllm_oneshot_push_w4", "trtllm_oneshot_push_w8"},
+		small:     map[string]Expr{"n": "256"},
+		explained: []explained{trtllmRace, trtllmResult},
+		must:      []explained{trtllmRace, trtllmResult},
+	},
+	{
+		family:    "flashinfer trtllm two-shot copy",
+		harnesses: []string{"trtllm_twoshot_copy_w2", "trtllm_twoshot_copy_w4", "trtllm_twoshot_copy_w8"},
+		small:     map[string]Expr{"n": "256*world"},
+		explained: []explained{trtllmRace, trtllmResult},
+		must:      []explained{trtllmRace, trtllmResult},
+	},
+	{
+		family:    "flashinfer trtllm two-shot memcpy",
+		harnesses: []string{"trtllm_twoshot_memcpy_w2", "trtllm_twoshot_memcpy_w4", "trtllm_twoshot_memcpy_w8"},
+		small:     map[string]Expr{"n": "256*world"},
+		explained: []explained{trtllmRace, trtllmResult},
+		must:      []explained{trtllmRace, trtllmResult},
+	},
+	{
+		family:    "flashinfer trtllm two-shot push",
+		harnesses: []string{"trtllm_twoshot_push_w2", "trtllm_twoshot_push_w4", "trtllm_twoshot_push_w8"},
+		small:     map[string]Expr{"n": "256*world"},
+		explained: []explained{trtllmRace, trtllmResult},
+		must:      []explained{trtllmRace, trtllmResult},
 	},
 	{
 		family:    "flashinfer vllm 1stage",
