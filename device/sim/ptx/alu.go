@@ -299,6 +299,9 @@ func floatOp(in *inst, a, b, c uint64) uint64 {
 func floatScalar(in *inst, ty typ, a, b, c uint64) uint64 {
 	fm := floatFormat(ty)
 	switch in.op {
+	case opRsqrt:
+		table, _ := rsqrtTable() // loaded when the instruction was decoded
+		return rsqrtApprox(a, in.ftz, table)
 	case opAdd:
 		if ty == tF32 && (in.rmode == rnNone || in.rmode == rnEven) && !in.ftz && !in.sat {
 			return f32Result(f32(a) + f32(b))

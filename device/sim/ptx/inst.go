@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -201,6 +202,7 @@ const (
 	opHint     // prefetch, prefetchu, griddepcontrol: no effect on what the interpreter models
 	opWarpSync // bar.warp.sync
 	opPrintf   // a call of vprintf (printf.go)
+	opRsqrt    // rsqrt.approx.f32 (rsqrt.go)
 )
 
 var opNames = map[string]opcode{
@@ -212,7 +214,7 @@ var opNames = map[string]opcode{
 	"exit": opRet, "call": opCall, "prmt": opPrmt, "lop3": opLop3, "bfe": opBfe, "bfi": opBfi,
 	"popc": opPopc, "clz": opClz, "brev": opBrev, "shfl": opShfl, "vote": opVote,
 	"activemask": opActivemask, "trap": opTrap, "nanosleep": opNop,
-	"prefetch": opHint, "prefetchu": opHint, "griddepcontrol": opHint,
+	"prefetch": opHint, "prefetchu": opHint, "griddepcontrol": opHint, "rsqrt": opRsqrt,
 }
 
 // cmpOp is a setp comparison.
@@ -513,8 +515,10 @@ func (d *decoder) mnemonic(in *inst) error {
 			if in.irnd && op != opCvt {
 				return unsupported(in)
 			}
-		case m == "ftz" && (arith || op == opMin || op == opMax || op == opAbs || op == opNeg || op == opSetp || op == opCvt):
+		case m == "ftz" && (arith || op == opMin || op == opMax || op == opAbs || op == opNeg || op == opSetp || op == opCvt || op == opRsqrt):
 			in.ftz = true
+		case m == "approx" && op == opRsqrt:
+			// The only rsqrt there is for f32 (checkModifiers).
 		case m == "sat" && (arith || op == opCvt):
 			in.sat = true
 		case m == "relu" && (op == opCvt || op == opMin || op == opMax):
@@ -747,6 +751,13 @@ func (d *decoder) checkModifiers(in *inst, parts []string, sawSem, sawScope bool
 	case opNop:
 		if ty != tU32 {
 			return unsupported(in)
+		}
+	case opRsqrt:
+		if ty != tF32 || !slices.Contains(mods, "approx") {
+			return fmt.Errorf("line %d: %s: only rsqrt.approx{.ftz}.f32 is supported (reproduced bit for bit from an H200's results)", in.line, in.text)
+		}
+		if _, err := rsqrtTable(); err != nil {
+			return fmt.Errorf("line %d: %s: %w", in.line, in.text, err)
 		}
 	}
 	return nil
@@ -1096,7 +1107,7 @@ var arity = map[opcode]int{
 	opMov: 2, opAdd: 3, opSub: 3, opMul: 3, opMad: 4, opFma: 4, opDiv: 3, opRem: 3, opMin: 3, opMax: 3,
 	opAbs: 2, opAnd: 3, opOr: 3, opXor: 3, opNot: 2, opCnot: 2, opShl: 3, opShr: 3, opNeg: 2, opSelp: 4,
 	opCvta: 2, opMembar: 0, opBra: 1, opRet: 0, opPrmt: 4, opLop3: 5, opBfe: 4, opBfi: 5,
-	opPopc: 2, opClz: 2, opBrev: 2, opActivemask: 1, opTrap: 0, opNop: 1,
+	opPopc: 2, opClz: 2, opBrev: 2, opActivemask: 1, opTrap: 0, opNop: 1, opRsqrt: 2,
 }
 
 // checkArity checks the operand count and kinds of an instruction.
