@@ -565,3 +565,32 @@ func TestDynamicShared(t *testing.T) {
 		t.Errorf("a bad shared expression: %v, want an error naming it", err)
 	}
 }
+
+// TestWarpSyncOrders: bar.warp.sync orders a lane's shared-memory store
+// before its neighbour's load: no race with it, a race without it.
+func TestWarpSyncOrders(t *testing.T) {
+	src := load(t, "testdata/warpsync.ptx")
+	harness := `{"buffers": [{"name": "out", "kind": "plain", "bytes": 128}],
+		"steps": [{"launch": {"entry": "ENTRY", "grid": 1, "block": 32, "params": [{"ptr": "out"}]}}, {"sync": true}CHECK]}`
+	check := `, {"check": {"buffer": "out", "dtype": "u32", "count": 32, "value": "(i + 1) % 32 + 100"}}`
+	rep, err := RunProgram(program(t, strings.NewReplacer("ENTRY", "with_sync", "CHECK", check).Replace(harness)), src, Options{Worlds: []int{2}, Seeds: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 0 {
+		t.Fatalf("with bar.warp.sync: %+v", rep.Findings)
+	}
+	rep, err = RunProgram(program(t, strings.NewReplacer("ENTRY", "no_sync", "CHECK", "").Replace(harness)), src, Options{Worlds: []int{2}, Seeds: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	races := 0
+	for _, f := range rep.Findings {
+		if f.Kind == "race" {
+			races++
+		}
+	}
+	if races == 0 {
+		t.Fatalf("without bar.warp.sync: no race found: %+v", rep.Findings)
+	}
+}
