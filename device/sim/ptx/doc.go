@@ -95,8 +95,10 @@
 // .aligned: the promise that the whole warp executes that instruction).
 // bar.warp.sync is a meeting of the lanes of its member mask, as
 // shfl.sync is, and for the memory model a barrier of those lanes
-// (barrier NumBarriers+w of [BarrierEnv] for warp w). The cluster forms
-// are refused.
+// (barrier NumBarriers+w of [BarrierEnv] for warp w). A block is a
+// cluster of one block: the cluster special registers have its values,
+// mapa to rank 0 keeps an address, .shared::cluster is the block's shared
+// memory; barrier.cluster is refused.
 //
 // Arithmetic is exact: every operation computes its result once, rounded
 // in its mode (the narrower formats through float64 with rounding to odd,
