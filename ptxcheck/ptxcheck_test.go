@@ -594,3 +594,25 @@ func TestWarpSyncOrders(t *testing.T) {
 		t.Fatalf("without bar.warp.sync: no race found: %+v", rep.Findings)
 	}
 }
+
+// TestPeerFilesDecode: every line of the peer kernels' PTX
+// (../shared/peers/ptx: vLLM, SGLang, FlashInfer, PyTorch, MSCCL++ at
+// compute_80, 90 and 100) is supported, and every entry's parameter list
+// is readable.
+func TestPeerFilesDecode(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "peers", "ptx", "*.ptx"))
+	if len(files) == 0 {
+		t.Skip("../shared/peers/ptx is absent")
+	}
+	for _, f := range files {
+		src := load(t, f)
+		if probs := src.Unsupported(); len(probs) > 0 {
+			t.Errorf("%s: %d unsupported lines, the first %v", filepath.Base(f), len(probs), probs[0])
+		}
+		for _, e := range src.Entries() {
+			if _, err := src.Signature(e); err != nil {
+				t.Errorf("%s: %v", filepath.Base(f), err)
+			}
+		}
+	}
+}
