@@ -565,3 +565,54 @@ func TestDynamicShared(t *testing.T) {
 		t.Errorf("a bad shared expression: %v, want an error naming it", err)
 	}
 }
+
+// TestWarpSyncOrders: bar.warp.sync orders a lane's shared-memory store
+// before its neighbour's load: no race with it, a race without it.
+func TestWarpSyncOrders(t *testing.T) {
+	src := load(t, "testdata/warpsync.ptx")
+	harness := `{"buffers": [{"name": "out", "kind": "plain", "bytes": 128}],
+		"steps": [{"launch": {"entry": "ENTRY", "grid": 1, "block": 32, "params": [{"ptr": "out"}]}}, {"sync": true}CHECK]}`
+	check := `, {"check": {"buffer": "out", "dtype": "u32", "count": 32, "value": "(i + 1) % 32 + 100"}}`
+	rep, err := RunProgram(program(t, strings.NewReplacer("ENTRY", "with_sync", "CHECK", check).Replace(harness)), src, Options{Worlds: []int{2}, Seeds: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 0 {
+		t.Fatalf("with bar.warp.sync: %+v", rep.Findings)
+	}
+	rep, err = RunProgram(program(t, strings.NewReplacer("ENTRY", "no_sync", "CHECK", "").Replace(harness)), src, Options{Worlds: []int{2}, Seeds: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	races := 0
+	for _, f := range rep.Findings {
+		if f.Kind == "race" {
+			races++
+		}
+	}
+	if races == 0 {
+		t.Fatalf("without bar.warp.sync: no race found: %+v", rep.Findings)
+	}
+}
+
+// TestPeerFilesDecode: every line of the peer kernels' PTX
+// (../shared/peers/ptx: vLLM, SGLang, FlashInfer, PyTorch, MSCCL++ at
+// compute_80, 90 and 100) is supported, and every entry's parameter list
+// is readable.
+func TestPeerFilesDecode(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "peers", "ptx", "*.ptx"))
+	if len(files) == 0 {
+		t.Skip("../shared/peers/ptx is absent")
+	}
+	for _, f := range files {
+		src := load(t, f)
+		if probs := src.Unsupported(); len(probs) > 0 {
+			t.Errorf("%s: %d unsupported lines, the first %v", filepath.Base(f), len(probs), probs[0])
+		}
+		for _, e := range src.Entries() {
+			if _, err := src.Signature(e); err != nil {
+				t.Errorf("%s: %v", filepath.Base(f), err)
+			}
+		}
+	}
+}

@@ -61,6 +61,13 @@ func (t *Thread) alu(f *frame, in *inst) error {
 		r[in.ops[0].reg] = extend(v, in.t, in.dstSize)
 	case opCvta:
 		r[in.ops[0].reg] = t.value(f, &in.ops[1], in.t)
+	case opMapa:
+		// A cluster is one block: rank 0 is the block itself, whose
+		// addresses stay as they are.
+		if rank := t.value(f, &in.ops[2], tU32); uint32(rank) != 0 {
+			return fmt.Errorf("mapa to block %d of the cluster: the simulator launches clusters of one block (rank 0)", uint32(rank))
+		}
+		r[in.ops[0].reg] = t.value(f, &in.ops[1], in.t)
 	case opNop, opHint:
 		// nanosleep, prefetch, griddepcontrol: no effect on what the
 		// interpreter models (see hint).
@@ -299,6 +306,9 @@ func floatOp(in *inst, a, b, c uint64) uint64 {
 func floatScalar(in *inst, ty typ, a, b, c uint64) uint64 {
 	fm := floatFormat(ty)
 	switch in.op {
+	case opRsqrt:
+		table, _ := rsqrtTable() // loaded when the instruction was decoded
+		return rsqrtApprox(a, in.ftz, table)
 	case opAdd:
 		if ty == tF32 && (in.rmode == rnNone || in.rmode == rnEven) && !in.ftz && !in.sat {
 			return f32Result(f32(a) + f32(b))

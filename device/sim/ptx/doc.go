@@ -25,9 +25,12 @@
 // and the hints prefetch, prefetchu and griddepcontrol (no effect: the
 // simulator runs a stream's kernels one after the other). Registers
 // declared without a % (inline assembly's) are registers like others.
-// Anything else is refused when a function is decoded, never guessed
-// (approximate math such as rsqrt.approx among it: its result is the
-// hardware's, which no formula gives bit for bit):
+// rsqrt.approx.f32 (and .ftz) runs bit for bit as an H200 computes it,
+// from a table of its results that the GPU checked against every input
+// (rsqrt.go). Anything else is refused when a function is decoded, never
+// guessed (the other approximations among it: ex2, lg2, sin, cos, tanh,
+// rcp and div .approx give the hardware's results, which no formula
+// gives bit for bit):
 // [Module.Unsupported] lists every refused statement of an entry and the
 // functions it calls, each with its line; a module-scope statement the
 // parser refuses does not stop the rest of the module, and
@@ -92,8 +95,10 @@
 // .aligned: the promise that the whole warp executes that instruction).
 // bar.warp.sync is a meeting of the lanes of its member mask, as
 // shfl.sync is, and for the memory model a barrier of those lanes
-// (barrier NumBarriers+w of [BarrierEnv] for warp w). The cluster forms
-// are refused.
+// (barrier NumBarriers+w of [BarrierEnv] for warp w). A block is a
+// cluster of one block: the cluster special registers have its values,
+// mapa to rank 0 keeps an address, .shared::cluster is the block's shared
+// memory; barrier.cluster is refused.
 //
 // Arithmetic is exact: every operation computes its result once, rounded
 // in its mode (the narrower formats through float64 with rounding to odd,

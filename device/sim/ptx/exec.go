@@ -524,6 +524,12 @@ func (t *Thread) special(sp special) uint64 {
 		return 0xffffffff &^ (1<<(t.dim.Tid%32+1) - 1)
 	case spLanemaskGe:
 		return 0xffffffff &^ (1<<(t.dim.Tid%32) - 1)
+	case spClusteridX:
+		return uint64(t.dim.Ctaid)
+	case spNclusteridX:
+		return uint64(t.dim.Nctaid)
+	case spOne:
+		return 1
 	}
 	return 0
 }

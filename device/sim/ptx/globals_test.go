@@ -17,7 +17,7 @@ func TestModuleVariables(t *testing.T) {
 .global .align 4 .f32 negz = 0f80000000;
 .global .align 2 .b8 pair[2] = {0, 128};
 .const .align 4 .u32 tbl[] = {7, 8, 9};
-.global .align 8 .u64 .ptr_to = generic(tbl)+4;
+.global .align 8 .u64 ptr_to = generic(tbl)+4;
 .global .align 4 .u32 zero[2];
 .global .align 8 .f64 half = 0.5;
 .visible .entry k(.param .u64 .ptr .global .align 4 p)
@@ -39,7 +39,7 @@ func TestModuleVariables(t *testing.T) {
 	st.global.u32 [%rd1+8], %r2;
 	ld.const.u32 %r3, [tbl+8];
 	st.global.u32 [%rd1+12], %r3;
-	ld.global.u64 %rd4, [.ptr_to];
+	ld.global.u64 %rd4, [ptr_to];
 	ld.u32 %r4, [%rd4];
 	st.global.u32 [%rd1+16], %r4;
 	ld.global.u32 %r5, [zero+4];

@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -201,6 +202,8 @@ const (
 	opHint     // prefetch, prefetchu, griddepcontrol: no effect on what the interpreter models
 	opWarpSync // bar.warp.sync
 	opPrintf   // a call of vprintf (printf.go)
+	opRsqrt    // rsqrt.approx.f32 (rsqrt.go)
+	opMapa     // mapa: the address of a variable in a block of the cluster
 )
 
 var opNames = map[string]opcode{
@@ -212,7 +215,7 @@ var opNames = map[string]opcode{
 	"exit": opRet, "call": opCall, "prmt": opPrmt, "lop3": opLop3, "bfe": opBfe, "bfi": opBfi,
 	"popc": opPopc, "clz": opClz, "brev": opBrev, "shfl": opShfl, "vote": opVote,
 	"activemask": opActivemask, "trap": opTrap, "nanosleep": opNop,
-	"prefetch": opHint, "prefetchu": opHint, "griddepcontrol": opHint,
+	"prefetch": opHint, "prefetchu": opHint, "griddepcontrol": opHint, "rsqrt": opRsqrt, "mapa": opMapa,
 }
 
 // cmpOp is a setp comparison.
@@ -292,6 +295,12 @@ const (
 	spLanemaskLe
 	spLanemaskGt
 	spLanemaskGe
+	// The cluster registers, with the values of a cluster of one block
+	// (the simulator launches no explicit clusters).
+	spClusteridX
+	spNclusteridX
+	spZero // %clusterid.y/.z, %cluster_ctaid.*, %cluster_ctarank, %is_explicit_cluster
+	spOne  // %nclusterid.y/.z, %cluster_nctaid.*, %cluster_nctarank
 )
 
 var specialNames = map[string]special{
@@ -303,6 +312,11 @@ var specialNames = map[string]special{
 	"%clock": spClock, "%clock64": spClock64,
 	"%lanemask_eq": spLanemaskEq, "%lanemask_lt": spLanemaskLt, "%lanemask_le": spLanemaskLe,
 	"%lanemask_gt": spLanemaskGt, "%lanemask_ge": spLanemaskGe,
+	"%clusterid.x": spClusteridX, "%clusterid.y": spZero, "%clusterid.z": spZero,
+	"%nclusterid.x": spNclusteridX, "%nclusterid.y": spOne, "%nclusterid.z": spOne,
+	"%cluster_ctaid.x": spZero, "%cluster_ctaid.y": spZero, "%cluster_ctaid.z": spZero,
+	"%cluster_nctaid.x": spOne, "%cluster_nctaid.y": spOne, "%cluster_nctaid.z": spOne,
+	"%cluster_ctarank": spZero, "%cluster_nctarank": spOne, "%is_explicit_cluster": spZero,
 }
 
 // opKind is an operand's form.
@@ -485,6 +499,9 @@ func (d *decoder) mnemonic(in *inst) error {
 	if op == opHint {
 		return hint(in, base, mods)
 	}
+	if op == opBar && slices.Contains(mods, "cluster") {
+		return fmt.Errorf("line %d: %s: the cluster barrier is not modelled (the simulator launches clusters of one block; their barrier's arrive and wait are refused)", in.line, in.text)
+	}
 	if op == opBar && len(mods) == 2 && mods[0] == "warp" && mods[1] == "sync" && base == "bar" {
 		in.op = opWarpSync
 		return nil
@@ -513,8 +530,10 @@ func (d *decoder) mnemonic(in *inst) error {
 			if in.irnd && op != opCvt {
 				return unsupported(in)
 			}
-		case m == "ftz" && (arith || op == opMin || op == opMax || op == opAbs || op == opNeg || op == opSetp || op == opCvt):
+		case m == "ftz" && (arith || op == opMin || op == opMax || op == opAbs || op == opNeg || op == opSetp || op == opCvt || op == opRsqrt):
 			in.ftz = true
+		case m == "approx" && op == opRsqrt:
+			// The only rsqrt there is for f32 (checkModifiers).
 		case m == "sat" && (arith || op == opCvt):
 			in.sat = true
 		case m == "relu" && (op == opCvt || op == opMin || op == opMax):
@@ -530,6 +549,11 @@ func (d *decoder) mnemonic(in *inst) error {
 		case m == "const" && (op == opLd || op == opCvta):
 			in.space = spConst
 		case m == "shared" && (op == opLd || op == opSt || op == opAtom || op == opCvta):
+			in.space = spShared
+		case (m == "shared::cta" || m == "shared::cluster") && (op == opLd || op == opSt || op == opAtom):
+			// The block's own shared memory: a cluster is one block.
+			in.space = spShared
+		case m == "shared::cluster" && op == opMapa:
 			in.space = spShared
 		case m == "param" && (op == opLd || op == opSt || op == opCvta):
 			in.space = spParam
@@ -747,6 +771,17 @@ func (d *decoder) checkModifiers(in *inst, parts []string, sawSem, sawScope bool
 	case opNop:
 		if ty != tU32 {
 			return unsupported(in)
+		}
+	case opMapa:
+		if ty != tU32 && ty != tU64 {
+			return unsupported(in)
+		}
+	case opRsqrt:
+		if ty != tF32 || !slices.Contains(mods, "approx") {
+			return fmt.Errorf("line %d: %s: only rsqrt.approx{.ftz}.f32 is supported (reproduced bit for bit from an H200's results)", in.line, in.text)
+		}
+		if _, err := rsqrtTable(); err != nil {
+			return fmt.Errorf("line %d: %s: %w", in.line, in.text, err)
 		}
 	}
 	return nil
@@ -1096,7 +1131,7 @@ var arity = map[opcode]int{
 	opMov: 2, opAdd: 3, opSub: 3, opMul: 3, opMad: 4, opFma: 4, opDiv: 3, opRem: 3, opMin: 3, opMax: 3,
 	opAbs: 2, opAnd: 3, opOr: 3, opXor: 3, opNot: 2, opCnot: 2, opShl: 3, opShr: 3, opNeg: 2, opSelp: 4,
 	opCvta: 2, opMembar: 0, opBra: 1, opRet: 0, opPrmt: 4, opLop3: 5, opBfe: 4, opBfi: 5,
-	opPopc: 2, opClz: 2, opBrev: 2, opActivemask: 1, opTrap: 0, opNop: 1,
+	opPopc: 2, opClz: 2, opBrev: 2, opActivemask: 1, opTrap: 0, opNop: 1, opRsqrt: 2, opMapa: 3,
 }
 
 // checkArity checks the operand count and kinds of an instruction.

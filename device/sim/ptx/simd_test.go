@@ -187,3 +187,78 @@ DONE:
 		}
 	}
 }
+
+// TestClusterOfOneBlock: a launch is a cluster of one block: the cluster
+// registers say so, mapa to rank 0 keeps a shared address, which
+// ld.shared::cluster reads; mapa to another rank is an error, and
+// barrier.cluster is refused by name.
+func TestClusterOfOneBlock(t *testing.T) {
+	text := `.visible .entry k(.param .u64 p)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<16>;
+	.reg .b64 %rd<8>;
+	.shared .align 4 .b8 s[16];
+	ld.param.u64 %rd1, [p];
+	mov.u32 %r1, %clusterid.x;
+	mov.u32 %r2, %nclusterid.x;
+	mov.u32 %r3, %cluster_ctarank;
+	mov.u32 %r4, %cluster_nctarank;
+	mov.u32 %r5, %cluster_ctaid.x;
+	mov.u32 %r6, %cluster_nctaid.y;
+	mov.pred %p1, %is_explicit_cluster;
+	selp.u32 %r7, 1, 0, %p1;
+	mov.u32 %r8, 77;
+	st.shared.u32 [s+4], %r8;
+	mov.u64 %rd2, s;
+	mapa.shared::cluster.u64 %rd3, %rd2, %r3;
+	ld.shared::cluster.u32 %r9, [%rd3+4];
+	st.global.v4.u32 [%rd1], {%r1, %r2, %r3, %r4};
+	st.global.v4.u32 [%rd1+16], {%r5, %r6, %r7, %r9};
+	ret;
+}
+`
+	m, err := Parse(header + text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base = 0x7000_0000_0000
+	buf := make([]byte, 64)
+	env := &sliceEnv{regions: []region{{base, buf}}}
+	mem, err := m.NewBlockMem("k", binary.LittleEndian.AppendUint64(nil, base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := m.NewThread("k", env, mem, Dim{Ntid: 1, Ctaid: 2, Nctaid: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := th.Run(); err != nil {
+		t.Fatal(err)
+	}
+	want := []uint32{2, 3, 0, 1, 0, 1, 0, 77}
+	for i, w := range want {
+		if got := binary.LittleEndian.Uint32(buf[4*i:]); got != w {
+			t.Errorf("word %d = %d, want %d", i, got, w)
+		}
+	}
+	other := `.visible .entry k(.param .u64 p)
+{
+	.reg .b64 %rd<4>;
+	.shared .align 4 .b8 s[16];
+	mov.u64 %rd2, s;
+	mapa.u64 %rd3, %rd2, 1;
+	ret;
+}
+`
+	if _, err := runOne(t, other, nil); err == nil || !strings.Contains(err.Error(), "block 1 of the cluster") {
+		t.Errorf("mapa to rank 1: %v, want an error naming the rank", err)
+	}
+	m, err = Parse(header + ".visible .entry k(.param .u64 p)\n{\n\tbarrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;\n\tret;\n}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if us, _ := m.Unsupported("k"); len(us) != 2 || !strings.Contains(us[0].Reason, "cluster barrier is not modelled") {
+		t.Errorf("barrier.cluster: %v, want both lines refused by name", us)
+	}
+}
