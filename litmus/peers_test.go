@@ -21,6 +21,7 @@ func TestPeerShapes(t *testing.T) {
 		{"flag-read-after-bar.litmus", "g"},
 		{"S-rearm-weak.litmus", "x"},
 		{"MP-release-without-bar.litmus", "x"},
+		{"atom-gpu-scope-across-devices.litmus", "x"},
 	} {
 		file, loc := c.file, c.loc
 		test, err := ParseFile(filepath.Join("testdata", "peers", file))

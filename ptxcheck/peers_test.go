@@ -49,6 +49,9 @@ func (e explained) matches(f *Finding) bool {
 	return true
 }
 
+// jit is where the PTX's .file lines put SGLang JIT's sources.
+const jit = "../sglang_jit/python/sglang/jit_kernel/"
+
 // fi is where the PTX's .file lines put FlashInfer's headers.
 const fi = "../flashinfer/include/flashinfer/comm/"
 
@@ -82,7 +85,17 @@ var (
 	}
 	trtllmRace   = explained{name: "block-barrier", kind: "race", sites: trtllmSites}
 	trtllmResult = explained{name: "block-barrier", kind: "result"}
-	sglangTmp    = explained{"tmp", "race", []string{"between the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:420 and the store at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:405"}, nil}
+	// SGLang JIT's pull kernels: a relaxed start barrier (A), a relaxed
+	// one-shot end barrier (B), and the start barrier's atom.global.add at
+	// the default .gpu scope on a peer's semaphore (G).
+	jitPullStartLoad  = explained{"start", "race", []string{"between the host's write (store) and the load at " + jit + "include/sgl_kernel/vec.cuh:86"}, nil}
+	jitPullStartStore = explained{"start", "race", []string{"between the host's write (store) and the store at " + jit + "include/sgl_kernel/vec.cuh:90"}, nil}
+	jitPullEnd        = explained{"end", "race", []string{"between the load at " + jit + "include/sgl_kernel/vec.cuh:86 and the host's write (store)"}, nil}
+	jitPullAtom       = explained{"gpu-scope", "race", []string{jit + "include/sgl_kernel/distributed/common.cuh:29"}, []string{
+		jit + "include/sgl_kernel/distributed/common.cuh:16", jit + "include/sgl_kernel/distributed/common.cuh:18",
+		jit + "include/sgl_kernel/distributed/common.cuh:27", jit + "include/sgl_kernel/distributed/common.cuh:29",
+	}}
+	sglangTmp = explained{"tmp", "race", []string{"between the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:420 and the store at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:405"}, nil}
 )
 
 // peerFamilies are the kernel families of ../shared/peers with a harness
@@ -206,6 +219,20 @@ var peerFamilies = []struct {
 		sm100:     true,
 		explained: []explained{trtllmRace, trtllmResult},
 		must:      []explained{trtllmRace, trtllmResult},
+	},
+	{
+		family:    "sglang_jit pull one-shot",
+		harnesses: []string{"sglang_jit_pull_one_w2", "sglang_jit_pull_one_w4", "sglang_jit_pull_one_w8"},
+		small:     map[string]Expr{"n": "512"},
+		explained: []explained{jitPullStartLoad, jitPullEnd, jitPullAtom},
+		must:      []explained{jitPullStartLoad, jitPullEnd, jitPullAtom},
+	},
+	{
+		family:    "sglang_jit pull two-shot",
+		harnesses: []string{"sglang_jit_pull_two_w2", "sglang_jit_pull_two_w4", "sglang_jit_pull_two_w8"},
+		small:     map[string]Expr{"n": "256*world"},
+		explained: []explained{jitPullStartLoad, jitPullStartStore, jitPullAtom},
+		must:      []explained{jitPullStartLoad, jitPullStartStore, jitPullAtom},
 	},
 	{
 		family:    "flashinfer vllm 1stage",
