@@ -96,6 +96,23 @@ func reduce(op device.ReduceOp, xs []float32) float32 {
 	return acc
 }
 
+// Decode converts the little-endian elements of dt in b to float32,
+// exactly (a NaN stays a NaN), for checks that compare results with
+// values of their own.
+func Decode(dt device.DType, b []byte) ([]float32, error) {
+	if !dt.Valid() {
+		return nil, fmt.Errorf("decode: unsupported dtype %v", dt)
+	}
+	if len(b)%dt.Size() != 0 {
+		return nil, fmt.Errorf("decode: %d bytes is not a whole number of %v elements", len(b), dt)
+	}
+	vals := make([]float32, len(b)/dt.Size())
+	for i := range vals {
+		vals[i] = decode(dt, b, i)
+	}
+	return vals, nil
+}
+
 // decode is element i of b, of type dt, as float32 (exactly).
 func decode(dt device.DType, b []byte, i int) float32 {
 	switch dt {

@@ -217,6 +217,18 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+func TestDecodeErrors(t *testing.T) {
+	if _, err := Decode(device.DType(9), nil); err == nil || !strings.Contains(err.Error(), "unsupported dtype") {
+		t.Errorf("Decode of a bad dtype: %v", err)
+	}
+	if _, err := Decode(device.Float16, []byte{1, 2, 3}); err == nil || !strings.Contains(err.Error(), "3 bytes is not a whole number of float16 elements") {
+		t.Errorf("Decode of 3 bytes of float16: %v", err)
+	}
+	if vals, err := Decode(device.BFloat16, []byte{0x80, 0x3f, 0x00, 0xc0}); err != nil || len(vals) != 2 || vals[0] != 1 || vals[1] != -2 {
+		t.Errorf("Decode(bfloat16 1, -2) = %v, %v", vals, err)
+	}
+}
+
 // TestImportsNothingItChecks: the package, with everything it imports
 // from this module, imports no package of the kernels or the simulator,
 // so their arithmetic can never become the oracle's.

@@ -341,7 +341,7 @@ func (s Spec) checkRank(v *Verdict, inputs [][]byte, ref []float64, r int, res R
 	if err := oracle.CheckClose(s.DType, s.Op, inputs, res.Output); err != nil {
 		v.Problems = append(v.Problems, fmt.Sprintf("rank %d: %v", r, err))
 	}
-	got, _ := kernels.Decode(s.DType, res.Output)
+	got, _ := oracle.Decode(s.DType, res.Output)
 	for i, g := range got {
 		if d := math.Abs(float64(g) - ref[i]); d > v.MaxAbsErr || math.IsNaN(d) {
 			v.MaxAbsErr = d
@@ -368,7 +368,7 @@ func allGuard(b []byte) bool {
 func reference64(s Spec, inputs [][]byte) []float64 {
 	ref := make([]float64, s.Numel())
 	for r, in := range inputs {
-		vals, _ := kernels.Decode(s.DType, in)
+		vals, _ := oracle.Decode(s.DType, in)
 		for i, x := range vals {
 			x := float64(x)
 			switch {
