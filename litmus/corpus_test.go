@@ -75,11 +75,16 @@ func TestProjectLitmus(t *testing.T) {
 }
 
 // TestSharedCorpus runs the shared PTX litmus corpus (Dat3M's tests with the
-// PTX model's verdicts) when it is beside the repository.
+// PTX model's verdicts) when it is beside the repository: the tests
+// without proxies (expected.csv) and those of proxies and virtual aliases
+// (expected-proxy.csv).
 func TestSharedCorpus(t *testing.T) {
-	csv := filepath.Join(sharedCorpus, "expected.csv")
-	if _, err := os.Stat(csv); err != nil {
+	if _, err := os.Stat(sharedCorpus); err != nil {
 		t.Skipf("no shared litmus corpus at %s (a fresh clone has none)", sharedCorpus)
 	}
-	checkCorpus(t, csv, operationalSeeds)
+	for _, name := range []string{"expected.csv", "expected-proxy.csv"} {
+		t.Run(name, func(t *testing.T) {
+			checkCorpus(t, filepath.Join(sharedCorpus, name), operationalSeeds)
+		})
+	}
 }

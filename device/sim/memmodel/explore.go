@@ -17,6 +17,16 @@ type Options struct {
 	MaxCandidates int
 }
 
+func (o Options) withDefaults() Options {
+	if o.LoopBound <= 0 {
+		o.LoopBound = 2
+	}
+	if o.MaxCandidates <= 0 {
+		o.MaxCandidates = 20_000_000
+	}
+	return o
+}
+
 // Observable names a value of the final state: a register of a thread, or
 // a location when Thread is -1.
 type Observable struct {
@@ -62,7 +72,9 @@ type explorer struct {
 	prog     *Program
 	opts     Options
 	locs     []string
-	locIndex map[string]int
+	locIndex map[string]int // a name (location or alias) to its physical location
+	vloc     map[string]int // a name to its generic address
+	proxies  bool           // whether the program has aliases or non-generic proxies
 	obs      []Observable
 	res      Result
 	seen     map[string]bool
@@ -75,17 +87,9 @@ func Explore(p *Program, obs []Observable, opts Options) (*Result, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.LoopBound <= 0 {
-		opts.LoopBound = 2
-	}
-	if opts.MaxCandidates <= 0 {
-		opts.MaxCandidates = 20_000_000
-	}
-	x := &explorer{prog: p, opts: opts, locIndex: map[string]int{}, obs: obs, seen: map[string]bool{}, raced: map[Race]bool{}}
-	x.locs = p.locations()
-	for i, l := range x.locs {
-		x.locIndex[l] = i
-	}
+	opts = opts.withDefaults()
+	x := newExplorer(p, opts)
+	x.obs = obs
 	for _, o := range obs {
 		if o.Thread == -1 {
 			if _, ok := x.locIndex[o.Name]; !ok {
@@ -106,6 +110,40 @@ func Explore(p *Program, obs []Observable, opts Options) (*Result, error) {
 		return slices.Compare(x.res.Outcomes[i], x.res.Outcomes[j]) < 0
 	})
 	return &x.res, nil
+}
+
+// newExplorer indexes p's locations, aliases and generic addresses.
+func newExplorer(p *Program, opts Options) *explorer {
+	x := &explorer{prog: p, opts: opts, locIndex: map[string]int{}, vloc: map[string]int{}, seen: map[string]bool{}, raced: map[Race]bool{}}
+	x.locs = p.locations()
+	for i, l := range x.locs {
+		x.locIndex[l] = i
+		x.vloc[l] = i
+	}
+	aliases := make([]string, 0, len(p.Aliases))
+	for n := range p.Aliases {
+		aliases = append(aliases, n)
+	}
+	sort.Strings(aliases)
+	for _, n := range aliases {
+		x.locIndex[n] = x.locIndex[p.physical(n)]
+		x.proxies = true
+	}
+	for _, n := range aliases {
+		g := p.generic(n)
+		if _, ok := x.vloc[g]; !ok {
+			x.vloc[g] = len(x.vloc)
+		}
+		x.vloc[n] = x.vloc[g]
+	}
+	for _, t := range p.Threads {
+		for _, in := range t.Code {
+			if in.Proxy != Generic {
+				x.proxies = true
+			}
+		}
+	}
+	return x
 }
 
 // allRuns computes every thread's runs over the values each location can
@@ -294,7 +332,7 @@ type graph struct {
 func (x *explorer) execution(runs [][]run, pick []int) error {
 	g := &graph{}
 	for l := range x.locs {
-		g.ev = append(g.ev, event{kind: evWrite, thread: -1, loc: l, val: x.prog.Init[x.locs[l]], sem: Weak})
+		g.ev = append(g.ev, event{kind: evWrite, thread: -1, loc: l, vloc: l, val: x.prog.Init[x.locs[l]], sem: Weak})
 	}
 	for ti, p := range pick {
 		g.first = append(g.first, len(g.ev))
@@ -385,13 +423,18 @@ func strong(e *event) bool {
 	return false
 }
 
-// morallyStrong is the model's morally-strong relation (without proxies).
+// morallyStrong is the model's morally-strong relation: two operations
+// of one proxy (an alias fence has none), memory operations of one
+// generic address, related in program order or both strong with scopes
+// that include each other's thread.
 func (x *explorer) morallyStrong(a, b *event) bool {
 	if a.kind == evBarrier || b.kind == evBarrier {
 		return false
 	}
-	mem := func(e *event) bool { return e.kind == evRead || e.kind == evWrite }
-	if mem(a) && mem(b) && a.loc != b.loc {
+	if a.proxy != b.proxy || a.proxy == ProxyAlias {
+		return false
+	}
+	if a.memory() && b.memory() && a.vloc != b.vloc {
 		return false
 	}
 	if a.thread < 0 || b.thread < 0 {

@@ -89,6 +89,12 @@ func Simulate(p *Program, obs []Observable, seed uint64, maxSteps int) (vals []i
 	for i, l := range locs {
 		li[l] = i
 	}
+	// An alias is its physical location: the operational model orders
+	// every access of a location as if through one proxy, which allows
+	// less than the PTX model, never more.
+	for n := range p.Aliases {
+		li[n] = li[p.physical(n)]
+	}
 	hist := make([][]message, len(locs))
 	for i, l := range locs {
 		hist[i] = []message{{val: p.Init[l], thread: -1}}

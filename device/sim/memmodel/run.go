@@ -27,7 +27,9 @@ const maxThreadRuns = 1 << 14
 type event struct {
 	kind   kind
 	thread int // -1 for an initial write
-	loc    int // location index; -1 for fences and barriers
+	loc    int // physical location index; -1 for fences and barriers
+	vloc   int // generic address index of a memory event
+	proxy  Proxy
 	val    int64
 	sem    Sem
 	scope  Scope
@@ -41,6 +43,9 @@ type event struct {
 	quorum int64 // 0: no count
 	arrive bool
 }
+
+// memory reports whether e is a read or a write.
+func (e *event) memory() bool { return e.kind == evRead || e.kind == evWrite }
 
 // barrierKey names one barrier of one CTA.
 type barrierKey struct {
@@ -183,7 +188,10 @@ func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int
 				}
 				return out, true
 			}
-			base := event{thread: ti, loc: -1, sem: in.Sem, scope: in.Scope, deps: s.ctrl, line: in.Line}
+			base := event{thread: ti, loc: -1, vloc: -1, sem: in.Sem, scope: in.Scope, deps: s.ctrl, line: in.Line, proxy: in.Proxy}
+			if in.Loc != "" {
+				base.vloc = x.vloc[in.Loc]
+			}
 			switch in.Op {
 			case OpLoad, OpAtom:
 				loc := x.locIndex[in.Loc]
@@ -247,7 +255,7 @@ func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int
 				}
 				w.hops = wh
 				s.events = append(s.events, w)
-			case OpFence:
+			case OpFence, OpProxyFence:
 				f := base
 				f.kind = evFence
 				s.events = append(s.events, f)
