@@ -53,6 +53,16 @@ func Run(t *Test, opts memmodel.Options) (*Result, error) {
 	return r, nil
 }
 
+// Terminates decides whether every fair execution of t's program ends
+// (package memmodel's [memmodel.Terminates]); the condition plays no part.
+func Terminates(t *Test, opts memmodel.Options) (*memmodel.Termination, error) {
+	res, err := memmodel.Terminates(&t.Program, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	return res, nil
+}
+
 // FormatOutcome prints one final state as "P1:r1=1 x=2".
 func (t *Test) FormatOutcome(o []int64) string {
 	parts := make([]string, len(o))

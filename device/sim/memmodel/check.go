@@ -135,7 +135,7 @@ func (x *explorer) check(g *graph, rf []int) error {
 			if err != nil {
 				return err
 			}
-			if ok {
+			if ok && !x.live {
 				x.races(g, cause)
 			}
 		}
@@ -159,6 +159,24 @@ func (x *explorer) budget() error {
 		return fmt.Errorf("more than %d candidate executions: the program is too large for exhaustive exploration", x.opts.MaxCandidates)
 	}
 	return nil
+}
+
+// spinsOnLast reports whether every read of a spin loop's last round reads
+// a write that no write of its location follows in coherence order: the
+// value a fair execution eventually reads forever.
+func spinsOnLast(g *graph, rf []int, co rel) bool {
+	for r := range g.ev {
+		if !g.ev[r].spin {
+			continue
+		}
+		w := rf[r]
+		for v := range g.ev {
+			if co.has(w, v) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // causality is the causality order from the base causality order cb: the
@@ -393,6 +411,14 @@ func (x *explorer) coherence(g *graph, rf []int, base, cause, sf rel) (bool, err
 		co.close()
 		if co.reflexive() || !x.consistentWith(g, rf, cause, co) {
 			continue
+		}
+		if x.live {
+			if !spinsOnLast(g, rf, co) {
+				continue
+			}
+			x.res.Consistent++
+			x.recordHang(g)
+			return true, errHang
 		}
 		x.res.Consistent++
 		consistent = true

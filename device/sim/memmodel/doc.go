@@ -51,6 +51,11 @@
 // the proxy of their instruction ([Inst.Proxy]: ld/st/atom generic,
 // suld/sust/suatom/sured surface, tld texture, cold constant).
 //
+// [Terminates] decides termination under fair scheduling: whether some
+// execution leaves a thread spinning forever on values that no longer
+// change, or waiting at a barrier that never completes, while every other
+// thread has ended or is stuck too.
+//
 // [Simulate] is an operational model of the same axioms: seeded runs that
 // reach a subset of the allowed outcomes and nothing forbidden (not load
 // buffering, nor reads back in coherence order). Kernel runs on the

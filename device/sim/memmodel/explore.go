@@ -75,10 +75,14 @@ type explorer struct {
 	locIndex map[string]int // a name (location or alias) to its physical location
 	vloc     map[string]int // a name to its generic address
 	proxies  bool           // whether the program has aliases or non-generic proxies
-	obs      []Observable
-	res      Result
-	seen     map[string]bool
-	raced    map[Race]bool
+	// live is set when deciding termination: runs may end spinning or
+	// blocked, and an execution in which some thread does is sought.
+	live  bool
+	hang  []ThreadEnd // the hang found, when live
+	obs   []Observable
+	res   Result
+	seen  map[string]bool
+	raced map[Race]bool
 }
 
 // Explore enumerates the executions of p the PTX model allows and returns
@@ -299,8 +303,16 @@ func (x *explorer) combine(runs [][]run) error {
 		}
 		return true
 	}
+	allFinished := func() bool {
+		for ti, ri := range pick {
+			if runs[ti][ri].end != finished {
+				return false
+			}
+		}
+		return true
+	}
 	for {
-		if feasible() {
+		if feasible() && !(x.live && allFinished()) {
 			if err := x.execution(runs, pick); err != nil {
 				return err
 			}
@@ -326,6 +338,21 @@ type graph struct {
 	regs   []map[string]int64
 	po, ms rel
 	rmwW   []int // the write of a read's read-modify-write, or -1
+	ends   []end // how each thread's run ends
+}
+
+// blockedAt reports whether event i is a barrier its thread waits at
+// forever: the last event of a run that ends blocked.
+func (g *graph) blockedAt(i int) bool {
+	t := g.ev[i].thread
+	if t < 0 || g.ends[t] != blocked {
+		return false
+	}
+	last := len(g.ev) - 1
+	if t+1 < len(g.first) {
+		last = g.first[t+1] - 1
+	}
+	return i == last
 }
 
 // execution examines every reads-from choice for one choice of runs.
@@ -338,6 +365,7 @@ func (x *explorer) execution(runs [][]run, pick []int) error {
 		g.first = append(g.first, len(g.ev))
 		g.ev = append(g.ev, runs[ti][p].events...)
 		g.regs = append(g.regs, runs[ti][p].regs)
+		g.ends = append(g.ends, runs[ti][p].end)
 	}
 	n := len(g.ev)
 	// Each read's candidate writes: same location, same value.
