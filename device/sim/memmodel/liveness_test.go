@@ -64,6 +64,22 @@ func TestTerminates(t *testing.T) {
 				{Name: "a", Code: []Inst{{Op: OpBarrier, Instance: Operand{Imm: 1}, Quorum: &Operand{Imm: 2}}}},
 				{Name: "b", Code: []Inst{{Op: OpBarrier, Instance: Operand{Imm: 1}, Quorum: &Operand{Imm: 2}}}},
 			}}, true, ""},
+		// Barriers named by registers the threads never write: ids 1 and
+		// 2, so neither waits for the other.
+		{"barriers named by different registers", &Program{Init: map[string]int64{"f": 0},
+			Threads: []Thread{
+				{Name: "a", Regs: map[string]int64{"r1": 1}, Code: []Inst{{Op: OpBarrier, Instance: Operand{Imm: 1}, ID: &Operand{Reg: "r1"}}}},
+				{Name: "b", Regs: map[string]int64{"r1": 2}, Code: []Inst{
+					{Op: OpBarrier, Instance: Operand{Imm: 1}, ID: &Operand{Reg: "r1"}},
+					{Op: OpBarrier, Instance: Operand{Imm: 3}}, // b alone at 3
+				}},
+			}}, true, ""},
+		// Two barriers in opposite orders: each thread waits for the other.
+		{"barriers in opposite orders", &Program{Init: map[string]int64{"f": 0},
+			Threads: []Thread{
+				{Name: "a", Code: []Inst{{Op: OpBarrier, Instance: Operand{Imm: 0}}, {Op: OpBarrier, Instance: Operand{Imm: 1}}}},
+				{Name: "b", Code: []Inst{{Op: OpBarrier, Instance: Operand{Imm: 1}}, {Op: OpBarrier, Instance: Operand{Imm: 0}}}},
+			}}, false, "waits waits"},
 		{"no loop", &Program{Init: map[string]int64{"f": 0},
 			Threads: []Thread{{Name: "setter", Code: []Inst{storeF(1, Relaxed)}}}}, true, ""},
 	} {
