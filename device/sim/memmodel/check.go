@@ -256,7 +256,7 @@ func (x *explorer) preserved(g *graph, cb rel) rel {
 			if !eb.memory() || eb.thread < 0 || eb.loc != ea.loc || !cb.has(a, b) {
 				continue
 			}
-			if x.preserves(cb, ea, eb, a, b, lefts[a], rights[b], aliasFences, sameCTA) {
+			if preserves(cb, ea, eb, a, b, lefts[a], rights[b], aliasFences, sameCTA) {
 				out.set(a, b)
 			}
 		}
@@ -266,7 +266,7 @@ func (x *explorer) preserved(g *graph, cb rel) rel {
 
 // preserves decides one pair of preserved: memory operations a and b of
 // one location with cb(a, b), the left ends of a and right ends of b.
-func (x *explorer) preserves(cb rel, ea, eb *event, a, b int, lefts, rights, aliasFences []int, sameCTA func(a, b *event) bool) bool {
+func preserves(cb rel, ea, eb *event, a, b int, lefts, rights, aliasFences []int, sameCTA func(a, b *event) bool) bool {
 	if ea.vloc == eb.vloc {
 		if ea.proxy == eb.proxy && (ea.proxy == Generic || sameCTA(ea, eb)) {
 			return true

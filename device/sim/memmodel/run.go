@@ -376,7 +376,7 @@ func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int
 				}
 				if taken {
 					if in.Target <= s.pc && s.spin != nil {
-						done, err := x.spinRound(t, s, in.Target, in.Line)
+						done, err := spinRound(t, s, in.Target, in.Line)
 						if err != nil {
 							return err
 						}
@@ -425,7 +425,7 @@ func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int
 // the same values read it loops forever; the reads of the rounds since
 // are marked spin. A loop that writes or waits at a barrier in those
 // rounds is not decided.
-func (x *explorer) spinRound(t *Thread, s *runState, target, line int) (done bool, err error) {
+func spinRound(t *Thread, s *runState, target, line int) (done bool, err error) {
 	for _, v := range s.spin.visits {
 		if v.pc != target || !slices.Equal(v.regs, s.regs) {
 			continue
