@@ -80,6 +80,15 @@ func TestTerminates(t *testing.T) {
 				{Name: "a", Code: []Inst{{Op: OpBarrier, Instance: Operand{Imm: 0}}, {Op: OpBarrier, Instance: Operand{Imm: 1}}}},
 				{Name: "b", Code: []Inst{{Op: OpBarrier, Instance: Operand{Imm: 1}}, {Op: OpBarrier, Instance: Operand{Imm: 0}}}},
 			}}, false, "waits waits"},
+		// A spin that ends, then a counting loop longer than the rounds a
+		// spin is followed: the count is the plain runs' business.
+		{"spin, then a long counting loop", &Program{Init: map[string]int64{"f": 0},
+			Threads: []Thread{
+				{Name: "spinner", Code: append(spinner(Relaxed, 0).Code,
+					Inst{Op: OpLocal, AtomOp: "add", Dst: "r1", Args: []Operand{{Reg: "r1"}, {Imm: 1}}},
+					Inst{Op: OpBranch, Cond: "lt", Args: []Operand{{Reg: "r1"}, {Imm: 100}}, Target: 2})},
+				{Name: "setter", Code: []Inst{storeF(1, Relaxed)}},
+			}}, true, ""},
 		{"no loop", &Program{Init: map[string]int64{"f": 0},
 			Threads: []Thread{{Name: "setter", Code: []Inst{storeF(1, Relaxed)}}}}, true, ""},
 	} {
@@ -105,15 +114,25 @@ func TestTerminates(t *testing.T) {
 }
 
 // TestTerminatesRefusesBusyLoops: a loop that writes on every round is not
-// a spin; its termination is refused, not guessed.
+// a spin, and one whose state never repeats is not followed to its end:
+// their termination is refused, not guessed.
 func TestTerminatesRefusesBusyLoops(t *testing.T) {
-	p := &Program{Init: map[string]int64{"f": 0, "g": 0}, Threads: []Thread{{Name: "P0", Code: []Inst{
-		{Op: OpStore, Loc: "g", Args: []Operand{{Imm: 1}}, Scope: Sys},
-		{Op: OpLoad, Loc: "f", Dst: "r0", Sem: Relaxed, Scope: GPU},
-		{Op: OpBranch, Cond: "eq", Args: []Operand{{Reg: "r0"}, {Imm: 0}}, Target: 0, Line: 3},
-	}}}}
-	_, err := Terminates(p, Options{})
-	if err == nil || !strings.Contains(err.Error(), "P0 line 3") || !strings.Contains(err.Error(), "not decided") {
-		t.Fatalf("Terminates = %v, want a refusal naming P0 line 3", err)
+	for name, code := range map[string][]Inst{
+		"writes every round": {
+			{Op: OpStore, Loc: "g", Args: []Operand{{Imm: 1}}, Scope: Sys},
+			{Op: OpLoad, Loc: "f", Dst: "r0", Sem: Relaxed, Scope: GPU},
+			{Op: OpBranch, Cond: "eq", Args: []Operand{{Reg: "r0"}, {Imm: 0}}, Target: 0, Line: 3},
+		},
+		"counts forever": {
+			{Op: OpLoad, Loc: "f", Dst: "r0", Sem: Relaxed, Scope: GPU},
+			{Op: OpLocal, AtomOp: "add", Dst: "r1", Args: []Operand{{Reg: "r1"}, {Imm: 1}}},
+			{Op: OpJump, Target: 1, Line: 3},
+		},
+	} {
+		p := &Program{Init: map[string]int64{"f": 0, "g": 0}, Threads: []Thread{{Name: "P0", Code: code}}}
+		_, err := Terminates(p, Options{})
+		if err == nil || !strings.Contains(err.Error(), "P0 line 3") || !strings.Contains(err.Error(), "not decided") {
+			t.Errorf("%s: Terminates = %v, want a refusal naming P0 line 3", name, err)
+		}
 	}
 }

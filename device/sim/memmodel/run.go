@@ -79,12 +79,14 @@ const (
 
 // maxSpinRounds bounds the rounds a spinning thread is followed to see
 // its state repeat.
-const maxSpinRounds = 64
+const maxSpinRounds = 1024
 
-// spinMode follows a thread that may spin forever: every location it
-// reads returns one value (the value of the location's last write, which
-// fair executions eventually see), until its state at a loop head repeats.
+// spinMode follows a thread that may spin forever in the loop from lo to
+// the backward jump at hi: every location it reads returns one value (the
+// value of the location's last write, which fair executions eventually
+// see), until its state at a loop head repeats or it leaves the loop.
 type spinMode struct {
+	lo, hi int
 	mem    map[int]int64
 	visits []spinVisit
 }
@@ -100,7 +102,7 @@ func (m *spinMode) clone() *spinMode {
 	if m == nil {
 		return nil
 	}
-	c := &spinMode{mem: make(map[int]int64, len(m.mem)), visits: slices.Clone(m.visits)}
+	c := &spinMode{lo: m.lo, hi: m.hi, mem: make(map[int]int64, len(m.mem)), visits: slices.Clone(m.visits)}
 	for k, v := range m.mem {
 		c.mem[k] = v
 	}
@@ -209,10 +211,10 @@ func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int
 	var walk func(s *runState) error
 	walk = func(s *runState) error {
 		for {
+			if s.spin != nil && (s.pc < s.spin.lo || s.pc > s.spin.hi) {
+				return nil // it leaves the loop: the plain runs have what follows
+			}
 			if s.pc >= len(t.Code) {
-				if s.spin != nil {
-					return nil // a spin that ends: the plain runs have it
-				}
 				return emit(s, finished)
 			}
 			if len(s.events) > maxThreadEvents {
@@ -390,7 +392,7 @@ func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int
 						// Follow, besides the plain run, a spin from here.
 						c := s.clone()
 						c.pc = in.Target
-						c.spin = &spinMode{mem: map[int]int64{}, visits: []spinVisit{{pc: in.Target, regs: slices.Clone(s.regs), events: len(s.events)}}}
+						c.spin = &spinMode{lo: in.Target, hi: s.pc, mem: map[int]int64{}, visits: []spinVisit{{pc: in.Target, regs: slices.Clone(s.regs), events: len(s.events)}}}
 						if err := walk(c); err != nil {
 							return err
 						}
