@@ -35,6 +35,8 @@ type Merged struct {
 	Counts    map[string]int64
 	Sets      map[string][]string
 	Durations map[string]float64
+	// Fixed are the lines every shard computes alike (see [Summary]).
+	Fixed map[string][]string
 	// Wall is the longest shard's wall time; CPU the sum of all shards'.
 	Wall, CPU float64
 	// Findings are the distinct findings, each the one found first, with
@@ -101,6 +103,11 @@ func Merge(reports []*Report) (*Merged, error) {
 		}
 		m.Used = append(m.Used, r)
 		s := r.Summary
+		if len(m.Used) == 1 {
+			m.Fixed = s.Fixed
+		} else if !maps.EqualFunc(m.Fixed, s.Fixed, slices.Equal) {
+			m.Problems = append(m.Problems, fmt.Sprintf("shard %d/%d (%s) computed other seed-independent results than %s", i, m.Shards, r.Path, m.Used[0].Path))
+		}
 		if s.Interrupted {
 			m.Problems = append(m.Problems, fmt.Sprintf("shard %d/%d (%s) was interrupted before it ran all its seeds %s", i, m.Shards, r.Path, s.Seeds))
 		}

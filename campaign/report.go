@@ -50,6 +50,9 @@ type Finding struct {
 	// faults, details, the replay command (which names no shard), and its
 	// shrunk form when one was made.
 	Lines []string `json:"lines"`
+	// Shrunk are the lines of its shrunk form, where the command prints
+	// those after every finding (symmem check), without their number.
+	Shrunk []string `json:"shrunk,omitempty"`
 }
 
 // Build identifies the program that wrote a report.
@@ -118,7 +121,11 @@ type Summary struct {
 	// Durations (seconds) of the shard's phases: a merged report gives
 	// the longest, which is the campaign's when shards run side by side.
 	Durations map[string]float64 `json:"durations,omitempty"`
-	Findings  int                `json:"findings"` // finding lines before this one
+	// Fixed are lines that do not depend on the seeds (a litmus test's
+	// exact outcomes): every shard computes the same, and a merge takes
+	// them from any.
+	Fixed    map[string][]string `json:"fixed,omitempty"`
+	Findings int                 `json:"findings"` // finding lines before this one
 	// WallSeconds and CPUSeconds are the process's, from its start to the
 	// report (CPU: user and system).
 	WallSeconds float64 `json:"wall_seconds"`
@@ -199,7 +206,10 @@ func (w *Writer) Close(s Summary) error {
 	}
 	w.line(s)
 	if w.err == nil {
-		if err := w.buf.Flush(); err != nil {
+		// CreateTemp makes the file private; a report is for others to merge.
+		if err := w.tmp.Chmod(0o644); err != nil {
+			w.err = err
+		} else if err := w.buf.Flush(); err != nil {
 			w.err = err
 		} else if err := w.tmp.Sync(); err != nil {
 			w.err = err
