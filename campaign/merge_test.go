@@ -224,6 +224,31 @@ func TestMergeFailedShards(t *testing.T) {
 	}
 }
 
+// TestMergeFixedLines: lines every shard computes alike are taken from
+// any; shards that computed them differently fail the campaign.
+func TestMergeFixedLines(t *testing.T) {
+	c := toy{all: Range{First: 0, Count: 10}, sigs: []string{"a"}}
+	dir := t.TempDir()
+	rs := readAll(t, c.write(t, dir, 0, 2, testBuild, nil), c.write(t, dir, 1, 2, testBuild, nil))
+	for _, r := range rs {
+		r.Summary.Fixed = map[string][]string{"test.litmus": {"exists x=1: holds"}}
+	}
+	m, err := Merge(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Problems) > 0 || !slices.Equal(m.Fixed["test.litmus"], []string{"exists x=1: holds"}) {
+		t.Fatalf("problems %q, fixed %q", m.Problems, m.Fixed)
+	}
+	rs[1].Summary.Fixed = map[string][]string{"test.litmus": {"exists x=1: does not hold"}}
+	if m, err = Merge(rs); err != nil {
+		t.Fatal(err)
+	}
+	if m.Status() != StatusFailed || len(m.Problems) != 1 || !strings.Contains(m.Problems[0], "shard 1/2") {
+		t.Fatalf("status %d, problems %q", m.Status(), m.Problems)
+	}
+}
+
 func TestMergeClean(t *testing.T) {
 	c := toy{all: Range{First: 1, Count: 2}, sigs: []string{"a"}} // seeds 1, 2: none divisible by 3
 	dir := t.TempDir()
@@ -239,7 +264,7 @@ func TestMergeClean(t *testing.T) {
 func TestWriterLeavesNoPartialReport(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "r.jsonl")
-	w, err := Create(path, Header{Command: "toy", Shard: Whole, Seeds: Range{0, 1}})
+	w, err := Create(path, Header{Command: "toy", Shard: Whole(), Seeds: Range{0, 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

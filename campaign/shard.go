@@ -35,15 +35,18 @@ type Shard struct {
 	StatusFile string `json:"-"`
 }
 
+// Unsharded is the source of the shard of a run that is not split.
+const Unsharded = "unsharded: no --shard and no shard in the environment"
+
 // Whole is the shard of an unsharded run: the whole campaign.
-var Whole = Shard{Index: 0, Count: 1, Source: "unsharded: no --shard and no shard in the environment"}
+func Whole() Shard { return Shard{Index: 0, Count: 1, Source: Unsharded} }
 
 // String is "i/n".
 func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 
 // Sharded reports whether the campaign is split (Count > 1) or a shard was
 // asked for explicitly.
-func (s Shard) Sharded() bool { return s.Count > 1 || s.Source != Whole.Source }
+func (s Shard) Sharded() bool { return s.Count > 1 || s.Source != Unsharded }
 
 // ParseShard reads "i/n": shard i (from 0) of n.
 func ParseShard(v string) (Shard, error) {
@@ -129,7 +132,7 @@ func Resolve(flag string, count int, getenv func(string) string) (Shard, error) 
 		s.StatusFile = getenv(TestStatusFile)
 		return s, err
 	}
-	return Whole, nil
+	return Whole(), nil
 }
 
 // slurm is the shard of a Slurm job array task.

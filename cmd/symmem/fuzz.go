@@ -85,7 +85,13 @@ saved with --save-dir is a file that symmem replay --case reads.
 stops the run (and any shrink) within a second or two: the report covers
 the cases that ran, the files asked for are written, and the command exits
 with status 130 (SIGINT) or 143 (SIGTERM). Exits non-zero when any case
-fails.`,
+fails.
+
+--shard i/n runs shard i (from 0) of n of the seeds: with the other shards,
+every seed once. Without it the shard comes from a Slurm job array, a
+Kubernetes Indexed Job or TEST_SHARD_INDEX. --report F.jsonl writes the
+findings and a summary for symmem merge, which prints the report one
+process over every seed would have printed (docs/campaigns.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.sizesSet, f.algosSet = cmd.Flags().Changed("sizes"), cmd.Flags().Changed("algos")
@@ -279,8 +285,8 @@ func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer, log *zap.Logger, 
 	if err != nil {
 		return err
 	}
+	defer sh.abort() // a report not finished is not left behind
 	if sh.shard.Sharded() && (f.seeds == 0 || f.time > 0) {
-		sh.abort()
 		return fmt.Errorf("--shard %s: a shard runs its share of --seeds, all of it: give --seeds N and no --time", sh.shard)
 	}
 	cfg.First, cfg.Seeds = sh.seeds.First, int(sh.seeds.Count)
