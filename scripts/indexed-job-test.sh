@@ -16,10 +16,19 @@ work=$(mktemp -d /tmp/symmem-indexed-job.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 die() { echo "indexed-job-test: $*" >&2; exit 1; }
 
-python3 -c 'import yaml' 2>/dev/null || die "needs python3 with PyYAML to read the manifest (apt-get install python3-yaml)"
+# A python3 with PyYAML reads the manifest: the one on PATH, Debian's, or
+# Debian's after installing python3-yaml (CI runs as root).
+py=
+for p in python3 /usr/bin/python3; do
+  if "$p" -c 'import yaml' 2>/dev/null; then py=$p; break; fi
+done
+if [ -z "$py" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-yaml >/dev/null && py=/usr/bin/python3
+fi
+[ -n "$py" ] || die "needs python3 with PyYAML to read the manifest (apt-get install python3-yaml)"
 go build -o "$work/bin/symmem" ./cmd/symmem
 # The manifest's pod command, completions and environment, as shell lines.
-python3 - examples/campaigns/fuzz-indexed-job.yaml >"$work/job.sh" <<'PY'
+"$py" - examples/campaigns/fuzz-indexed-job.yaml >"$work/job.sh" <<'PY'
 import shlex, sys, yaml
 job = yaml.safe_load(open(sys.argv[1]))
 spec = job["spec"]
