@@ -139,7 +139,10 @@ type Report struct {
 	// Interrupted reports that the context ended the session: cases cut
 	// short are not counted, and failures not shrunk say so.
 	Interrupted bool
-	Traces      int          // distinct trace hashes
+	Traces      int // distinct trace hashes
+	// TraceHashes are the distinct trace hashes, in order: the shards of
+	// a campaign count their union.
+	TraceHashes []string
 	Crashed     int          // cases in which some rank failed cleanly
 	Fired       map[Kind]int // faults that fired, by kind
 	Failures    []FailureReport
@@ -254,6 +257,10 @@ func Fuzz(ctx context.Context, cfg Config) (Report, error) {
 	rep.Elapsed = time.Since(start)
 	rep.Interrupted = ctx.Err() != nil
 	rep.Traces = len(traces)
+	for h := range traces {
+		rep.TraceHashes = append(rep.TraceHashes, h)
+	}
+	slices.Sort(rep.TraceHashes)
 	for _, fr := range bySig {
 		rep.Failures = append(rep.Failures, *fr)
 	}

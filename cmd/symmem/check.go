@@ -38,6 +38,9 @@ type checkFlags struct {
 	decisions  string
 	shrink     bool
 	shrinkRuns int
+	campaign   campaignFlags
+	identity   []string            // see [identity]
+	getenv     func(string) string // where the shard may come from
 }
 
 func newCheckCmd(a *app) *cobra.Command {
@@ -75,6 +78,7 @@ cannot run, and runs nothing.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
+			f.identity, f.getenv = identity(cmd, args), envOr(a.getenv)
 			a.procs(f.jobs)
 			return runCheck(cmd.OutOrStdout(), f, args, fl.Changed("seed"), fl.Changed("fault-plan"), fl.Changed("decisions"))
 		},
@@ -101,6 +105,7 @@ cannot run, and runs nothing.`,
 	fl.StringVar(&f.decisions, "decisions", "", "follow these scheduling decisions (step:task.run ...) and the default policy between them, instead of --strategy")
 	fl.BoolVar(&f.shrink, "shrink", true, "reduce each finding to a smaller run that finds it too, and print its replay")
 	fl.IntVar(&f.shrinkRuns, "shrink-runs", ptxcheck.DefaultShrinkRuns, "runs each shrink may take")
+	f.campaign.add(fl)
 	return cmd
 }
 
@@ -215,6 +220,11 @@ func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed, planSet, dec
 	if oneSeed {
 		opts.Seeds, opts.FirstSeed = 1, uint64(f.seed)
 	}
+	sh, err := startCheckShard(out, f, &opts, oneSeed)
+	if err != nil {
+		return err
+	}
+	defer sh.abort()
 	rep, err := ptxcheck.RunProgram(prog, src, opts)
 	var he *ptxcheck.HarnessError
 	if errors.As(err, &he) {
@@ -230,8 +240,11 @@ func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed, planSet, dec
 			if err != nil {
 				return fmt.Errorf("finding %d: %w", i+1, err)
 			}
-			printShrunk(out, i+1, s, f, harness)
+			printShrunk(sh.shrunk(out, i), i+1, s, f, harness)
 		}
+	}
+	if err := finishCheckShard(sh, rep, f, harness, opts); err != nil {
+		return err
 	}
 	if n := len(rep.Findings); n > 0 {
 		return fmt.Errorf("check %s: %d findings", harness, n)

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/symmem/symmem/backend"
+	"github.com/symmem/symmem/campaign"
 	"github.com/symmem/symmem/fuzz"
 	"github.com/symmem/symmem/workload"
 )
@@ -43,8 +44,10 @@ type fuzzFlags struct {
 	saveDir    string
 	progress   bool
 	cpuProfile string
+	campaign   campaignFlags
 
 	sizesSet, algosSet bool
+	identity           []string // see [identity]
 }
 
 func newFuzzCmd(a *app) *cobra.Command {
@@ -82,12 +85,19 @@ saved with --save-dir is a file that symmem replay --case reads.
 stops the run (and any shrink) within a second or two: the report covers
 the cases that ran, the files asked for are written, and the command exits
 with status 130 (SIGINT) or 143 (SIGTERM). Exits non-zero when any case
-fails.`,
+fails.
+
+--shard i/n runs shard i (from 0) of n of the seeds: with the other shards,
+every seed once. Without it the shard comes from a Slurm job array, a
+Kubernetes Indexed Job or TEST_SHARD_INDEX. --report F.jsonl writes the
+findings and a summary for symmem merge, which prints the report one
+process over every seed would have printed (docs/campaigns.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.sizesSet, f.algosSet = cmd.Flags().Changed("sizes"), cmd.Flags().Changed("algos")
+			f.identity = identity(cmd, nil)
 			a.procs(f.jobs)
-			return runFuzz(cmd.Context(), f, cmd.OutOrStdout(), a.log)
+			return runFuzz(cmd.Context(), f, cmd.OutOrStdout(), a.log, envOr(a.getenv))
 		},
 	}
 	d := fuzz.DefaultConfig()
@@ -115,6 +125,7 @@ fails.`,
 	fl.StringVar(&f.saveDir, "save-dir", "", "write each failure's case and its shrunk form to this directory (created if need be; checked before the run)")
 	fl.BoolVar(&f.progress, "progress", true, "show a progress bar (only when stdout is a terminal)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the cases (and shrinks) to this file (go tool pprof reads it)")
+	f.campaign.add(fl)
 	return cmd
 }
 
@@ -259,7 +270,7 @@ func parseWorlds(s string) ([]int, error) {
 	return out, nil
 }
 
-func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer, log *zap.Logger) error {
+func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer, log *zap.Logger, getenv func(string) string) error {
 	if err := backend.RefuseUnderLaunch("symmem fuzz", "run it without launch"); err != nil {
 		return err
 	}
@@ -270,6 +281,16 @@ func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer, log *zap.Logger) 
 	if err = errors.Join(err, checkWritable("cpuprofile", f.cpuProfile)); err != nil {
 		return err
 	}
+	sh, err := startShard("fuzz", &f.campaign, campaign.Range{First: f.first, Count: uint64(f.seeds)}, f.identity, getenv)
+	if err != nil {
+		return err
+	}
+	defer sh.abort() // a report not finished is not left behind
+	if sh.shard.Sharded() && (f.seeds == 0 || f.time > 0) {
+		return fmt.Errorf("--shard %s: a shard runs its share of --seeds, all of it: give --seeds N and no --time", sh.shard)
+	}
+	cfg.First, cfg.Seeds = sh.seeds.First, int(sh.seeds.Count)
+	io.WriteString(out, sh.line())
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -286,15 +307,21 @@ func runFuzz(ctx context.Context, f *fuzzFlags, out io.Writer, log *zap.Logger) 
 	if f.progress && out == io.Writer(os.Stdout) && isTerminal(os.Stdout) {
 		cfg.Progress, finish = fuzzProgress(cfg)
 	}
-	rep, ferr := fuzz.Fuzz(ctx, cfg)
+	rep, ferr := fuzz.Report{Fired: map[fuzz.Kind]int{}}, error(nil)
+	if cfg.Seeds > 0 || cfg.Time > 0 { // a shard may have no seeds
+		rep, ferr = fuzz.Fuzz(ctx, cfg)
+	}
 	finish()
 	if rep.Interrupted && errors.Is(ferr, context.Canceled) {
 		ferr = nil // the interrupt is reported below
 	}
-	ferr = errors.Join(ferr, stopProfile(out))
 	// The cases that ran are reported even when some could not run, and
 	// even when a case file could not be written.
-	perr := printReport(out, cfg, f, rep, interruptErr(ctx, "fuzz"))
+	saver := &caseSaver{dir: f.saveDir}
+	v := newFuzzView(cfg, rep, saver)
+	perr := errors.Join(v.print(out, interruptErr(ctx, "fuzz")), errors.Join(saver.errs...))
+	perr = errors.Join(perr, sh.finish(v.findings, v.summary(), rep.Interrupted, ferr))
+	ferr = errors.Join(ferr, stopProfile(out))
 	switch {
 	case rep.Interrupted:
 		if err := interruptErr(ctx, "fuzz"); err != nil {
@@ -343,60 +370,145 @@ func fuzzProgress(cfg fuzz.Config) (update func(done, failed int), finish func()
 	return update, finish
 }
 
-func printReport(w io.Writer, cfg fuzz.Config, f *fuzzFlags, rep fuzz.Report, interrupted error) error {
+// fuzzView is what the fuzz report prints: one process's run, one
+// shard's, or a whole campaign's merged from its shards' (see
+// [printMergedFuzz]), which prints as one process over every seed would.
+type fuzzView struct {
+	strategy, faults       string
+	race                   bool
+	cases, failed, crashed int64
+	steps, traces, workers int64
+	fired                  map[string]int64 // by kind
+	elapsed, shrinking     time.Duration
+	interrupted            bool
+	traceHashes            []string
+	findings               []campaign.Finding
+}
+
+// newFuzzView is the view of a run of cfg, its failures' cases saved by
+// saver (or printed as commands).
+func newFuzzView(cfg fuzz.Config, rep fuzz.Report, saver *caseSaver) fuzzView {
+	v := fuzzView{
+		strategy: cfg.Strategy, faults: cfg.Faults.String(), race: cfg.Race,
+		cases: int64(rep.Cases), failed: int64(rep.Failed), crashed: int64(rep.Crashed), steps: rep.Steps,
+		traces: int64(rep.Traces), workers: int64(max(cfg.Workers, 1)), fired: map[string]int64{},
+		elapsed: rep.Elapsed, shrinking: rep.Shrinking, interrupted: rep.Interrupted, traceHashes: rep.TraceHashes,
+	}
+	for k, n := range rep.Fired {
+		v.fired[k.String()] += int64(n)
+	}
+	for _, fr := range rep.Failures {
+		o := fr.First
+		x := campaign.Finding{Signature: fr.Signature, Kind: string(o.Failure.Kind), Title: o.Failure.Summary(),
+			Order: []uint64{o.Case.Seed}, Seed: o.Case.Seed, World: o.Case.Program.World, Count: fr.Count}
+		if len(o.Fired) > 0 {
+			x.Lines = append(x.Lines, fmt.Sprintf("faults fired: %s", o.Fired))
+		}
+		x.Lines = append(x.Lines, "replay: "+saver.line(o, fmt.Sprintf("fuzz-seed-%d.json", o.Case.Seed), false))
+		if fr.ShrinkErr != nil {
+			x.Lines = append(x.Lines, fmt.Sprintf("not shrunk: %v", fr.ShrinkErr))
+		}
+		if s := fr.Shrunk; s != nil {
+			m := s.Outcome
+			x.Lines = append(x.Lines,
+				fmt.Sprintf("shrunk in %d runs: %d of %d steps, %d of %d faults, %d of %d decisions: %s",
+					s.Runs, len(m.Case.Program.Steps), s.Steps, len(m.Fired), s.Faults, len(m.Schedule), s.Decisions, m.Failure.Summary()),
+				"minimal case: "+saver.line(m, fmt.Sprintf("fuzz-seed-%d-shrunk.json", o.Case.Seed), true))
+		}
+		v.findings = append(v.findings, x)
+	}
+	return v
+}
+
+// The names of a fuzz report's counts, sets and durations.
+const (
+	fuzzCases, fuzzFailed, fuzzCrashed, fuzzSteps, fuzzWorkers = "cases", "failed", "crashed", "steps", "workers"
+	fuzzFiredPrefix                                            = "fired "
+	fuzzTraces                                                 = "traces"
+	fuzzElapsed, fuzzShrinking                                 = "cases", "shrinking"
+)
+
+// summary is the view's counts for a report file, with its trace hashes,
+// from which a merge counts the campaign's distinct traces.
+func (v fuzzView) summary() campaign.Summary {
+	s := campaign.Summary{
+		Counts:    map[string]int64{fuzzCases: v.cases, fuzzFailed: v.failed, fuzzCrashed: v.crashed, fuzzSteps: v.steps, fuzzWorkers: v.workers},
+		Sets:      map[string][]string{fuzzTraces: v.traceHashes},
+		Durations: map[string]float64{fuzzElapsed: v.elapsed.Seconds(), fuzzShrinking: v.shrinking.Seconds()},
+	}
+	for k, n := range v.fired {
+		s.Counts[fuzzFiredPrefix+k] = n
+	}
+	return s
+}
+
+// printMergedFuzz prints a merged fuzz campaign's report.
+func printMergedFuzz(out io.Writer, m *campaign.Merged) error {
+	v := fuzzView{
+		strategy: flagValue(m.Flags, "strategy"), faults: flagValue(m.Flags, "faults"), race: flagValue(m.Flags, "race") == "true",
+		cases: m.Counts[fuzzCases], failed: m.Counts[fuzzFailed], crashed: m.Counts[fuzzCrashed], steps: m.Counts[fuzzSteps],
+		traces: int64(len(m.Sets[fuzzTraces])), workers: m.Counts[fuzzWorkers], fired: map[string]int64{},
+		elapsed:   time.Duration(m.Durations[fuzzElapsed] * float64(time.Second)),
+		shrinking: time.Duration(m.Durations[fuzzShrinking] * float64(time.Second)),
+		findings:  m.Findings,
+	}
+	for _, r := range m.Used {
+		v.interrupted = v.interrupted || r.Summary.Interrupted
+	}
+	for k, n := range m.Counts {
+		if kind, ok := strings.CutPrefix(k, fuzzFiredPrefix); ok {
+			v.fired[kind] = n
+		}
+	}
+	return v.print(out, nil)
+}
+
+// print writes the report; interrupted is the interruption that stopped
+// the run, if one did.
+func (v fuzzView) print(w io.Writer, interrupted error) error {
 	var b strings.Builder
+	rate := 0.0
+	if v.elapsed > 0 {
+		rate = float64(v.cases) / v.elapsed.Seconds()
+	}
 	fmt.Fprintf(&b, "fuzz: %d schedules in %v: %.0f schedules/s on %d workers, %d steps, %d distinct traces\n",
-		rep.Cases, rep.Elapsed.Round(time.Millisecond), rep.SchedulesPerSecond(), max(cfg.Workers, 1), rep.Steps, rep.Traces)
-	if rep.Interrupted {
+		v.cases, v.elapsed.Round(time.Millisecond), rate, v.workers, v.steps, v.traces)
+	if v.interrupted {
 		why := "the run was stopped"
 		if interrupted != nil {
 			why = interrupted.Error()
 		}
-		fmt.Fprintf(&b, "%s: %d schedules ran to the end (the ones cut short are not counted)\n", why, rep.Cases)
+		fmt.Fprintf(&b, "%s: %d schedules ran to the end (the ones cut short are not counted)\n", why, v.cases)
 	}
 	var kinds []string
-	total := 0
-	for k, n := range rep.Fired {
+	var total int64
+	for k, n := range v.fired {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 		total += n
 	}
 	slices.Sort(kinds)
-	fmt.Fprintf(&b, "strategy %s, faults %s", cfg.Strategy, cfg.Faults)
-	if cfg.Race {
+	fmt.Fprintf(&b, "strategy %s, faults %s", v.strategy, v.faults)
+	if v.race {
 		b.WriteString(", race detector on")
 	}
 	fmt.Fprintf(&b, ": %d faults fired", total)
 	if len(kinds) > 0 {
 		fmt.Fprintf(&b, " (%s)", strings.Join(kinds, ", "))
 	}
-	fmt.Fprintf(&b, "; %d schedules had ranks fail cleanly\n", rep.Crashed)
-	fmt.Fprintf(&b, "failures: %d cases, %d distinct", rep.Failed, len(rep.Failures))
-	if len(rep.Failures) > 0 && rep.Shrinking > 0 {
-		fmt.Fprintf(&b, "; shrinking took %v", rep.Shrinking.Round(time.Millisecond))
+	fmt.Fprintf(&b, "; %d schedules had ranks fail cleanly\n", v.crashed)
+	fmt.Fprintf(&b, "failures: %d cases, %d distinct", v.failed, len(v.findings))
+	if len(v.findings) > 0 && v.shrinking > 0 {
+		fmt.Fprintf(&b, "; shrinking took %v", v.shrinking.Round(time.Millisecond))
 	}
 	b.WriteString("\n")
-	saver := &caseSaver{dir: f.saveDir}
-	for i, fr := range rep.Failures {
-		o := fr.First
-		fmt.Fprintf(&b, "\nFAIL %d/%d (%d cases, first seed %d): %s\n", i+1, len(rep.Failures), fr.Count, o.Case.Seed, o.Failure.Summary())
-		if len(o.Fired) > 0 {
-			fmt.Fprintf(&b, "  faults fired: %s\n", o.Fired)
-		}
-		fmt.Fprintf(&b, "  replay: %s\n", saver.line(o, fmt.Sprintf("fuzz-seed-%d.json", o.Case.Seed), false))
-		if fr.ShrinkErr != nil {
-			fmt.Fprintf(&b, "  not shrunk: %v\n", fr.ShrinkErr)
-		}
-		if s := fr.Shrunk; s != nil {
-			m := s.Outcome
-			fmt.Fprintf(&b, "  shrunk in %d runs: %d of %d steps, %d of %d faults, %d of %d decisions: %s\n",
-				s.Runs, len(m.Case.Program.Steps), s.Steps, len(m.Fired), s.Faults, len(m.Schedule), s.Decisions, m.Failure.Summary())
-			fmt.Fprintf(&b, "  minimal case: %s\n", saver.line(m, fmt.Sprintf("fuzz-seed-%d-shrunk.json", o.Case.Seed), true))
+	for i, x := range v.findings {
+		fmt.Fprintf(&b, "\nFAIL %d/%d (%d cases, first seed %d): %s\n", i+1, len(v.findings), x.Count, x.Seed, x.Title)
+		for _, l := range x.Lines {
+			fmt.Fprintf(&b, "  %s\n", l)
 		}
 	}
-	if _, err := io.WriteString(w, b.String()); err != nil {
-		return err
-	}
-	return errors.Join(saver.errs...)
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // maxInlineCommand is the longest shrunk case printed as a command without

@@ -92,14 +92,18 @@ func interruptErr(ctx context.Context, what string) error {
 }
 
 // exitCode is the process's exit status for a command's error: 0 for
-// none, the signal's status for an interruption, 1 otherwise.
+// none, the signal's status for an interruption, an [*exitError]'s own
+// (symmem merge's), 1 otherwise.
 func exitCode(err error) int {
 	var ie *interruptedError
+	var ee *exitError
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &ie):
 		return ie.ExitCode()
+	case errors.As(err, &ee):
+		return ee.ExitCode()
 	}
 	return 1
 }

@@ -5,6 +5,7 @@
 //	symmem bench     [--device sim|cuda] [--world 4] [--min 1KiB] [--max 256MiB] [--json F] [--plot F.png]
 //	symmem fuzz      [--seeds N] [--strategy random|pct|portfolio] [--faults none|safety|all] [-j N]
 //	symmem replay    --seed N --strategy S ... (the command a fuzz failure prints)
+//	symmem merge     SHARD.jsonl... (the reports of a campaign's shards: fuzz, check, litmus with --shard i/n --report F)
 //	symmem selftest  [--device sim|cuda] [--world N]
 //	symmem launch    --nproc N -- COMMAND...
 //	symmem topo      [--device sim|cuda]
@@ -63,6 +64,9 @@ type app struct {
 	// limitProcs, when not nil, is [limitProcs]: set by a command that
 	// owns its process (not by tests that run commands in theirs).
 	limitProcs func(n int)
+	// getenv reads the environment (nil: os.Getenv); campaign commands
+	// read their shard there.
+	getenv func(string) string
 
 	sysOnce sync.Once
 	sys     *pa.ActorSystem
@@ -98,7 +102,7 @@ func newRootApp(a *app) *cobra.Command {
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "error", "log level: debug (what each rank does: rendezvous, allocations, algorithm choices, launches, timeouts), info, warn, error")
 	root.AddCommand(newVersionCmd(), newAllReduceCmd(a), newLaunchCmd(a), newSelftestCmd(a), newTopoCmd())
 	root.AddCommand(newBenchCmd(a))
-	root.AddCommand(newFuzzCmd(a), newReplayCmd(a), newCheckCmd(a), newLitmusCmd())
+	root.AddCommand(newFuzzCmd(a), newReplayCmd(a), newCheckCmd(a), newLitmusCmd(a), newMergeCmd(a))
 	return root
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,11 +11,24 @@ import (
 )
 
 // TestREADMEDocumentsEveryFlag: every subcommand and every flag the help
-// shows appears in the README, so that help and README cannot drift apart.
+// shows appears in the README or in the documents of docs/ (the
+// campaign commands and flags in docs/campaigns.md), so that help and
+// documentation cannot drift apart.
 func TestREADMEDocumentsEveryFlag(t *testing.T) {
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
+	}
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		more, err := os.ReadFile(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, more...)
 	}
 	readme := string(b)
 	var walk func(c *cobra.Command)
