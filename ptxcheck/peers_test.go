@@ -235,6 +235,11 @@ var peerFamilies = []struct {
 		must:      []explained{jitPullStartLoad, jitPullStartStore, jitPullAtom},
 	},
 	{
+		family:    "mscclpp rsag",
+		harnesses: []string{"mscclpp_rsag_w2", "mscclpp_rsag_w4", "mscclpp_rsag_w8"},
+		small:     map[string]Expr{"n": "128*world", "blocks": "2", "threads": "64"},
+	},
+	{
 		family:    "flashinfer vllm 1stage",
 		harnesses: []string{"flashinfer_vllm_1stage_w2", "flashinfer_vllm_1stage_w4", "flashinfer_vllm_1stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
