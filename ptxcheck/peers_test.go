@@ -95,6 +95,10 @@ var (
 		jit + "include/sgl_kernel/distributed/common.cuh:16", jit + "include/sgl_kernel/distributed/common.cuh:18",
 		jit + "include/sgl_kernel/distributed/common.cuh:27", jit + "include/sgl_kernel/distributed/common.cuh:29",
 	}}
+	// MSCCL++'s LL packets: a vector access is one access per element in
+	// the PTX model, so a packet's flag and data may be read torn (H); the
+	// result is wrong, with no race (the accesses are strong).
+	torn      = explained{"torn", "result", nil, nil}
 	sglangTmp = explained{"tmp", "race", []string{"between the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:420 and the store at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:405"}, nil}
 )
 
@@ -238,6 +242,12 @@ var peerFamilies = []struct {
 		family:    "mscclpp rsag",
 		harnesses: []string{"mscclpp_rsag_w2", "mscclpp_rsag_w4", "mscclpp_rsag_w8"},
 		small:     map[string]Expr{"n": "128*world", "blocks": "2", "threads": "64"},
+	},
+	{
+		family:    "mscclpp allpair",
+		harnesses: []string{"mscclpp_allpair_w2", "mscclpp_allpair_w4", "mscclpp_allpair_w8"},
+		small:     map[string]Expr{"n": "256", "blocks": "world - 1", "threads": "32*(world - 1)"},
+		explained: []explained{torn},
 	},
 	{
 		family:    "flashinfer vllm 1stage",
