@@ -47,8 +47,9 @@ func (mem *BlockMem) clusterRelease() {
 // {.aligned} and barrier.cluster.wait{.acquire}{.aligned}.
 func decodeClusterBar(in *inst, mods []string) error {
 	in.op = opClusterBar
+	// .aligned promises that the warp executes the instruction together;
+	// the barrier does not depend on it.
 	rest := slices.DeleteFunc(slices.Clone(mods), func(m string) bool { return m == "cluster" || m == "aligned" })
-	in.aligned = len(rest) != len(mods)-1
 	switch {
 	case len(rest) >= 1 && rest[0] == "arrive" && len(rest) <= 2:
 		in.bar, in.sem = barArrive, Release
