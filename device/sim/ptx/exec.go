@@ -47,6 +47,7 @@ type BlockMem struct {
 	warps   []*warp
 
 	bars    [NumBarriers]*barState // the named barriers, made on first use
+	cluster clusterBar             // the cluster barrier (barrier.cluster)
 	live    int                    // threads that have not exited
 	running int                    // threads that neither exited, failed nor wait at a barrier
 	failure error                  // the first error of a thread of the block
@@ -425,6 +426,15 @@ func (t *Thread) Run() (Stop, error) {
 			return 0, t.fail(f, in, &TrapError{What: in.trap, Printed: t.printed})
 		case opPrintf:
 			if err := t.printf(f, in); err != nil {
+				return 0, t.fail(f, in, err)
+			}
+		case opClusterBar:
+			left, t.line = budget, in.line
+			switch err := t.clusterBarrier(in); {
+			case err == errAbandoned:
+				t.mem.leave(t.dim, laneFailed, 0)
+				return 0, t.mem.failure
+			case err != nil:
 				return 0, t.fail(f, in, err)
 			}
 		case opShfl, opVote, opActivemask, opWarpSync:

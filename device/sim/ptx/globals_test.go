@@ -181,3 +181,43 @@ func TestVprintf(t *testing.T) {
 		t.Errorf("vprintf returned %d, want 7 (its arguments)", n)
 	}
 }
+
+// TestModuleVariableErrors: a malformed module-scope declaration is a
+// problem of the module naming what is wrong, never a panic, and the
+// entry after it still decodes.
+func TestModuleVariableErrors(t *testing.T) {
+	for _, c := range []struct{ decl, want string }{
+		{".global .align 4 .u32 a[2] = {1, 2, 3};", "more initializers than elements"},
+		{".global .u32 b[] ;", "needs an initializer"},
+		{".global .u32 c = ;", "initializer is missing"},
+		{".global .u32 d = {1, {2};", "unbalanced braces"},
+		{".global .u32 e = nothing;", "no module-scope .global or .const variable declared before"},
+		{".global .u32 f = generic(f2;", "bad initializer"},
+		{".global .u32 g = 1 2;", "bad initializer"},
+		{".global .u32 h[3] = {1,,2};", "empty initializer element"},
+		{".global .f16 i = 1.5;", "decimal initializer"},
+		{".global .pred j;", "unsupported variable type .pred"},
+		{".global .u32 k[0];", "bad array length"},
+		{".global .u8 l = -1;\n.global .u32 l;", "declared twice"},
+		{".global .u8 m[2] = {generic(m), 0};", "no module-scope .global or .const variable declared before"},
+		{".global .u64 n[1]; .global .u32 o = n;", "needs a 64-bit element"},
+		{".extern .global .u32 p;", ".extern .global"},
+		{".local .u32 q;", "module-scope .local"},
+		{".global ;", "bad declaration"},
+		{".const .align 3 .u32 r;", "bad alignment"},
+	} {
+		text := header + c.decl + "\n.visible .entry k(.param .u64 p)\n{\n\tret;\n}\n"
+		m, err := Parse(text)
+		if err != nil {
+			t.Errorf("%q: %v, want the module to load", c.decl, err)
+			continue
+		}
+		probs := m.AllUnsupported()
+		if len(probs) == 0 || !strings.Contains(probs[0].Reason, c.want) {
+			t.Errorf("%q: %v, want a problem saying %q", c.decl, probs, c.want)
+		}
+		if us, err := m.Unsupported("k"); err != nil || len(us) != 0 {
+			t.Errorf("%q: entry k: %v %v", c.decl, us, err)
+		}
+	}
+}

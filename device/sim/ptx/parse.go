@@ -628,8 +628,8 @@ func varSpec(ts []token, unsized bool) (name string, size, align int, err error)
 	j := 0
 	if len(ts) > 1 && ts[0].s == ".align" {
 		n, err := strconv.Atoi(ts[1].s)
-		if err != nil || n < 1 {
-			return "", 0, 0, fmt.Errorf("line %d: bad alignment %q", ts[1].line, ts[1].s)
+		if err != nil || n < 1 || n&(n-1) != 0 {
+			return "", 0, 0, fmt.Errorf("line %d: bad alignment %q (not a power of two)", ts[1].line, ts[1].s)
 		}
 		align = n
 		j = 2
