@@ -49,6 +49,9 @@ func (e explained) matches(f *Finding) bool {
 	return true
 }
 
+// mp is where the PTX's .file lines put MSCCL++'s device headers.
+const mp = "../mscclpp/include/mscclpp/"
+
 // jit is where the PTX's .file lines put SGLang JIT's sources.
 const jit = "../sglang_jit/python/sglang/jit_kernel/"
 
@@ -98,7 +101,12 @@ var (
 	// MSCCL++'s LL packets: a vector access is one access per element in
 	// the PTX model, so a packet's flag and data may be read torn (H); the
 	// result is wrong, with no race (the accesses are strong).
-	torn      = explained{"torn", "result", nil, nil}
+	torn = explained{"torn", "result", nil, nil}
+	// MSCCL++'s packet kernel writes its result packets with a plain
+	// 16-byte store, which races with the peers' volatile polls (I).
+	plainPacket = explained{"plain-packet", "race", []string{mp + "memory_channel_device.hpp:84"}, []string{
+		mp + "memory_channel_device.hpp:84", mp + "packet_device.hpp:43", mp + "packet_device.hpp:71",
+	}}
 	sglangTmp = explained{"tmp", "race", []string{"between the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:420 and the store at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:405"}, nil}
 )
 
@@ -248,6 +256,14 @@ var peerFamilies = []struct {
 		harnesses: []string{"mscclpp_allpair_w2", "mscclpp_allpair_w4", "mscclpp_allpair_w8"},
 		small:     map[string]Expr{"n": "256", "blocks": "world - 1", "threads": "32*(world - 1)"},
 		explained: []explained{torn},
+		must:      []explained{torn},
+	},
+	{
+		family:    "mscclpp packet",
+		harnesses: []string{"mscclpp_packet_w2", "mscclpp_packet_w4", "mscclpp_packet_w8"},
+		small:     map[string]Expr{"n": "64*world", "blocks": "world - 1", "threads": "32"},
+		explained: []explained{plainPacket, torn},
+		must:      []explained{plainPacket},
 	},
 	{
 		family:    "flashinfer vllm 1stage",
