@@ -107,7 +107,12 @@ var (
 	plainPacket = explained{"plain-packet", "race", []string{mp + "memory_channel_device.hpp:84"}, []string{
 		mp + "memory_channel_device.hpp:84", mp + "packet_device.hpp:43", mp + "packet_device.hpp:71",
 	}}
-	sglangTmp = explained{"tmp", "race", []string{"between the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:420 and the store at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:405"}, nil}
+	// MSCCL++'s packet and full-mesh kernels copy their channel handles
+	// into a __shared__ array in every warp with only __syncwarp after: a
+	// race of stores of the same bytes, benign (J). Shared accesses carry
+	// no line, so the race is named by its kernel.
+	sharedHandles = explained{"shared-handles", "race", []string{"of kernel _ZN7mscclpp10collective", "two threads of block"}, nil}
+	sglangTmp     = explained{"tmp", "race", []string{"between the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:420 and the store at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:405"}, nil}
 )
 
 // peerFamilies are the kernel families of ../shared/peers with a harness
@@ -262,8 +267,15 @@ var peerFamilies = []struct {
 		family:    "mscclpp packet",
 		harnesses: []string{"mscclpp_packet_w2", "mscclpp_packet_w4", "mscclpp_packet_w8"},
 		small:     map[string]Expr{"n": "64*world", "blocks": "world - 1", "threads": "32"},
-		explained: []explained{plainPacket, torn},
+		explained: []explained{plainPacket, torn, sharedHandles},
 		must:      []explained{plainPacket},
+	},
+	{
+		family:    "mscclpp fullmesh",
+		harnesses: []string{"mscclpp_fullmesh_w2", "mscclpp_fullmesh_w4", "mscclpp_fullmesh_w8"},
+		small:     map[string]Expr{"n": "64*world", "blocks": "2", "threads": "64"},
+		explained: []explained{sharedHandles},
+		must:      []explained{sharedHandles},
 	},
 	{
 		family:    "flashinfer vllm 1stage",
