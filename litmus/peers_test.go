@@ -22,6 +22,7 @@ func TestPeerShapes(t *testing.T) {
 		{"S-rearm-weak.litmus", "x"},
 		{"MP-release-without-bar.litmus", "x"},
 		{"atom-gpu-scope-across-devices.litmus", "x"},
+		{"shared-same-value.litmus", "x"},
 	} {
 		file, loc := c.file, c.loc
 		test, err := ParseFile(filepath.Join("testdata", "peers", file))

@@ -49,6 +49,9 @@ func (e explained) matches(f *Finding) bool {
 	return true
 }
 
+// mp is where the PTX's .file lines put MSCCL++'s device headers.
+const mp = "../mscclpp/include/mscclpp/"
+
 // jit is where the PTX's .file lines put SGLang JIT's sources.
 const jit = "../sglang_jit/python/sglang/jit_kernel/"
 
@@ -95,7 +98,21 @@ var (
 		jit + "include/sgl_kernel/distributed/common.cuh:16", jit + "include/sgl_kernel/distributed/common.cuh:18",
 		jit + "include/sgl_kernel/distributed/common.cuh:27", jit + "include/sgl_kernel/distributed/common.cuh:29",
 	}}
-	sglangTmp = explained{"tmp", "race", []string{"between the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:420 and the store at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:405"}, nil}
+	// MSCCL++'s LL packets: a vector access is one access per element in
+	// the PTX model, so a packet's flag and data may be read torn (H); the
+	// result is wrong, with no race (the accesses are strong).
+	torn = explained{"torn", "result", nil, nil}
+	// MSCCL++'s packet kernel writes its result packets with a plain
+	// 16-byte store, which races with the peers' volatile polls (I).
+	plainPacket = explained{"plain-packet", "race", []string{mp + "memory_channel_device.hpp:84"}, []string{
+		mp + "memory_channel_device.hpp:84", mp + "packet_device.hpp:43", mp + "packet_device.hpp:71",
+	}}
+	// MSCCL++'s packet and full-mesh kernels copy their channel handles
+	// into a __shared__ array in every warp with only __syncwarp after: a
+	// race of stores of the same bytes, benign (J). Shared accesses carry
+	// no line, so the race is named by its kernel.
+	sharedHandles = explained{"shared-handles", "race", []string{"of kernel _ZN7mscclpp10collective", "two threads of block"}, nil}
+	sglangTmp     = explained{"tmp", "race", []string{"between the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:420 and the store at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:405"}, nil}
 )
 
 // peerFamilies are the kernel families of ../shared/peers with a harness
@@ -233,6 +250,32 @@ var peerFamilies = []struct {
 		small:     map[string]Expr{"n": "256*world"},
 		explained: []explained{jitPullStartLoad, jitPullStartStore, jitPullAtom},
 		must:      []explained{jitPullStartLoad, jitPullStartStore, jitPullAtom},
+	},
+	{
+		family:    "mscclpp rsag",
+		harnesses: []string{"mscclpp_rsag_w2", "mscclpp_rsag_w4", "mscclpp_rsag_w8"},
+		small:     map[string]Expr{"n": "128*world", "blocks": "2", "threads": "64"},
+	},
+	{
+		family:    "mscclpp allpair",
+		harnesses: []string{"mscclpp_allpair_w2", "mscclpp_allpair_w4", "mscclpp_allpair_w8"},
+		small:     map[string]Expr{"n": "256", "blocks": "world - 1", "threads": "32*(world - 1)"},
+		explained: []explained{torn},
+		must:      []explained{torn},
+	},
+	{
+		family:    "mscclpp packet",
+		harnesses: []string{"mscclpp_packet_w2", "mscclpp_packet_w4", "mscclpp_packet_w8"},
+		small:     map[string]Expr{"n": "64*world", "blocks": "world - 1", "threads": "32"},
+		explained: []explained{plainPacket, torn, sharedHandles},
+		must:      []explained{plainPacket},
+	},
+	{
+		family:    "mscclpp fullmesh",
+		harnesses: []string{"mscclpp_fullmesh_w2", "mscclpp_fullmesh_w4", "mscclpp_fullmesh_w8"},
+		small:     map[string]Expr{"n": "64*world", "blocks": "2", "threads": "64"},
+		explained: []explained{sharedHandles},
+		must:      []explained{sharedHandles},
 	},
 	{
 		family:    "flashinfer vllm 1stage",

@@ -567,7 +567,9 @@ func TestDynamicShared(t *testing.T) {
 }
 
 // TestWarpSyncOrders: bar.warp.sync orders a lane's shared-memory store
-// before its neighbour's load: no race with it, a race without it.
+// before its neighbour's load: no race with it, a race without it; the
+// cluster barrier (a cluster of one block) orders a store before another
+// warp's load.
 func TestWarpSyncOrders(t *testing.T) {
 	src := load(t, "testdata/warpsync.ptx")
 	harness := `{"buffers": [{"name": "out", "kind": "plain", "bytes": 128}],
@@ -592,6 +594,23 @@ func TestWarpSyncOrders(t *testing.T) {
 	}
 	if races == 0 {
 		t.Fatalf("without bar.warp.sync: no race found: %+v", rep.Findings)
+	}
+	cluster := `{"buffers": [{"name": "out", "kind": "plain", "bytes": 256}],
+		"steps": [{"launch": {"entry": "cluster_sync", "grid": 1, "block": 64, "params": [{"ptr": "out"}]}}, {"sync": true},
+		{"check": {"buffer": "out", "dtype": "u32", "count": 64, "value": "(i + 32) % 64 + 100"}}]}`
+	rep, err = RunProgram(program(t, cluster), src, Options{Worlds: []int{2}, Seeds: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 0 {
+		t.Fatalf("across barrier.cluster: %+v", *rep.Findings[0])
+	}
+	rep, err = RunProgram(program(t, strings.Replace(cluster, "cluster_sync", "cluster_relaxed", 1)), src, Options{Worlds: []int{2}, Seeds: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) == 0 || rep.Findings[0].Kind != "race" {
+		t.Fatalf("across barrier.cluster.arrive.relaxed: %+v, want a race", rep.Findings)
 	}
 }
 

@@ -881,7 +881,10 @@ func (l *ptxLane) Leave(id int, arrivals []ptx.Arrival, released uint64) {
 // acquire load).
 func (l *ptxLane) barrierAccess(id int, a ptx.Arrival, arrive bool) Access {
 	phys := BarrierPhys(l.l.id, l.index, id)
-	if id >= ptx.NumBarriers {
+	switch {
+	case id == ptx.ClusterBarrierID:
+		phys = ClusterBarrierPhys(l.l.id, l.index)
+	case id >= ptx.NumBarriers:
 		phys = WarpSyncPhys(l.l.id, l.index, id-ptx.NumBarriers)
 	}
 	acc := Access{Kind: Atomic, Parent: -1, Size: 4, Phys: phys,

@@ -98,7 +98,8 @@
 // (barrier NumBarriers+w of [BarrierEnv] for warp w). A block is a
 // cluster of one block: the cluster special registers have its values,
 // mapa to rank 0 keeps an address, .shared::cluster is the block's shared
-// memory; barrier.cluster is refused.
+// memory, and barrier.cluster.arrive/.wait is a barrier of the block's
+// threads with a separate arrive and wait (cluster.go).
 //
 // Arithmetic is exact: every operation computes its result once, rounded
 // in its mode (the narrower formats through float64 with rounding to odd,

@@ -47,6 +47,7 @@ type BlockMem struct {
 	warps   []*warp
 
 	bars    [NumBarriers]*barState // the named barriers, made on first use
+	cluster clusterBar             // the cluster barrier (barrier.cluster)
 	live    int                    // threads that have not exited
 	running int                    // threads that neither exited, failed nor wait at a barrier
 	failure error                  // the first error of a thread of the block
@@ -427,6 +428,15 @@ func (t *Thread) Run() (Stop, error) {
 			if err := t.printf(f, in); err != nil {
 				return 0, t.fail(f, in, err)
 			}
+		case opClusterBar:
+			left, t.line = budget, in.line
+			switch err := t.clusterBarrier(in); {
+			case err == errAbandoned:
+				t.mem.leave(t.dim, laneFailed, 0)
+				return 0, t.mem.failure
+			case err != nil:
+				return 0, t.fail(f, in, err)
+			}
 		case opShfl, opVote, opActivemask, opWarpSync:
 			left, t.line = budget, in.line
 			if err := t.warpOp(f, in); err != nil {
@@ -752,6 +762,11 @@ func (t *Thread) access(f *frame, in *inst, o *operand, buf []byte, write bool) 
 			sp, addr = spLocal, addr-LocalWindow
 		case sp == spGeneric:
 			sp = spGlobal
+		case (sp == spShared || sp == spLocal) && addr < 1<<32:
+			// An address in the state space itself, as a 32-bit register
+			// holds it (mov.u32 %r, var keeps the window's low 32 bits,
+			// which are zero): an offset in the space, as atom.shared
+			// takes it too.
 		default:
 			return fmt.Errorf("address %#x is not in the %s window", addr, map[space]string{spParam: "parameter", spShared: "shared", spLocal: "local"}[sp])
 		}

@@ -171,7 +171,7 @@ func (t *Thread) hoist(f *frame, ld *inst) (*inst, error) {
 // barrier, branch, call or warp operation.
 func aluOnly(op opcode) bool {
 	switch op {
-	case opLd, opSt, opAtom, opMembar, opBar, opBra, opRet, opCall, opTrap, opShfl, opVote, opActivemask, opWarpSync, opPrintf:
+	case opLd, opSt, opAtom, opMembar, opBar, opBra, opRet, opCall, opTrap, opShfl, opVote, opActivemask, opWarpSync, opPrintf, opClusterBar:
 		return false
 	}
 	return true

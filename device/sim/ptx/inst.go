@@ -199,11 +199,12 @@ const (
 	opActivemask
 	opTrap
 	opNop
-	opHint     // prefetch, prefetchu, griddepcontrol: no effect on what the interpreter models
-	opWarpSync // bar.warp.sync
-	opPrintf   // a call of vprintf (printf.go)
-	opRsqrt    // rsqrt.approx.f32 (rsqrt.go)
-	opMapa     // mapa: the address of a variable in a block of the cluster
+	opHint       // prefetch, prefetchu, griddepcontrol: no effect on what the interpreter models
+	opWarpSync   // bar.warp.sync
+	opPrintf     // a call of vprintf (printf.go)
+	opRsqrt      // rsqrt.approx.f32 (rsqrt.go)
+	opMapa       // mapa: the address of a variable in a block of the cluster
+	opClusterBar // barrier.cluster.arrive and .wait (cluster.go)
 )
 
 var opNames = map[string]opcode{
@@ -502,8 +503,8 @@ func (d *decoder) mnemonic(in *inst) error {
 	if op == opHint {
 		return hint(in, base, mods)
 	}
-	if op == opBar && slices.Contains(mods, "cluster") {
-		return fmt.Errorf("line %d: %s: the cluster barrier is not modelled (the simulator launches clusters of one block; their barrier's arrive and wait are refused)", in.line, in.text)
+	if op == opBar && base == "barrier" && slices.Contains(mods, "cluster") {
+		return decodeClusterBar(in, mods)
 	}
 	if op == opBar && len(mods) == 2 && mods[0] == "warp" && mods[1] == "sync" && base == "bar" {
 		in.op = opWarpSync
@@ -1225,6 +1226,10 @@ func checkArity(in *inst) error {
 				return bad()
 			}
 		} else if n != 1 || in.ops[0].kind != oAddr {
+			return bad()
+		}
+	case opClusterBar:
+		if n != 0 {
 			return bad()
 		}
 	case opWarpSync:

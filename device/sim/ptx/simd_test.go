@@ -136,11 +136,15 @@ func TestWarpSync(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, 64)
-	for i := range 64 {
+	ths := make([]*Thread, 64)
+	for i := range ths {
 		th, err := m.NewThread("k", env, mem, Dim{Tid: uint32(i), Ntid: 64, Nctaid: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
+		ths[i] = th
+	}
+	for i, th := range ths {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -254,11 +258,108 @@ func TestClusterOfOneBlock(t *testing.T) {
 	if _, err := runOne(t, other, nil); err == nil || !strings.Contains(err.Error(), "block 1 of the cluster") {
 		t.Errorf("mapa to rank 1: %v, want an error naming the rank", err)
 	}
-	m, err = Parse(header + ".visible .entry k(.param .u64 p)\n{\n\tbarrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;\n\tret;\n}\n")
+	for _, bad := range []string{"barrier.cluster.arrive.acquire;", "barrier.cluster.wait.release;", "barrier.cluster.sync;", "barrier.cluster.wait 1;"} {
+		m, err = Parse(header + ".visible .entry k(.param .u64 p)\n{\n\t" + bad + "\n\tret;\n}\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if us, _ := m.Unsupported("k"); len(us) != 1 {
+			t.Errorf("%s: %v, want it refused", bad, us)
+		}
+	}
+}
+
+// TestClusterBarrier: barrier.cluster.arrive and .wait in a cluster of
+// one block: a thread reads another warp's shared store after the wait;
+// each arrival and each release go through the BarrierEnv under
+// ClusterBarrierID; a wait without an arrival, and a second arrival
+// before the wait, are errors; a thread that exits does not hold the
+// others.
+func TestClusterBarrier(t *testing.T) {
+	text := `.visible .entry k(.param .u64 p)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<8>;
+	.shared .align 4 .b8 s[512];
+	ld.param.u64 %rd1, [p];
+	mov.u32 %r1, %tid.x;
+	setp.eq.u32 %p1, %r1, 95;
+	@%p1 bra DONE;
+	mul.wide.u32 %rd2, %r1, 4;
+	mov.u64 %rd3, s;
+	add.u64 %rd4, %rd3, %rd2;
+	add.u32 %r5, %r1, 100;
+	st.shared.u32 [%rd4], %r5;
+	barrier.cluster.arrive.release.aligned;
+	barrier.cluster.wait.acquire.aligned;
+	add.u32 %r6, %r1, 32;
+	rem.u32 %r6, %r6, 95;
+	mul.wide.u32 %rd5, %r6, 4;
+	add.u64 %rd5, %rd5, %rd3;
+	ld.shared.u32 %r7, [%rd5];
+	add.u64 %rd6, %rd1, %rd2;
+	st.global.u32 [%rd6], %r7;
+	barrier.cluster.arrive;
+	barrier.cluster.wait;
+DONE:
+	ret;
+}
+`
+	m, err := Parse(header + text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if us, _ := m.Unsupported("k"); len(us) != 2 || !strings.Contains(us[0].Reason, "cluster barrier is not modelled") {
-		t.Errorf("barrier.cluster: %v, want both lines refused by name", us)
+	const base = 0x7000_0000_0000
+	buf := make([]byte, 512)
+	var mu sync.Mutex
+	env := &syncEnv{coopEnv: coopEnv{&sliceEnv{regions: []region{{base, buf}}}, &mu}, arrived: map[int]int{}, left: map[int]int{}}
+	mem, err := m.NewBlockMem("k", binary.LittleEndian.AppendUint64(nil, base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 96)
+	ths := make([]*Thread, 96)
+	for i := range ths {
+		th, err := m.NewThread("k", env, mem, Dim{Tid: uint32(i), Ntid: 96, Nctaid: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ths[i] = th
+	}
+	for i, th := range ths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mu.Lock()
+			defer mu.Unlock()
+			_, errs[i] = th.Run()
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("thread %d: %v", i, err)
+		}
+	}
+	for i := range 95 {
+		want := uint32((i+32)%95 + 100)
+		if got := binary.LittleEndian.Uint32(buf[4*i:]); got != want {
+			t.Errorf("thread %d read %d, want %d", i, got, want)
+		}
+	}
+	if env.arrived[ClusterBarrierID] != 2*95 || env.left[ClusterBarrierID] != 2*95 || len(env.seen) != 94 {
+		t.Errorf("arrivals %v, releases %v, a release naming %d others: want 190, 190 and 94", env.arrived, env.left, len(env.seen))
+	}
+
+	for _, c := range []struct{ body, want string }{
+		{"barrier.cluster.wait;", "without a barrier.cluster.arrive"},
+		{"barrier.cluster.arrive;\n\tbarrier.cluster.arrive;", "again before barrier.cluster.wait"},
+	} {
+		errs := runWarp(t, ".visible .entry k(.param .u64 p)\n{\n\t"+c.body+"\n\tret;\n}\n", 1, make([]byte, 8))
+		if errs[0] == nil || !strings.Contains(errs[0].Error(), c.want) {
+			t.Errorf("%q: %v, want an error saying %q", c.body, errs[0], c.want)
+		}
 	}
 }

@@ -186,7 +186,7 @@ func (w *warp) stuck(mask uint32) string {
 		case w.state[l] == laneExited:
 			return fmt.Sprintf("lane %d exited", l)
 		case w.state[l] == laneAtBarrier:
-			return fmt.Sprintf("lane %d waits at barrier %d (line %d)", l, w.barID[l], w.barLine[l])
+			return fmt.Sprintf("lane %d waits at %s (line %d)", l, barrierName(w.barID[l]), w.barLine[l])
 		case w.state[l] == laneFailed && failed == "":
 			failed = fmt.Sprintf("lane %d failed", l)
 		case other == "" && w.waiting>>l&1 == 1 && w.mask[l] != mask:
