@@ -1,0 +1,144 @@
+package ptxcheck
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/symmem/symmem/internal/longtest"
+)
+
+// mscclppRun is one run of TestPeersMSCCLPP: a harness of examples/peers,
+// the PTX file it names with its architecture replaced, the vars and
+// worlds it runs with, and the findings the docs explain.
+type mscclppRun struct {
+	harness   string
+	arch      string // "_sm80.ptx", "_sm100.ptx" or "" (the harness's own)
+	seeds     int
+	vars      map[string]Expr
+	worlds    []int
+	explained []explained
+	must      []explained // the findings the run must make ("" for none asked)
+}
+
+// mscclppMin is the all-pairs harness of the MIN reduction (f32 then f16)
+// on the compute_80 PTX, written from the skeleton of symmem check --init
+// (docs/peers-mscclpp.md): the LL8 packets read torn (H) give wrong
+// minima, the zero a fresh scratch holds.
+var mscclppMin = struct {
+	harness string
+	small   map[string]Expr
+}{"mscclpp_allpair_min_sm80", map[string]Expr{"n": "256", "blocks": "world - 1", "threads": "32*(world - 1)"}}
+
+// mscclppRuns lists the runs of TestPeersMSCCLPP: the MSCCL++ families of
+// peerFamilies (their harnesses name the compute_90 PTX) with the
+// compute_80 and compute_100 PTX, whose entry names are the same, and the
+// MIN harness. By default each family's world-2 harness at its small
+// size, one seed; with SYMMEM_LONG=1 every world at the harness's own
+// size, 3 seeds (under the race detector worlds 2 and 4 at the small
+// size, one seed), and the MIN harness at the host's own launch shape.
+func mscclppRuns() []mscclppRun {
+	var runs []mscclppRun
+	for _, fam := range peerFamilies {
+		if !strings.HasPrefix(fam.family, "mscclpp ") {
+			continue
+		}
+		for _, arch := range []string{"_sm80.ptx", "_sm100.ptx"} {
+			hs := fam.harnesses[:1]
+			if longtest.Enabled() {
+				hs = fam.harnesses
+			}
+			for k, h := range hs {
+				r := mscclppRun{harness: h, arch: arch, seeds: 1, vars: fam.small, worlds: fam.smallWorlds, explained: fam.explained}
+				if k == 0 {
+					r.must = fam.must
+				}
+				if longtest.Enabled() {
+					if raceOn && strings.HasSuffix(h, "_w8") {
+						continue
+					}
+					if !raceOn {
+						r.seeds, r.vars, r.worlds, r.must = 3, nil, nil, nil
+					}
+				}
+				runs = append(runs, r)
+			}
+		}
+	}
+	torn := []explained{torn}
+	runs = append(runs, mscclppRun{harness: mscclppMin.harness, seeds: 1, vars: mscclppMin.small, worlds: []int{2}, explained: torn, must: torn})
+	if longtest.Enabled() && !raceOn {
+		// The host's own shape, (world-1)*4 blocks of 512 threads, at
+		// worlds 2 and 4; the small shape at world 8.
+		runs = append(runs,
+			mscclppRun{harness: mscclppMin.harness, seeds: 3, worlds: []int{2, 4}, explained: torn},
+			mscclppRun{harness: mscclppMin.harness, seeds: 3, vars: mscclppMin.small, worlds: []int{8}, explained: torn})
+	}
+	return runs
+}
+
+// TestPeersMSCCLPP runs MSCCL++'s all-reduce kernels of ../shared/peers
+// (skipped when it is absent) at the architectures TestPeers leaves out,
+// and the MIN reduction: every finding must be one docs/peers.md
+// explains (H, I or J), and the default runs must make the findings the
+// family's first harness makes at compute_90.
+func TestPeersMSCCLPP(t *testing.T) {
+	if _, err := os.Stat(peersDir); err != nil {
+		t.Skipf("no shipped kernels at %s (a fresh clone has none): %v", peersDir, err)
+	}
+	if raceOn && longtest.Enabled() {
+		t.Log("the race detector is on: worlds 2 and 4 at the small sizes, 1 seed (every harness at its own size, 3 seeds, runs without -race)")
+	}
+	sources := map[string]*Source{}
+	for _, r := range mscclppRuns() {
+		name := r.harness
+		if r.arch != "" {
+			name += " at " + strings.TrimSuffix(strings.TrimPrefix(r.arch, "_"), ".ptx")
+		}
+		if r.vars == nil {
+			name += " (own size)"
+		}
+		t.Run(name, func(t *testing.T) {
+			p, err := LoadHarness("../examples/peers/" + r.harness + ".json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.arch != "" {
+				if !strings.Contains(p.PTX, "_sm90.ptx") {
+					t.Fatalf("%s names %s, not a compute_90 file", r.harness, p.PTX)
+				}
+				p.PTX = strings.Replace(p.PTX, "_sm90.ptx", r.arch, 1)
+			}
+			src := sources[p.PTX]
+			if src == nil {
+				src = load(t, p.PTX)
+				sources[p.PTX] = src
+			}
+			start := time.Now()
+			rep, err := RunProgram(p, src, Options{Worlds: r.worlds, Seeds: r.seeds, Vars: r.vars, Jobs: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d findings in %v", len(rep.Findings), time.Since(start).Round(time.Millisecond))
+			for _, f := range rep.Findings {
+				ok := false
+				for _, e := range r.explained {
+					ok = ok || e.matches(f)
+				}
+				if !ok {
+					t.Errorf("a finding docs/peers.md does not explain: %s\n%s", f.Title, strings.Join(f.Details, "\n"))
+				}
+			}
+			for _, e := range r.must {
+				found := false
+				for _, f := range rep.Findings {
+					found = found || e.matches(f)
+				}
+				if !found {
+					t.Errorf("no %s finding (%s %q)", e.name, e.kind, e.has)
+				}
+			}
+		})
+	}
+}
