@@ -126,7 +126,7 @@ var peerFamilies = []struct {
 	// smallWorlds are the worlds of the default run of a harness that
 	// names several (nil: the harness's).
 	smallWorlds []int
-	sm100       bool // the compute_100 PTX has the same entry names (SYMMEM_LONG=1 runs it too)
+	archs       bool // the compute_80 and compute_100 PTX have the same entry names (SYMMEM_LONG=1 runs them too)
 	// bigPTX marks a family whose PTX alone takes the race detector tens
 	// of seconds to parse: the default run under -race leaves it out.
 	bigPTX    bool
@@ -137,7 +137,7 @@ var peerFamilies = []struct {
 		family:    "vllm 1stage",
 		harnesses: []string{"vllm_1stage_w2", "vllm_1stage_w4", "vllm_1stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
-		sm100:     true,
+		archs:     true,
 		explained: []explained{vllmStart, vllmEnd, vllmFlag, vllmHang},
 		must:      []explained{vllmStart, vllmEnd, vllmFlag},
 	},
@@ -145,7 +145,7 @@ var peerFamilies = []struct {
 		family:    "vllm 2stage",
 		harnesses: []string{"vllm_2stage_w2", "vllm_2stage_w4", "vllm_2stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
-		sm100:     true,
+		archs:     true,
 		explained: []explained{vllmStart, vllmTmp},
 		must:      []explained{vllmStart, vllmTmp},
 	},
@@ -153,7 +153,7 @@ var peerFamilies = []struct {
 		family:    "sglang 1stage",
 		harnesses: []string{"sglang_1stage_w2", "sglang_1stage_w4", "sglang_1stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
-		sm100:     true,
+		archs:     true,
 		explained: []explained{sglangStart, sglangEnd},
 		must:      []explained{sglangStart, sglangEnd},
 	},
@@ -161,7 +161,7 @@ var peerFamilies = []struct {
 		family:    "sglang 2stage",
 		harnesses: []string{"sglang_2stage_w2", "sglang_2stage_w4", "sglang_2stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
-		sm100:     true,
+		archs:     true,
 		explained: []explained{sglangStart, sglangTmp},
 		must:      []explained{sglangStart, sglangTmp},
 	},
@@ -198,7 +198,7 @@ var peerFamilies = []struct {
 		family:    "flashinfer trtllm one-shot copy",
 		harnesses: []string{"trtllm_oneshot_copy_w2", "trtllm_oneshot_copy_w4", "trtllm_oneshot_copy_w8"},
 		small:     map[string]Expr{"n": "256"},
-		sm100:     true,
+		archs:     true,
 		explained: []explained{trtllmRace, trtllmResult},
 		must:      []explained{trtllmRace, trtllmResult},
 	},
@@ -206,13 +206,13 @@ var peerFamilies = []struct {
 		family:    "flashinfer trtllm one-shot memcpy",
 		harnesses: []string{"trtllm_oneshot_memcpy_w2", "trtllm_oneshot_memcpy_w4", "trtllm_oneshot_memcpy_w8"},
 		small:     map[string]Expr{"n": "256"},
-		sm100:     true,
+		archs:     true,
 	},
 	{
 		family:    "flashinfer trtllm one-shot push",
 		harnesses: []string{"trtllm_oneshot_push_w2", "trtllm_oneshot_push_w4", "trtllm_oneshot_push_w8"},
 		small:     map[string]Expr{"n": "256"},
-		sm100:     true,
+		archs:     true,
 		explained: []explained{trtllmRace, trtllmResult},
 		must:      []explained{trtllmRace, trtllmResult},
 	},
@@ -220,7 +220,7 @@ var peerFamilies = []struct {
 		family:    "flashinfer trtllm two-shot copy",
 		harnesses: []string{"trtllm_twoshot_copy_w2", "trtllm_twoshot_copy_w4", "trtllm_twoshot_copy_w8"},
 		small:     map[string]Expr{"n": "256*world"},
-		sm100:     true,
+		archs:     true,
 		explained: []explained{trtllmRace, trtllmResult},
 		must:      []explained{trtllmRace, trtllmResult},
 	},
@@ -228,7 +228,7 @@ var peerFamilies = []struct {
 		family:    "flashinfer trtllm two-shot memcpy",
 		harnesses: []string{"trtllm_twoshot_memcpy_w2", "trtllm_twoshot_memcpy_w4", "trtllm_twoshot_memcpy_w8"},
 		small:     map[string]Expr{"n": "256*world"},
-		sm100:     true,
+		archs:     true,
 		explained: []explained{trtllmRace, trtllmResult},
 		must:      []explained{trtllmRace, trtllmResult},
 	},
@@ -236,7 +236,7 @@ var peerFamilies = []struct {
 		family:    "flashinfer trtllm two-shot push",
 		harnesses: []string{"trtllm_twoshot_push_w2", "trtllm_twoshot_push_w4", "trtllm_twoshot_push_w8"},
 		small:     map[string]Expr{"n": "256*world"},
-		sm100:     true,
+		archs:     true,
 		explained: []explained{trtllmRace, trtllmResult},
 		must:      []explained{trtllmRace, trtllmResult},
 	},
@@ -258,11 +258,13 @@ var peerFamilies = []struct {
 		family:    "mscclpp rsag",
 		harnesses: []string{"mscclpp_rsag_w2", "mscclpp_rsag_w4", "mscclpp_rsag_w8"},
 		small:     map[string]Expr{"n": "128*world", "blocks": "2", "threads": "64"},
+		archs:     true,
 	},
 	{
 		family:    "mscclpp allpair",
 		harnesses: []string{"mscclpp_allpair_w2", "mscclpp_allpair_w4", "mscclpp_allpair_w8"},
 		small:     map[string]Expr{"n": "256", "blocks": "world - 1", "threads": "32*(world - 1)"},
+		archs:     true,
 		explained: []explained{torn},
 		must:      []explained{torn},
 	},
@@ -270,6 +272,7 @@ var peerFamilies = []struct {
 		family:    "mscclpp packet",
 		harnesses: []string{"mscclpp_packet_w2", "mscclpp_packet_w4", "mscclpp_packet_w8"},
 		small:     map[string]Expr{"n": "64*world", "blocks": "world - 1", "threads": "32"},
+		archs:     true,
 		explained: []explained{plainPacket, torn, sharedHandles},
 		must:      []explained{plainPacket},
 	},
@@ -285,7 +288,7 @@ var peerFamilies = []struct {
 		family:    "flashinfer vllm 1stage",
 		harnesses: []string{"flashinfer_vllm_1stage_w2", "flashinfer_vllm_1stage_w4", "flashinfer_vllm_1stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
-		sm100:     true,
+		archs:     true,
 		explained: []explained{fiVLLMStart, fiVLLMEnd},
 		must:      []explained{fiVLLMStart, fiVLLMEnd},
 	},
@@ -293,7 +296,7 @@ var peerFamilies = []struct {
 		family:    "flashinfer vllm 2stage",
 		harnesses: []string{"flashinfer_vllm_2stage_w2", "flashinfer_vllm_2stage_w4", "flashinfer_vllm_2stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
-		sm100:     true,
+		archs:     true,
 		explained: []explained{fiVLLMStart, fiVLLMTmp},
 		must:      []explained{fiVLLMStart, fiVLLMTmp},
 	},
@@ -305,7 +308,8 @@ var peerFamilies = []struct {
 // harness (every world the entries are built for) at the harness's own
 // sizes, 3 seeds (under the race detector: worlds 2 and 4 at the small
 // sizes, 1 seed), and the first harness at the small sizes with the
-// compute_100 PTX of the families whose entry names are the same there.
+// compute_80 and compute_100 PTX of the families whose entry names are the
+// same there.
 // Every finding must be one docs/peers.md explains, and the runs of the
 // first harness at the small sizes must make the findings the docs say
 // they make.
@@ -345,8 +349,10 @@ func TestPeers(t *testing.T) {
 						runs = append(runs, run{h, "", 3, nil, nil})
 					}
 				}
-				if fam.sm100 {
-					runs = append(runs, run{fam.harnesses[0], "_sm100.ptx", 1, fam.small, fam.smallWorlds})
+				if fam.archs {
+					for _, a := range []string{"_sm80.ptx", "_sm100.ptx"} {
+						runs = append(runs, run{fam.harnesses[0], a, 1, fam.small, fam.smallWorlds})
+					}
 				}
 				if raceOn {
 					t.Log("the race detector is on: the harnesses of worlds 2 and 4 at the small sizes, 1 seed (every harness at its own size, 3 seeds, runs without -race)")
