@@ -195,6 +195,13 @@ var peerFamilies = []struct {
 		must:      []explained{jitRearm},
 	},
 	{
+		family:    "sglang_jit one-shot push, PDL",
+		harnesses: []string{"sglang_jit_push_pdl_w2", "sglang_jit_push_pdl_w4", "sglang_jit_push_pdl_w8"},
+		small:     map[string]Expr{"n": "256", "cta": "2"},
+		explained: []explained{jitRearm},
+		must:      []explained{jitRearm},
+	},
+	{
 		family:    "flashinfer trtllm one-shot copy",
 		harnesses: []string{"trtllm_oneshot_copy_w2", "trtllm_oneshot_copy_w4", "trtllm_oneshot_copy_w8"},
 		small:     map[string]Expr{"n": "256"},
