@@ -54,11 +54,23 @@ type Fill struct {
 	Count  Expr   `json:"count,omitempty"`
 }
 
-// Step is one thing a rank does; exactly one field is set.
+// Step is one thing a rank does; exactly one field is set, besides When.
 type Step struct {
+	// When, if given, selects the step per rank: the rank runs it only
+	// where the expression (of rank, world, iter and the vars) is not 0,
+	// as in "rank == 0". Without it every rank runs the step.
+	When Expr `json:"when,omitempty"`
 	// Write writes host values into a buffer, after the earlier work of
-	// stream 0.
+	// its stream (0 by default), and returns once written.
 	Write *Write `json:"write,omitempty"`
+	// Memset enqueues a byte fill of a buffer on a stream, as
+	// cudaMemsetAsync does: ordered with that stream's work only.
+	Memset *Memset `json:"memset,omitempty"`
+	// Graph captures launches and memsets into a graph and replays it.
+	Graph *Graph `json:"graph,omitempty"`
+	// Wait waits on the host for the earlier work of the streams it
+	// names and reports the errors of their kernels.
+	Wait *Wait `json:"wait,omitempty"`
 	// Launch enqueues a kernel launch.
 	Launch *Launch `json:"launch,omitempty"`
 	// Sync waits for every stream the rank used and reports the errors
@@ -74,10 +86,42 @@ type Step struct {
 	Repeat *Repeat `json:"repeat,omitempty"`
 }
 
-// Write is a Step's host write into Buffer.
+// Write is a Step's host write into Buffer, on stream Stream (0: the
+// rank's own).
 type Write struct {
 	Buffer string `json:"buffer"`
+	Stream int    `json:"stream,omitempty"`
 	Fill
+}
+
+// Memset sets Bytes bytes (default: to the end) of Buffer from Offset to
+// Value (a byte, default 0), enqueued on stream Stream and ordered with
+// nothing else: not with the rank's other streams, not with any peer. With
+// Rank, it sets rank Rank's copy of a symmetric or signal buffer through
+// this rank's mapping.
+type Memset struct {
+	Buffer string `json:"buffer"`
+	Value  Expr   `json:"value,omitempty"`
+	Offset Expr   `json:"offset,omitempty"`
+	Bytes  Expr   `json:"bytes,omitempty"`
+	Rank   Expr   `json:"rank,omitempty"`
+	Stream int    `json:"stream,omitempty"`
+}
+
+// Graph captures Steps (launches and memsets, each with an optional When)
+// on stream Stream into a graph and enqueues it Replays times on that
+// stream (default 1). Every expression of the captured steps is evaluated
+// once, at capture: a parameter of iter keeps the capture's value in
+// every replay, as CUDA graph capture freezes kernel parameters.
+type Graph struct {
+	Stream  int    `json:"stream,omitempty"`
+	Replays Expr   `json:"replays,omitempty"`
+	Steps   []Step `json:"steps"`
+}
+
+// Wait names the streams whose earlier work the host waits for.
+type Wait struct {
+	Streams []int `json:"streams"`
 }
 
 // Launch is a kernel launch: Entry with Grid blocks of Block threads on
@@ -286,6 +330,10 @@ type cFill struct {
 }
 
 type cStep struct {
+	when   *expr // nil: every rank
+	memset *cMemset
+	graph  *cGraph
+	wait   []int
 	write  *cWrite
 	launch *cLaunch
 	sync   bool
@@ -296,8 +344,21 @@ type cStep struct {
 }
 
 type cWrite struct {
-	buf  int
-	fill cFill
+	buf    int
+	stream int
+	fill   cFill
+}
+
+type cMemset struct {
+	buf                        int
+	value, offset, bytes, rank *expr // nil: 0, 0, to the end, this rank's copy
+	stream                     int
+}
+
+type cGraph struct {
+	stream  int
+	replays *expr
+	steps   []cStep
 }
 
 type cLaunch struct {
@@ -468,26 +529,82 @@ func compile(p *Program, src *Source) (*compiled, error) {
 		}
 		return cp
 	}
-	var steps func(where, path string, ss []Step) []cStep
-	steps = func(where, path string, ss []Step) []cStep {
+	streamNo := func(what string, k int) {
+		if k < 0 || k > 64 {
+			bad("%s: stream %d out of range [0, 64]", what, k)
+		}
+	}
+	var steps func(where, path string, ss []Step, graph *Graph) []cStep
+	steps = func(where, path string, ss []Step, graph *Graph) []cStep {
 		var out []cStep
 		for i, s := range ss {
 			n := 0
-			for _, set := range []bool{s.Write != nil, s.Launch != nil, s.Sync, s.Barrier, s.Check != nil, s.Repeat != nil} {
+			for _, set := range []bool{s.Write != nil, s.Launch != nil, s.Sync, s.Barrier, s.Check != nil, s.Repeat != nil,
+				s.Memset != nil, s.Graph != nil, s.Wait != nil} {
 				if set {
 					n++
 				}
 			}
 			what := fmt.Sprintf("%sstep %d", where, i+1)
 			if n != 1 {
-				bad("%s: want exactly one of write, launch, sync, barrier, check, repeat", what)
+				bad("%s: want exactly one of write, memset, launch, graph, sync, wait, barrier, check, repeat", what)
+				continue
+			}
+			if graph != nil && s.Launch == nil && s.Memset == nil {
+				bad("%s: a graph captures only launch and memset steps", what)
 				continue
 			}
 			cs := cStep{sync: s.Sync, bar: s.Barrier, what: what}
+			if s.When != "" {
+				cs.when = parse(what+": when", s.When, "")
+			}
 			switch {
 			case s.Write != nil:
 				cs.what += " (write " + s.Write.Buffer + ")"
-				cs.write = &cWrite{buf: buffer(cs.what, s.Write.Buffer), fill: fill(cs.what, s.Write.Fill)}
+				streamNo(cs.what, s.Write.Stream)
+				cs.write = &cWrite{buf: buffer(cs.what, s.Write.Buffer), stream: s.Write.Stream, fill: fill(cs.what, s.Write.Fill)}
+			case s.Memset != nil:
+				m := s.Memset
+				cs.what += " (memset " + m.Buffer + ")"
+				cm := &cMemset{buf: buffer(cs.what, m.Buffer), stream: m.Stream}
+				if graph != nil {
+					if m.Stream != 0 && m.Stream != graph.Stream {
+						bad("%s: stream %d: a graph's steps run on the graph's stream %d", cs.what, m.Stream, graph.Stream)
+					}
+					cm.stream = graph.Stream
+				}
+				streamNo(cs.what, m.Stream)
+				for _, f := range []struct {
+					name string
+					e    Expr
+					dst  **expr
+				}{{"value", m.Value, &cm.value}, {"offset", m.Offset, &cm.offset}, {"bytes", m.Bytes, &cm.bytes}, {"rank", m.Rank, &cm.rank}} {
+					if f.e != "" {
+						*f.dst = parse(cs.what+": "+f.name, f.e, "")
+					}
+				}
+				if m.Rank != "" && cm.buf >= 0 && c.buffers[cm.buf].Kind == "plain" {
+					bad("%s: rank of plain buffer %q: a plain buffer is not mapped by its peers", cs.what, m.Buffer)
+				}
+				cs.memset = cm
+			case s.Graph != nil:
+				g := s.Graph
+				cs.what += " (graph)"
+				streamNo(cs.what, g.Stream)
+				if len(g.Steps) == 0 {
+					bad("%s: steps: none given", cs.what)
+				}
+				cs.graph = &cGraph{stream: g.Stream, replays: parse(cs.what+": replays", g.Replays, "1"),
+					steps: steps(what+" ", path+fmt.Sprint(i+1)+".", g.Steps, g)}
+			case s.Wait != nil:
+				cs.what += " (wait)"
+				if len(s.Wait.Streams) == 0 {
+					bad("%s: streams: none given", cs.what)
+				}
+				for _, k := range s.Wait.Streams {
+					streamNo(cs.what, k)
+				}
+				cs.wait = s.Wait.Streams
 			case s.Check != nil:
 				cs.what += " (check " + s.Check.Buffer + ")"
 				if s.Check.Tolerance < 0 {
@@ -496,14 +613,18 @@ func compile(p *Program, src *Source) (*compiled, error) {
 				cs.check = &cCheck{buf: buffer(cs.what, s.Check.Buffer), fill: fill(cs.what, s.Check.Fill), tol: s.Check.Tolerance}
 			case s.Repeat != nil:
 				rp := fmt.Sprint(path, i+1)
-				cs.repeat = &cRepeat{times: parse(what+": times", s.Repeat.Times, ""), path: rp, steps: steps(what+" ", rp+".", s.Repeat.Steps)}
+				cs.repeat = &cRepeat{times: parse(what+": times", s.Repeat.Times, ""), path: rp, steps: steps(what+" ", rp+".", s.Repeat.Steps, nil)}
 			case s.Launch != nil:
 				l := s.Launch
 				cs.what += " (launch " + l.Entry + ")"
 				cl := &cLaunch{grid: parse(cs.what+": grid", l.Grid, ""), block: parse(cs.what+": block", l.Block, ""),
 					shared: parse(cs.what+": shared", l.Shared, "0"), stream: l.Stream}
-				if l.Stream < 0 || l.Stream > 64 {
-					bad("%s: stream %d out of range [0, 64]", cs.what, l.Stream)
+				streamNo(cs.what, l.Stream)
+				if graph != nil {
+					if l.Stream != 0 && l.Stream != graph.Stream {
+						bad("%s: stream %d: a graph's steps run on the graph's stream %d", cs.what, l.Stream, graph.Stream)
+					}
+					cl.stream = graph.Stream
 				}
 				sig, err := src.Signature(l.Entry)
 				if err != nil {
@@ -530,7 +651,7 @@ func compile(p *Program, src *Source) (*compiled, error) {
 		}
 		return out
 	}
-	c.steps = steps("", "", p.Steps)
+	c.steps = steps("", "", p.Steps, nil)
 	if len(p.Steps) == 0 {
 		bad("steps: none given")
 	}

@@ -428,17 +428,19 @@ func TestExpressions(t *testing.T) {
 	for src, want := range map[string]float64{
 		"1 + 2*3": 7, "(1+2)*3": 9, "-2 - -3": 1, "7 % 4": 3, "0x10 / 4": 4, "1.5e1": 15,
 		"sum_ranks(rank)": 6, "sum_ranks(rank*10 + i)": 60 + 4*2, "min(3, 4) + max(3, 4) + floor(2.7)": 9,
+		"rank == 2": 1, "rank != 2": 0, "world - 1 < 3": 0, "world - 1 <= 3": 1, "i > 1": 1, "i >= 3": 0,
+		"(i == 2) + (i == 2) * 2": 3, "max(i == 2, 0)": 1,
 	} {
 		x, err := parseExpr(src)
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
-		got, err := x.eval(e, map[string]float64{"i": 2})
+		got, err := x.eval(e, map[string]float64{"i": 2, "rank": 2})
 		if err != nil || got != want {
 			t.Errorf("%s = %v (%v), want %v", src, got, err, want)
 		}
 	}
-	for _, bad := range []string{"1 +", "foo(1)", "min(1)", "(1", "1 $ 2"} {
+	for _, bad := range []string{"1 +", "foo(1)", "min(1)", "(1", "1 $ 2", "1 = 2", "1 < 2 < 3", "rank ==", "!1"} {
 		if _, err := parseExpr(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
