@@ -92,7 +92,7 @@ type Run struct {
 // Finding is one distinct problem: a race, a hang, a failure of a kernel
 // or of the program, or a wrong result.
 type Finding struct {
-	Kind    string   // "race", "hang", "error", "result"
+	Kind    string   // "race", "nc", "hang", "error", "result"
 	Title   string   // one line
 	Details []string // more lines
 	World   int      // the first run that found it
@@ -548,6 +548,14 @@ func (c *compiled) access(a sim.Access) string {
 
 func (c *compiled) raceFinding(r race.Race) *Finding {
 	a, b := c.site(r.First), c.site(r.Second)
+	if r.NC {
+		return &Finding{Kind: "nc", Title: fmt.Sprintf("non-coherent load: %s (ld.global.nc) reads bytes written during its kernel by %s", b, a),
+			key: "nc " + a + " / " + b, Details: []string{
+				"write: " + c.access(r.First),
+				"nc load: " + c.access(r.Second),
+				"why: " + r.Missing,
+			}}
+	}
 	return &Finding{Kind: "race", Title: fmt.Sprintf("data race between %s and %s", a, b),
 		key: "race " + a + " / " + b, Details: []string{
 			"first:  " + c.access(r.First),

@@ -134,7 +134,8 @@ type Thread struct {
 	// taken spends the length of the code it jumps back over.
 	Budget int
 	buf    [16]byte
-	unit   int // the element size of the ld or st that Env.Load or Env.Store serves
+	unit   int  // the element size of the ld or st that Env.Load or Env.Store serves
+	nc     bool // the ld that Env.Load serves is ld.global.nc
 	// line is the source line of the last instruction that called into
 	// Env or stopped at a barrier (see [Thread.Line]).
 	line int
@@ -751,7 +752,7 @@ func (t *Thread) access(f *frame, in *inst, o *operand, buf []byte, write bool) 
 		}
 		return move(t.mem.Shared, addr, buf, write, "shared")
 	}
-	t.unit = in.t.size()
+	t.unit, t.nc = in.t.size(), in.nc
 	if write {
 		return t.env.Store(addr, buf, in.sem, in.scope)
 	}

@@ -873,6 +873,10 @@ func (d *Detector) access(a *sim.Access) {
 	at := sh.places.of(a)
 	lo, hi := a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule
 	sh.grow(hi)
+	if a.NC {
+		v := d.recOf(a, t, at, nil)
+		d.checkNC(sh, &v, t, lo, hi)
+	}
 	var x *rec
 	if a.Kind == sim.Load {
 		v := d.recOf(a, t, at, nil)
@@ -981,6 +985,26 @@ func (d *Detector) access(a *sim.Access) {
 		d.moved = d.moved[:0]
 		clear(d.movedIdx)
 	}
+}
+
+// checkNC reports the writes of the bytes that the ld.global.nc x reads
+// which x's kernel's start does not follow: bytes written while the kernel
+// ran, by any thread, op or peer, ordered with x or not.
+func (d *Detector) checkNC(sh *shadow, x *rec, t *thread, lo, hi uint64) {
+	d.pairs = d.pairs[:0]
+	sh.each(lo, hi, func(s *state) {
+		if s == nil {
+			return
+		}
+		for _, y := range s.accs {
+			if !y.write() || y.clock <= t.fence.get(y.slot()) {
+				continue
+			}
+			if w := y.r; w.shared == x.shared && w.off < x.off+x.size && x.off < w.off+w.size {
+				d.reportNC(w, x)
+			}
+		}
+	})
 }
 
 // move is a state that the current access replaced in some of its

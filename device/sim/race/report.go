@@ -23,6 +23,11 @@ type Race struct {
 	Owner        int
 	// Missing names the edge that would have ordered the accesses.
 	Missing string
+	// NC marks, instead of a race, a load by ld.global.nc (Second) of
+	// bytes that First wrote after the load's kernel began: the
+	// non-coherent path may return what the bytes held before, whatever
+	// orders the two. Missing then says so.
+	NC bool
 	// Repeats counts later races between the same two code sites (same
 	// devices, ops or kernels and kinds of access), not listed separately.
 	Repeats int
@@ -32,10 +37,13 @@ type Race struct {
 // missing edge.
 func (r Race) String() string {
 	var b strings.Builder
-	if r.First.Shared {
+	switch {
+	case r.NC:
+		fmt.Fprintf(&b, "non-coherent load of %d bytes written during its kernel, of device %d's memory (phys %d + %#x):\n", r.Size, r.Owner, r.Phys, r.Offset)
+	case r.First.Shared:
 		fmt.Fprintf(&b, "data race on %d bytes of the shared memory of device %d %s#%d block %d (offset %#x):\n",
 			r.Size, r.First.Device, r.First.Kernel, r.First.Launch, r.First.Block, r.Offset)
-	} else {
+	default:
 		fmt.Fprintf(&b, "data race on %d bytes of device %d's memory (phys %d + %#x):\n", r.Size, r.Owner, r.Phys, r.Offset)
 	}
 	fmt.Fprintf(&b, "  first:  %s\n", Describe(r.First, r.FirstTask.Name))
@@ -114,6 +122,7 @@ func signalOp(a sim.Access) string {
 // many bytes, iterations, blocks and lanes is listed once.
 type siteKey struct {
 	first, second site
+	nc            bool
 }
 
 type site struct {
@@ -136,6 +145,20 @@ func siteOf(a sim.Access) site {
 // report records a race between the earlier access w and the access x that
 // thread t is making.
 func (d *Detector) report(w, x *rec, t *thread) {
+	d.add(w, x, false, func() string { return d.explain(w, x, t) })
+}
+
+// reportNC records that the ld.global.nc x read bytes that w wrote after
+// x's kernel began.
+func (d *Detector) reportNC(w, x *rec) {
+	d.add(w, x, true, func() string {
+		return "ld.global.nc reads bytes written after its kernel began: the non-coherent path may return what they held before, whatever orders the two (load them with ld.global, ld.relaxed or ld.acquire)"
+	})
+}
+
+// add records a finding between w and x once per pair of sites, missing
+// naming what is wrong.
+func (d *Detector) add(w, x *rec, nc bool, missing func() string) {
 	for _, r := range d.pairs {
 		if r == w {
 			return // already reported for another word of this access
@@ -144,7 +167,8 @@ func (d *Detector) report(w, x *rec, t *thread) {
 	d.pairs = append(d.pairs, w)
 	d.total++
 	wa, xa := w.access(), x.access()
-	k := siteKey{siteOf(wa), siteOf(xa)}
+	xa.NC = nc
+	k := siteKey{siteOf(wa), siteOf(xa), nc}
 	if i, ok := d.sites[k]; ok {
 		d.races[i].Repeats++
 		return
@@ -162,7 +186,7 @@ func (d *Detector) report(w, x *rec, t *thread) {
 	d.races = append(d.races, Race{
 		First: wa, Second: xa, FirstTask: labelOf(w.org.label), SecondTask: labelOf(x.org.label),
 		Phys: x.at.phys, Offset: lo, Size: hi - lo, Owner: x.at.owner,
-		Missing: d.explain(w, x, t),
+		Missing: missing(), NC: nc,
 	})
 }
 
