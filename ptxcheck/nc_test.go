@@ -9,7 +9,9 @@ import (
 // ld.global.nc after a flag says the peer wrote it, while the peer's
 // kernel runs, is reported, naming the load's line and the peer's store's
 // line; the same kernel with ld.global is clean (the flag orders the two),
-// and so is an ld.global.nc of bytes written only before the launch.
+// and so is an ld.global.nc of bytes written only before the launch. A
+// thread's own store, read back by ld.global.nc in the same kernel, is a
+// finding as well.
 func TestNonCoherentLoad(t *testing.T) {
 	src := load(t, "testdata/nc.ptx")
 	const exch = `{"buffers": [
@@ -39,6 +41,15 @@ func TestNonCoherentLoad(t *testing.T) {
 	want := "non-coherent load: the load at PTX line 82 (ld.global.nc) reads bytes written during its kernel by the store at PTX line 75"
 	if f.Title != want || !strings.Contains(strings.Join(f.Details, "\n"), "device 1 exch_nc") {
 		t.Errorf("finding %q\n%s\nwant %q, naming both devices' accesses", f.Title, strings.Join(f.Details, "\n"), want)
+	}
+	// In a world of one the thread reads back, by ld.global.nc, what it
+	// wrote itself during the kernel: a finding too.
+	rep, err = RunProgram(program(t, strings.Replace(exch, "ENTRY", "exch_nc", 1)), src, Options{Worlds: []int{1}, Seeds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 1 || rep.Findings[0].Title != want {
+		t.Fatalf("ld.global.nc of the thread's own store: %+v, want %q", rep.Findings, want)
 	}
 	const copyNC = `{"buffers": [
 	    {"name": "data", "kind": "symmetric", "bytes": 4, "init": {"dtype": "u32", "value": "rank + 7"}},
