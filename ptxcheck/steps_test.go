@@ -167,3 +167,30 @@ func TestBadNewSteps(t *testing.T) {
 		t.Errorf("a memset past the end: %v", err)
 	}
 }
+
+// TestGraphCapturesMemsetsAndWhen: a graph captures memsets as well as
+// launches, each with its value evaluated at capture, and a when inside a
+// graph selects per rank at capture: rank 1's graphs fill m with iter + 5
+// of their capture (the last, 6), rank 0's leave it alone; both ranks'
+// append launches run every replay.
+func TestGraphCapturesMemsetsAndWhen(t *testing.T) {
+	const harness = `{"buffers": [
+	    {"name": "out", "kind": "plain", "bytes": 64, "init": {"dtype": "u32", "value": 0}},
+	    {"name": "m", "kind": "plain", "bytes": 8, "init": {"dtype": "u8", "value": 0}}],
+	  "steps": [
+	    {"repeat": {"times": 2, "steps": [
+	      {"graph": {"stream": 3, "replays": 2, "steps": [
+	        {"when": "rank == 1", "memset": {"buffer": "m", "value": "iter + 5", "bytes": 4}},
+	        {"launch": {"entry": "append", "grid": 1, "block": 1, "params": [{"ptr": "out"}, {"u32": "10 + iter"}]}}]}}]}},
+	    {"wait": {"streams": [3]}},
+	    {"check": {"buffer": "m", "dtype": "u8", "count": 4, "value": "6 * (rank == 1)"}},
+	    {"check": {"buffer": "m", "dtype": "u8", "offset": 4, "value": 0}},
+	    {"check": {"buffer": "out", "dtype": "u32", "count": 5, "value": "(i == 0)*4 + (i > 0)*(10 + (i > 2))"}}
+	  ]}`
+	if got := findings(t, harness, 2); len(got) != 0 {
+		t.Fatalf("findings: %q", got)
+	}
+	if got := findings(t, strings.Replace(harness, `"value": "iter + 5"`, `"value": 5`, 1), 1); len(got) != 1 || !strings.Contains(got[0], "rank 1 step 3 (check m)") {
+		t.Fatalf("a memset of 5: %q, want rank 1's check of m to fail", got)
+	}
+}
