@@ -441,6 +441,10 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 		for _, r := range res.Races.Races {
 			found = append(found, c.raceFinding(r))
 		}
+		if n := res.Races.Cut; n > 0 {
+			found = append(found, &Finding{Kind: "race", key: "race cut",
+				Title: fmt.Sprintf("data races past the most a run keeps: %d more distinct pairs of accesses race, not explained here (fix the races listed and run again)", n)})
+		}
 	}
 	var spins []*sim.SpinError
 	var waits, others []error
@@ -548,8 +552,11 @@ func (c *compiled) access(a sim.Access) string {
 
 func (c *compiled) raceFinding(r race.Race) *Finding {
 	a, b := c.site(r.First), c.site(r.Second)
+	// A race and its mirror (the same two sites, met in the other order)
+	// are one finding.
+	lo, hi := min(a, b), max(a, b)
 	return &Finding{Kind: "race", Title: fmt.Sprintf("data race between %s and %s", a, b),
-		key: "race " + a + " / " + b, Details: []string{
+		key: "race " + lo + " / " + hi, Details: []string{
 			"first:  " + c.access(r.First),
 			"second: " + c.access(r.Second),
 			"missing edge: " + r.Missing,

@@ -17,9 +17,11 @@ const granule = 4
 // commRing is how many signal communications are kept to explain races.
 const commRing = 1024
 
-// maxRaces bounds the distinct races a detector keeps; later ones are only
-// counted.
-const maxRaces = 32
+// maxRaces bounds the distinct races (pairs of code sites) a detector
+// keeps, each explained; past it, new pairs are only counted
+// ([Error].Cut). A program has few code sites, so a run reaches it only
+// when nearly every access races.
+const maxRaces = 4096
 
 // Detector is a happens-before race detector fed by a [sim.World]'s
 // observer. It is not safe for concurrent use; in a simulation only one task
@@ -63,8 +65,9 @@ type Detector struct {
 	comms []*comm   // ring of recent signal communications
 	sc    []release // what sc fences released, per scope and place
 	races []Race
-	sites map[siteKey]int // index in races
+	sites map[siteKey]int // index in races, -1 for a pair cut
 	total int
+	cut   int // distinct pairs of sites past maxRaces
 	pairs []*rec // first accesses already reported for the current access
 }
 
@@ -538,7 +541,7 @@ func (d *Detector) Err() error {
 	if len(d.races) == 0 {
 		return nil
 	}
-	return &Error{Races: d.Races(), Total: d.total}
+	return &Error{Races: d.Races(), Total: d.total, Cut: d.cut}
 }
 
 func (d *Detector) current() *thread {

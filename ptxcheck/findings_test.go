@@ -1,0 +1,97 @@
+package ptxcheck
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// manyRacesPTX is an entry whose one thread stores n words of the next
+// rank's buffer, each at a line of its own, then loads the same n words
+// of its own buffer: n pairs of racing lines, found on every device.
+func manyRacesPTX(n int) string {
+	var b strings.Builder
+	b.WriteString(`.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry many(
+	.param .u64 many_param_0,
+	.param .u32 many_param_1,
+	.param .u32 many_param_2
+)
+{
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<8>;
+
+	ld.param.u64 	%rd1, [many_param_0];
+	ld.param.u32 	%r1, [many_param_1];
+	ld.param.u32 	%r2, [many_param_2];
+	add.s32 	%r3, %r1, 1;
+	rem.u32 	%r3, %r3, %r2;
+	mul.wide.u32 	%rd2, %r3, 8;
+	add.s64 	%rd3, %rd1, %rd2;
+	ld.global.u64 	%rd4, [%rd3];
+	mul.wide.u32 	%rd2, %r1, 8;
+	add.s64 	%rd3, %rd1, %rd2;
+	ld.global.u64 	%rd5, [%rd3];
+`)
+	for i := range n {
+		fmt.Fprintf(&b, "\tst.global.u32 \t[%%rd4+%d], %%r1;\n", 4*i)
+	}
+	for i := range n {
+		fmt.Fprintf(&b, "\tld.global.u32 \t%%r4, [%%rd5+%d];\n", 4*i)
+	}
+	b.WriteString("\tret;\n}\n")
+	return b.String()
+}
+
+const manyRacesHarness = `{
+  "buffers": [{"name": "buf", "kind": "symmetric", "bytes": 4096}],
+  "steps": [
+    {"launch": {"entry": "many", "grid": 1, "block": 1, "params": [{"ptrs": "buf"}, {"u32": "rank"}, {"u32": "world"}]}},
+    {"sync": true}
+  ]
+}`
+
+// TestEveryDistinctRace: a run whose races pass 32 distinct pairs of
+// sites per device pair (48 pairs of lines, at world 4) reports every
+// one of them: the pairs found last are not cut.
+func TestEveryDistinctRace(t *testing.T) {
+	const n = 48
+	src, err := Parse("many.ptx", manyRacesPTX(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := RunProgram(program(t, manyRacesHarness), src, Options{Worlds: []int{4}, Seeds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// first is the PTX line of the first store.
+	first := 1 + strings.Count(strings.Split(manyRacesPTX(n), "\tst.global")[0], "\n")
+	for i := range n {
+		store, load := fmt.Sprintf("store at PTX line %d", first+i), fmt.Sprintf("load at PTX line %d", first+n+i)
+		found := false
+		for _, f := range rep.Findings {
+			found = found || f.Kind == "race" && strings.Contains(f.Title, store) && strings.Contains(f.Title, load)
+		}
+		if !found {
+			var titles []string
+			for _, f := range rep.Findings {
+				titles = append(titles, f.Title)
+			}
+			t.Fatalf("no race between the %s and the %s among %d findings:\n%s", store, load, len(rep.Findings), strings.Join(titles, "\n"))
+		}
+	}
+	if len(rep.Findings) != n {
+		t.Errorf("%d findings, want %d (one per pair of lines, a race and its mirror one):\n%s", len(rep.Findings), n, dumpFindings(rep))
+	}
+}
+
+func dumpFindings(rep *Report) string {
+	var b strings.Builder
+	for _, f := range rep.Findings {
+		fmt.Fprintf(&b, "%s: %s\n  %s\n", f.Kind, f.Title, strings.Join(f.Details, "\n  "))
+	}
+	return b.String()
+}
