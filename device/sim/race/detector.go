@@ -67,7 +67,7 @@ type Detector struct {
 	races []Race
 	sites map[siteKey]int // index in races, -1 for a pair cut
 	total int
-	cut   int // distinct pairs of sites past maxRaces
+	cut   int    // distinct pairs of sites past maxRaces
 	pairs []*rec // first accesses already reported for the current access
 }
 
