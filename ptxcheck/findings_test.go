@@ -95,3 +95,33 @@ func dumpFindings(rep *Report) string {
 	}
 	return b.String()
 }
+
+// TestShrinkKeepsDeclaredWorlds: a race found at world 4 that world 2
+// would show too shrinks to world 2 when the harness declares it, and
+// stays at 4 when the harness declares 3 and 4 only (world 3 shows it
+// too) or 4 alone.
+func TestShrinkKeepsDeclaredWorlds(t *testing.T) {
+	src, err := Parse("many.ptx", manyRacesPTX(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		worlds string
+		want   int
+	}{{"2-4", 2}, {"3,4", 3}, {"4", 4}} {
+		p := program(t, manyRacesHarness)
+		p.Worlds = c.worlds
+		opts := Options{Worlds: []int{4}, Seeds: 1}
+		rep, err := RunProgram(p, src, opts)
+		if err != nil || len(rep.Findings) == 0 {
+			t.Fatalf("worlds %s: %v, %d findings", c.worlds, err, len(rep.Findings))
+		}
+		s, err := Shrink(p, src, opts, rep.Findings[0], 0)
+		if err != nil {
+			t.Fatalf("worlds %s: %v", c.worlds, err)
+		}
+		if got := s.Options.Worlds[0]; got != c.want {
+			t.Errorf("worlds %s: shrunk to world %d, want %d", c.worlds, got, c.want)
+		}
+	}
+}
