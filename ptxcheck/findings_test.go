@@ -125,3 +125,70 @@ func TestShrinkKeepsDeclaredWorlds(t *testing.T) {
 		}
 	}
 }
+
+// pokePTX stores 1 at a pointer plus an offset, both parameters.
+const pokePTX = `.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry poke(
+	.param .u64 poke_param_0,
+	.param .u64 poke_param_1
+)
+{
+	.reg .b32 	%r<2>;
+	.reg .b64 	%rd<4>;
+
+	ld.param.u64 	%rd1, [poke_param_0];
+	ld.param.u64 	%rd2, [poke_param_1];
+	add.s64 	%rd3, %rd1, %rd2;
+	mov.u32 	%r1, 1;
+	st.global.u32 	[%rd3], %r1;
+	ret;
+}
+`
+
+// TestOutOfBounds: a kernel's store outside the buffers the harness
+// declared is a finding that names the buffer (its own copy, or a
+// peer's as mapped here) and how far past its end or before its start
+// the store reaches; a store inside passes; one that faults names the
+// buffer too.
+func TestOutOfBounds(t *testing.T) {
+	src, err := Parse("poke.ptx", pokePTX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ptr, offset string
+		kind, want  string // "" for no finding
+	}{
+		{`{"ptr": "sig"}`, "6140", "", ""},
+		{`{"ptr": "sig"}`, "6144 + 32768", "bounds", "out of bounds: the store at PTX line 17 reaches 32772 bytes past the end of sig of rank "},
+		{`{"ptr": "sig"}`, "6144", "bounds", "reaches 4 bytes past the end of sig of rank "},
+		{`{"ptr": "sig", "rank": "(rank + 1) % world"}`, "8192", "bounds", "reaches 2052 bytes past the end of sig of rank "},
+		{`{"ptr": "sig"}`, "-8", "bounds", "reaches 8 bytes before the start of sig of rank "},
+		{`{"ptr": "sig"}`, "64 * 1048576", "error", "(outside every buffer the harness declared) is not mapped"},
+	} {
+		h := `{
+  "buffers": [{"name": "sig", "kind": "signal", "bytes": 6144}, {"name": "next", "kind": "signal", "bytes": 4096}],
+  "steps": [
+    {"launch": {"entry": "poke", "grid": 1, "block": 1, "params": [` + c.ptr + `, {"s64": "` + c.offset + `"}]}},
+    {"sync": true}
+  ]
+}`
+		rep, err := RunProgram(program(t, h), src, Options{Seeds: 1})
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.ptr, c.offset, err)
+		}
+		if c.kind == "" {
+			if len(rep.Findings) > 0 {
+				t.Errorf("%s %s: a store inside the buffer is a finding:\n%s", c.ptr, c.offset, dumpFindings(rep))
+			}
+			continue
+		}
+		if len(rep.Findings) != 1 || rep.Findings[0].Kind != c.kind ||
+			!strings.Contains(rep.Findings[0].Title+strings.Join(rep.Findings[0].Details, "\n"), c.want) {
+			t.Errorf("%s %s: want one %s finding saying %q, got:\n%s", c.ptr, c.offset, c.kind, c.want, dumpFindings(rep))
+		}
+	}
+}

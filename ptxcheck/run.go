@@ -394,13 +394,17 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 		plan = drawPlan(opts.Faults, world, seed, counts)
 	}
 	w := &worldRun{c: c, world: world, vars: vars, mismatches: make([][]Mismatch, world), shapes: shapes, caps: caps,
-		plan: plan, fired: make([]bool, len(plan)), died: make([]bool, world), repeats: opts.Repeats}
+		plan: plan, fired: make([]bool, len(plan)), died: make([]bool, world), repeats: opts.Repeats, layout: newLayout()}
 	maxSteps := opts.MaxSteps
 	if maxSteps <= 0 {
 		maxSteps = DefaultMaxSteps
 	}
 	cfg := simjob.Config{World: world, Seed: seed, MaxSteps: maxSteps, RaceDetector: !opts.NoRace,
-		Device: sim.Config{Kernels: caps}, Setup: func(j simjob.Job) error { w.sched = j.Scheduler; return nil }}
+		Device: sim.Config{Kernels: caps}, Setup: func(j simjob.Job) error {
+			w.sched = j.Scheduler
+			j.World.Observe(func(a *sim.Access) { w.layout.observe(c, a) })
+			return nil
+		}}
 	cfg.Strategy = actor.NewRandomWalk(seed)
 	switch {
 	case opts.Decisions != nil:
@@ -439,13 +443,14 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 	var found []*Finding
 	if res.Races != nil {
 		for _, r := range res.Races.Races {
-			found = append(found, c.raceFinding(r))
+			found = append(found, c.raceFinding(w.layout, r))
 		}
 		if n := res.Races.Cut; n > 0 {
 			found = append(found, &Finding{Kind: "race", key: "race cut",
 				Title: fmt.Sprintf("data races past the most a run keeps: %d more distinct pairs of accesses race, not explained here (fix the races listed and run again)", n)})
 		}
 	}
+	found = append(found, w.layout.strayFindings(c)...)
 	var spins []*sim.SpinError
 	var waits, others []error
 	for r, err := range res.Errs {
@@ -466,11 +471,11 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 	}
 	hung := len(spins) > 0 || simErr != nil || len(waits) > 0
 	if hung {
-		found = append(found, c.hangFinding(spins, waits, simErr, res.Hang))
+		found = append(found, c.hangFinding(w.layout, spins, waits, simErr, res.Hang))
 	}
 	if len(spins) == 0 && simErr == nil {
 		for _, err := range others {
-			found = append(found, c.errorFinding(err))
+			found = append(found, c.errorFinding(w.layout, err))
 		}
 	}
 	// A hung run's output is no verdict: results are judged only in a run
@@ -528,8 +533,9 @@ func (c *compiled) where(n int) string {
 	return s
 }
 
-// access describes one access of a race.
-func (c *compiled) access(a sim.Access) string {
+// access describes one access of a race, naming its address by buffer
+// and offset and its stream as the harness numbers it.
+func (c *compiled) access(l *layout, a sim.Access) string {
 	var who string
 	if a.Kernel != "" && a.Block >= 0 {
 		who = fmt.Sprintf("device %d %s#%d block %d", a.Device, a.Kernel, a.Launch, a.Block)
@@ -537,29 +543,29 @@ func (c *compiled) access(a sim.Access) string {
 			who += fmt.Sprintf(" thread %d", a.Lane)
 		}
 	} else {
-		who = fmt.Sprintf("device %d stream %d %s (op %d)", a.Device, a.Stream, a.Op, a.Seq)
+		who = fmt.Sprintf("device %d stream %d %s (op %d)", a.Device, l.streamOf(a.Device, a.Stream), a.Op, a.Seq)
 	}
 	what := a.Kind.String()
 	if a.Kind == sim.Atomic {
 		what = fmt.Sprintf("strong %s (%s, %s)", map[bool]string{true: "write", false: "read"}[a.Write], a.Order, a.Scope)
 	}
-	s := fmt.Sprintf("%s: %s of %d bytes at %v", who, what, a.Size, a.Addr)
+	s := fmt.Sprintf("%s: %s of %d bytes at %s", who, what, a.Size, l.name(uint64(a.Addr)))
 	if w := c.where(a.Line); w != "" {
 		s += "\n      at " + w
 	}
 	return s
 }
 
-func (c *compiled) raceFinding(r race.Race) *Finding {
+func (c *compiled) raceFinding(l *layout, r race.Race) *Finding {
 	a, b := c.site(r.First), c.site(r.Second)
 	// A race and its mirror (the same two sites, met in the other order)
 	// are one finding.
 	lo, hi := min(a, b), max(a, b)
 	return &Finding{Kind: "race", Title: fmt.Sprintf("data race between %s and %s", a, b),
 		key: "race " + lo + " / " + hi, Details: []string{
-			"first:  " + c.access(r.First),
-			"second: " + c.access(r.Second),
-			"missing edge: " + r.Missing,
+			"first:  " + c.access(l, r.First),
+			"second: " + c.access(l, r.Second),
+			"missing edge: " + l.rewrite(r.Missing),
 		}}
 }
 
@@ -586,12 +592,12 @@ func (c *compiled) site(a sim.Access) string {
 
 // hangFinding describes a hang: threads that spun, host waits that timed
 // out (a peer that never arrived), or a run that could not go on.
-func (c *compiled) hangFinding(spins []*sim.SpinError, waits []error, simErr error, wf *race.WaitFor) *Finding {
+func (c *compiled) hangFinding(l *layout, spins []*sim.SpinError, waits []error, simErr error, wf *race.WaitFor) *Finding {
 	f := &Finding{Kind: "hang"}
 	lines := map[int]bool{}
 	for _, s := range spins {
 		lines[s.Line] = true
-		f.Details = append(f.Details, fmt.Sprintf("%s %s\n      at %s", s.Thread(), s.Spin(), c.where(s.Line)))
+		f.Details = append(f.Details, fmt.Sprintf("%s %s\n      at %s", s.Thread(), l.rewrite(s.Spin()), c.where(s.Line)))
 	}
 	var ls []int
 	for l := range lines {
@@ -631,7 +637,7 @@ func (c *compiled) hangFinding(spins []*sim.SpinError, waits []error, simErr err
 		}
 	}
 	if wf != nil && len(wf.Waits) > 0 {
-		f.Details = append(f.Details, wf.String())
+		f.Details = append(f.Details, l.rewrite(wf.String()))
 	}
 	return f
 }
@@ -704,12 +710,13 @@ func someOf(names []string, n int) string {
 	return fmt.Sprintf("%s, and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
-func (c *compiled) errorFinding(err error) *Finding {
-	msg := err.Error()
+func (c *compiled) errorFinding(l *layout, err error) *Finding {
+	msg := l.rewrite(err.Error())
 	f := &Finding{Kind: "error", Title: "failure: " + firstLine(msg), key: "error " + rankPrefix.ReplaceAllString(msg, "")}
 	var ex *ptx.ExecError
 	if errors.As(err, &ex) {
-		f.key = fmt.Sprintf("error %s:%d %v", ex.Func, ex.Line, ex.Err)
+		// The same failure on every device is one finding.
+		f.key = fmt.Sprintf("error %s:%d %s", ex.Func, ex.Line, devicePlaces.ReplaceAllString(ex.Err.Error(), "#"))
 		f.Details = append(f.Details, "at "+c.where(ex.Line))
 	}
 	if strings.Contains(msg, "\n") {
@@ -717,6 +724,10 @@ func (c *compiled) errorFinding(err error) *Finding {
 	}
 	return f
 }
+
+// devicePlaces are the parts of an error that name a device or an
+// address.
+var devicePlaces = regexp.MustCompile(`device \d+|0x[0-9a-f]+`)
 
 // rankPrefix is the "rank N: " an error of rank N starts with.
 var rankPrefix = regexp.MustCompile(`^rank \d+: `)
