@@ -1,7 +1,9 @@
 package ptxcheck
 
 import (
+	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -82,6 +84,9 @@ func TestEveryDistinctRace(t *testing.T) {
 			}
 			t.Fatalf("no race between the %s and the %s among %d findings:\n%s", store, load, len(rep.Findings), strings.Join(titles, "\n"))
 		}
+	}
+	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "no .loc lines") || !strings.Contains(rep.Notes[0], "-lineinfo") {
+		t.Errorf("PTX without .loc lines, notes %q", rep.Notes)
 	}
 	if len(rep.Findings) != n {
 		t.Errorf("%d findings, want %d (one per pair of lines, a race and its mirror one):\n%s", len(rep.Findings), n, dumpFindings(rep))
@@ -190,5 +195,94 @@ func TestOutOfBounds(t *testing.T) {
 			!strings.Contains(rep.Findings[0].Title+strings.Join(rep.Findings[0].Details, "\n"), c.want) {
 			t.Errorf("%s %s: want one %s finding saying %q, got:\n%s", c.ptr, c.offset, c.kind, c.want, dumpFindings(rep))
 		}
+	}
+}
+
+// TestExplainBadOperand: an operand the interpreter cannot read is named
+// by its form.
+func TestExplainBadOperand(t *testing.T) {
+	for in, want := range map[string]string{
+		`mov.b32: bad operand "{ 0 , %rs1 }"`:          "a brace-packed vector operand",
+		`mov.u32: bad operand "%cluster_ctarank"`:      "a register or special register the interpreter does not know",
+		`ld.global.u32: bad operand "[ %rd1 + %rd2 ]"`: "an address form",
+		`add.u64: bad operand "sym + 4"`:               "an operand form the interpreter does not read",
+		`cvt.rn.f16x2.e4m3x2: unsupported`:             "",
+	} {
+		got := explainReason(in)
+		if want == "" && got != in || want != "" && (!strings.HasPrefix(got, in+": ") || !strings.Contains(got, want)) {
+			t.Errorf("%s: got %q, want it followed by %q", in, got, want)
+		}
+	}
+}
+
+// twoRefusedPTX has two entries, each with a line of its own the
+// interpreter refuses.
+const twoRefusedPTX = `.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry first(
+	.param .u64 first_param_0
+)
+{
+	wgmma.fence.sync.aligned;
+	ret;
+}
+
+.visible .entry second(
+	.param .u64 second_param_0
+)
+{
+	cp.async.bulk.commit_group;
+	ret;
+}
+`
+
+// TestRefusalListsTheEntrysLines: a refused launch lists the unsupported
+// lines of its own entry, not the other entries'.
+func TestRefusalListsTheEntrysLines(t *testing.T) {
+	src, err := Parse("two.ptx", twoRefusedPTX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(src.Unsupported()); n != 2 {
+		t.Fatalf("%d unsupported lines in the module, want 2", n)
+	}
+	for entry, line := range map[string]int{"first": 9, "second": 17} {
+		h := `{"buffers": [{"name": "b", "kind": "plain", "bytes": 64}],
+  "steps": [{"launch": {"entry": "` + entry + `", "grid": 1, "block": 1, "params": [{"ptr": "b"}]}}]}`
+		_, err := RunProgram(program(t, h), src, Options{})
+		var ref *Refusal
+		if !errors.As(err, &ref) || len(ref.Problems) != 1 || ref.Problems[0].Line != line {
+			t.Errorf("%s: %v, want a refusal of line %d alone", entry, err, line)
+		}
+	}
+}
+
+// TestFindingsNamePlaces: the races of the volatile-flag example name
+// addresses by buffer, offset and rank, the host's write by the
+// harness's stream number, and the missing edge by the flag load that
+// does not acquire.
+func TestFindingsNamePlaces(t *testing.T) {
+	p, err := LoadHarness("../examples/kernels/twostage_volatile.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := RunProgram(p, load(t, p.PTX), Options{Worlds: []int{2}, Seeds: 1, Vars: map[string]Expr{"n": "192"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := dumpFindings(rep)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`store of 4 bytes at data\+0x[0-9a-f]+ of rank [01]\n`),
+		regexp.MustCompile(`device [01] stream 0 write \(op \d+\): store of 768 bytes at data\+0x0 of rank [01]`),
+		regexp.MustCompile(`strong load \(relaxed, system\) of flags\+0x[0-9a-f]+ of rank [01]: the strong load is relaxed \(no acquire: a volatile or relaxed load of a flag acquires nothing`),
+	} {
+		if !want.MatchString(all) {
+			t.Errorf("the findings do not match %s:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "0x7f") {
+		t.Errorf("a raw address in the findings:\n%s", all)
 	}
 }

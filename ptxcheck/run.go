@@ -76,6 +76,9 @@ type Report struct {
 	Shapes   []string
 	Runs     []Run
 	Findings []*Finding // distinct findings, in the order found
+	// Notes are remarks on the check itself (one line each), such as PTX
+	// without line information.
+	Notes []string
 }
 
 // Run is one world and seed.
@@ -110,7 +113,8 @@ type Finding struct {
 func (f *Finding) Key() string { return f.key }
 
 // Refusal is the error of a program whose PTX uses what the interpreter
-// cannot run: every refused line is listed.
+// cannot run: every refused line of the entries it launches (and of the
+// functions they call) is listed.
 type Refusal struct {
 	Source   string
 	Entries  []string // the launched entries that cannot run
@@ -140,6 +144,7 @@ func Validate(prog *Program, src *Source) error {
 // runnable refuses the program when a launched entry cannot be decoded.
 func (c *compiled) runnable() error {
 	var bad []string
+	var probs []Problem // the refused entries' own lines
 	seen := map[string]bool{}
 	var walk func([]cStep)
 	walk = func(ss []cStep) {
@@ -154,6 +159,11 @@ func (c *compiled) runnable() error {
 			seen[e] = true
 			if _, err := c.src.Module.NewBlockMem(e, nil); err != nil {
 				bad = append(bad, e)
+				own := c.src.EntryUnsupported(e)
+				if len(own) == 0 {
+					own = []Problem{{Text: e, Err: err.Error()}}
+				}
+				probs = append(probs, own...)
 			}
 		}
 	}
@@ -161,7 +171,7 @@ func (c *compiled) runnable() error {
 	if len(bad) == 0 {
 		return nil
 	}
-	return &Refusal{Source: c.src.Name, Entries: bad, Problems: c.src.Unsupported()}
+	return &Refusal{Source: c.src.Name, Entries: bad, Problems: probs}
 }
 
 // RunProgram runs prog on the PTX of src at every world over the seeds of
@@ -176,6 +186,9 @@ func RunProgram(prog *Program, src *Source, opts Options) (*Report, error) {
 	}
 	caps := sim.Kernels{MaxThreads: opts.MaxThreads, MaxBlocks: opts.MaxBlocks}
 	rep := &Report{Source: src.Name, Worlds: worlds, Seeds: opts.Seeds, Cap: caps.Capped()}
+	if !src.HasLineInfo() {
+		rep.Notes = append(rep.Notes, "note: the PTX has no .loc lines, so findings name PTX lines only: build it with nvcc -lineinfo to have them name CUDA lines too")
+	}
 	byKey := map[string]*Finding{}
 	shapes := map[string]bool{}
 	outs := c.runAll(worlds, opts)

@@ -325,6 +325,9 @@ func printCheck(out io.Writer, rep *ptxcheck.Report, f *checkFlags, harness stri
 	for _, s := range rep.Shapes {
 		fmt.Fprintf(out, "launch %s\n", s)
 	}
+	for _, n := range rep.Notes {
+		fmt.Fprintln(out, n)
+	}
 	if runs {
 		for _, r := range rep.Runs {
 			fmt.Fprintf(out, "world %d seed %d: %d steps, %d findings, trace %s", r.World, r.Seed, r.Steps, r.Findings, r.Trace)

@@ -239,7 +239,11 @@ func describeComm(c *comm, w *rec) string {
 		why = append(why, fmt.Sprintf("the %s is %s, which publishes only what preceded the writer's last fence (or its kernel's launch), and the first access came later",
 			signalOp(wr), wr.Order))
 	}
-	if !rd.Order.Acquires() {
+	switch {
+	case rd.Order.Acquires():
+	case !rd.RMW:
+		why = append(why, fmt.Sprintf("the %s is %s (no acquire: a volatile or relaxed load of a flag acquires nothing; load it with ld.acquire, or fence after it)", signalOp(rd), rd.Order))
+	default:
 		why = append(why, fmt.Sprintf("the %s is %s (no acquire)", signalOp(rd), rd.Order))
 	}
 	if need := neededBy(c.writer.org, c.reader.org); wr.Scope < need || rd.Scope < need {
@@ -248,7 +252,7 @@ func describeComm(c *comm, w *rec) string {
 	if len(why) == 0 {
 		why = append(why, "the release did not carry the first access")
 	}
-	return fmt.Sprintf("no release/acquire at system scope between device %d's %s (%s, %s) and device %d's %s (%s, %s) on phys %d + %#x: %s",
+	return fmt.Sprintf("no release/acquire at system scope between device %d's %s (%s, %s) and device %d's %s (%s, %s) of %v: %s",
 		wr.Device, signalOp(wr), wr.Order, wr.Scope, rd.Device, signalOp(rd), rd.Order, rd.Scope,
-		rd.Phys, rd.PhysOffset, strings.Join(why, "; "))
+		rd.Addr, strings.Join(why, "; "))
 }
