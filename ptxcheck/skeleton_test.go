@@ -127,3 +127,41 @@ func TestSkeletonTODOLeft(t *testing.T) {
 		t.Fatalf("got %v, want %s", err, want)
 	}
 }
+
+// TestPeerSkeletons: the skeleton of every entry of every PTX file under
+// ../shared/peers that the interpreter can read compiles against its
+// entry once its TODOs are filled (the checks of a harness but for the
+// refusal of what the interpreter cannot run).
+func TestPeerSkeletons(t *testing.T) {
+	files, _ := filepath.Glob("../../shared/peers/ptx/*.ptx")
+	if len(files) == 0 {
+		t.Skip("../shared/peers is absent: no peer kernels to make skeletons for")
+	}
+	n := 0
+	for _, f := range files {
+		src, err := LoadFile(f)
+		if err != nil {
+			t.Logf("%s: %v", filepath.Base(f), firstLine(err.Error()))
+			continue
+		}
+		for _, e := range src.Entries() {
+			sk, err := Skeleton(src, e, f)
+			if err != nil {
+				t.Fatalf("%s %s: %v", f, e, err)
+			}
+			var names struct{ Buffers []struct{ Name string } }
+			if err := json.Unmarshal([]byte(sk), &names); err != nil {
+				t.Fatalf("%s %s: %v", f, e, err)
+			}
+			p, err := ParseHarness(fillTODOs(t, []byte(sk), names.Buffers[0].Name))
+			if err != nil {
+				t.Fatalf("%s %s: %v", f, e, err)
+			}
+			if _, err := compile(p, src); err != nil {
+				t.Fatalf("%s %s: the filled skeleton does not compile: %v", f, e, err)
+			}
+			n++
+		}
+	}
+	t.Logf("%d entries of %d files", n, len(files))
+}
