@@ -18,6 +18,7 @@ import (
 // only one task of a run runs at a time.
 type layout struct {
 	regions []region // sorted by base
+	hit     region   // the region of the last access inside one
 	streams map[streamKey]int
 	// stray are the accesses of kernels outside every region, by key, in
 	// the order first met.
@@ -174,9 +175,13 @@ func (l *layout) observe(c *compiled, a *sim.Access) {
 		return
 	}
 	lo, hi := uint64(a.Addr), uint64(a.Addr)+a.Size
+	if lo >= l.hit.base && hi <= l.hit.end {
+		return // inside the region of the last access checked
+	}
 	i := startingBy(l.regions, lo)
-	if i > 0 && hi <= l.regions[i-1].end {
-		return // inside a region
+	if i > 0 && lo < l.regions[i-1].end && hi <= l.regions[i-1].end {
+		l.hit = l.regions[i-1]
+		return
 	}
 	r, _, ok := l.find(lo)
 	var where string
