@@ -153,8 +153,24 @@ func (l *layout) name(addr uint64) string {
 // addrText is an address in a message of the simulator.
 var addrText = regexp.MustCompile(`0x[0-9a-f]{6,16}`)
 
-// rewrite names the addresses of s by buffer and offset.
+// streamText is a device's stream in a message of the simulator.
+var streamText = regexp.MustCompile(`device (\d+) stream (\d+)`)
+
+// rewrite names the addresses of s by buffer and offset, and the streams
+// by the harness's numbers.
 func (l *layout) rewrite(s string) string {
+	s = streamText.ReplaceAllStringFunc(s, func(m string) string {
+		sub := streamText.FindStringSubmatch(m)
+		dev, err1 := strconv.Atoi(sub[1])
+		st, err2 := strconv.ParseUint(sub[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			return m
+		}
+		if k := l.streamOf(dev, device.Stream(st)); k >= 0 {
+			return fmt.Sprintf("device %d stream %d", dev, k)
+		}
+		return m
+	})
 	return addrText.ReplaceAllStringFunc(s, func(m string) string {
 		a, err := strconv.ParseUint(m[2:], 16, 64)
 		if err != nil {
