@@ -54,16 +54,7 @@ func newLayout() *layout {
 
 // add records a region.
 func (l *layout) add(r region) {
-	i, _ := slices.BinarySearchFunc(l.regions, r.base, func(x region, b uint64) int {
-		switch {
-		case x.base < b:
-			return -1
-		case x.base > b:
-			return 1
-		}
-		return 0
-	})
-	l.regions = slices.Insert(l.regions, i, r)
+	l.regions = slices.Insert(l.regions, startingBy(l.regions, r.base), r)
 }
 
 // stream records that stream s of device dev is the harness's stream k.
