@@ -56,8 +56,25 @@ func LoadFile(path string) (*Source, error) {
 // (.loc, .file, .section) become the line table and are hidden from the
 // interpreter, every line keeping its number.
 func Parse(name, text string) (*Source, error) {
-	clean, locs := debugLines(text)
-	s := &Source{Name: name, Text: text, locs: locs, entries: map[string]*Signature{}}
+	s, err := ParseSignatures(name, text)
+	if err != nil {
+		return nil, err
+	}
+	var clean string
+	clean, s.locs = debugLines(text)
+	if s.Module, err = ptx.Parse(clean); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return s, nil
+}
+
+// ParseSignatures reads only the entry points' parameter lists of PTX
+// text, as [Skeleton] needs them: the Source it returns has no Module (it
+// cannot run) and no line table, and text the interpreter cannot parse
+// is no error.
+func ParseSignatures(name, text string) (*Source, error) {
+	clean, _ := debugLines(text)
+	s := &Source{Name: name, Text: text, entries: map[string]*Signature{}}
 	sigs, err := signatures(clean)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -65,9 +82,6 @@ func Parse(name, text string) (*Source, error) {
 	for _, sig := range sigs {
 		s.entries[sig.Entry] = sig
 		s.order = append(s.order, sig.Entry)
-	}
-	if s.Module, err = ptx.Parse(clean); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return s, nil
 }
