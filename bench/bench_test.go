@@ -14,6 +14,7 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
@@ -350,7 +351,7 @@ func TestCountWrongFindsOneBadElement(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want, err := kernels.Reference(device.Float16, device.Avg, inputs)
+	want, err := oracle.AllReduce(device.Float16, device.Avg, inputs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/rank"
 )
 
@@ -53,7 +54,7 @@ func fill(r *rank.Rank, t rank.Tensor, seed uint64) error {
 }
 
 // CountWrong compares got (elements [from, from+len) of a result) with
-// what kernels.Reference makes of every rank's input under seed, and
+// what oracle.AllReduce makes of every rank's input under seed, and
 // returns how many elements differ bitwise.
 func CountWrong(dt device.DType, op device.ReduceOp, world int, seed uint64, from uint64, got []byte) (int64, error) {
 	size := uint64(dt.Size())
@@ -72,7 +73,7 @@ func CountWrong(dt device.DType, op device.ReduceOp, world int, seed uint64, fro
 		}
 		inputs[r] = b
 	}
-	want, err := kernels.Reference(dt, op, inputs)
+	want, err := oracle.AllReduce(dt, op, inputs)
 	if err != nil {
 		return 0, fmt.Errorf("count wrong: %w", err)
 	}

@@ -1,7 +1,7 @@
 // Package bench owns all-reduce benchmarking: the sweep of cases (sizes,
 // element types, reductions, algorithms), the rank program that times each
 // case with device events and the host clock and then checks it bitwise
-// against kernels.Reference, the statistics (median of timed loops,
+// against oracle.AllReduce, the statistics (median of timed loops,
 // algorithm and bus bandwidth), and the outputs: an nccl-tests style table,
 // JSON and CSV files in one schema shared with the reference scripts that
 // time PyTorch and NCCL, and plots of time and bus bandwidth against size.

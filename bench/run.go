@@ -42,7 +42,7 @@ func Program(p Plan, emit func(Row)) rank.Program {
 // times, meets the other ranks at a device barrier, and times p.Loops
 // loops of p.Iters calls with device events on the rank's stream and with
 // the host clock. With p.Check it then refills the inputs, runs once more
-// and counts the elements that differ bitwise from kernels.Reference. The
+// and counts the elements that differ bitwise from oracle.AllReduce. The
 // ranks then gather their figures through the Store, and rank 0 passes the
 // case's row to emit (which may be nil).
 //

@@ -68,7 +68,7 @@ type Plan struct {
 	// positive (see rank.Rank.SetMaxBlocks).
 	MaxBlocks int
 	// Check runs each case once more on fresh inputs after timing and
-	// counts the elements that differ bitwise from kernels.Reference.
+	// counts the elements that differ bitwise from oracle.AllReduce.
 	Check bool
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/symmem/symmem/actor/store"
 	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/workload"
 )
@@ -106,7 +106,7 @@ func graphs(seed uint64) rank.Program {
 				if err := r.Write(ins[i], inputs[r.ID()]); err != nil {
 					return err
 				}
-				if wants[i], err = kernels.Reference(s.DType, s.Op, inputs); err != nil {
+				if wants[i], err = oracle.AllReduce(s.DType, s.Op, inputs); err != nil {
 					return err
 				}
 			}

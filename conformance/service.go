@@ -9,7 +9,7 @@ import (
 
 	"github.com/symmem/symmem/actor/store"
 	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
@@ -66,7 +66,7 @@ func intraNodeUsage(seed uint64) rank.Program {
 			if err != nil {
 				return err
 			}
-			ref, err := kernels.Reference(device.BFloat16, device.Sum, inputs)
+			ref, err := oracle.AllReduce(device.BFloat16, device.Sum, inputs)
 			if err != nil {
 				return err
 			}
@@ -244,7 +244,7 @@ func simConformance(seed uint64) rank.Program {
 					var want []byte
 					if r.Runtime().Simulated() {
 						var err error
-						if want, err = kernels.Reference(s.DType, s.Op, inputs); err != nil {
+						if want, err = oracle.AllReduce(s.DType, s.Op, inputs); err != nil {
 							return err
 						}
 					} else {

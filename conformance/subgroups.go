@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/workload"
 )
@@ -49,7 +49,7 @@ func subgroupForms(seed uint64) rank.Program {
 			for _, form := range SubgroupForms {
 				where := fmt.Sprintf("group %q %v %s", name, dt, form)
 				inputs := workload.Spec{World: len(members), Bytes: numel * uint64(dt.Size()), DType: dt, Seed: seed + uint64(len(form))}.Inputs()
-				want, err := kernels.Reference(dt, device.Sum, inputs)
+				want, err := oracle.AllReduce(dt, device.Sum, inputs)
 				if err != nil {
 					return err
 				}

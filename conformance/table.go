@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/workload"
 )
@@ -33,7 +33,7 @@ func allReduceTable(seed uint64) rank.Program {
 					for _, size := range []uint64{4, 8192, 8196} {
 						where := fmt.Sprintf("%v %s offset %d size %d", dt, form, off, size)
 						inputs := workload.Spec{World: r.World(), Bytes: size, DType: dt, Seed: seed + off*size}.Inputs()
-						want, err := kernels.Reference(dt, device.Sum, inputs)
+						want, err := oracle.AllReduce(dt, device.Sum, inputs)
 						if err != nil {
 							return err
 						}

@@ -20,8 +20,10 @@
 // values (NaNs with payloads, infinities, both zeros, subnormals, the
 // largest finite values, sums whose rounding depends on the order), and
 // every result is checked bitwise against
-// [kernels.Reference] on every rank (a NaN result is the type's canonical
-// NaN, whatever the inputs' payloads); a program has a text form
+// [oracle.AllReduce] on every rank (a NaN result is the type's canonical
+// NaN, whatever the inputs' payloads; the oracle shares no code with the
+// kernels, so a bug in their arithmetic cannot change the expected result
+// too); a program has a text form
 // ([ParseProgram]) that replay commands carry.
 //
 // A [Case] is everything that determines a run: the program, the seeds of

@@ -12,6 +12,7 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/signal"
 )
@@ -494,7 +495,7 @@ func (e *executor) reference(step, idx, it int, c Coll) ([]byte, error) {
 	for j, m := range members {
 		inputs[j] = e.inputOf(m, step, idx, it, c)
 	}
-	want, err := kernels.Reference(c.DType, c.Op, inputs)
+	want, err := oracle.AllReduce(c.DType, c.Op, inputs)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/signal"
 	"github.com/symmem/symmem/simjob"
@@ -119,7 +120,7 @@ func TestSpecialValuesMeetTheReference(t *testing.T) {
 		for r := range in {
 			in[r] = makeInput(seed, r, 0, 0, 0, c)
 		}
-		want, err := kernels.Reference(c.DType, c.Op, in)
+		want, err := oracle.AllReduce(c.DType, c.Op, in)
 		if err != nil {
 			t.Fatal(err)
 		}

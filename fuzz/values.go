@@ -21,7 +21,7 @@ import (
 // NaN inputs are quiet or signalling, of either sign, with random
 // payloads. Their payloads never reach a result: every reduction whose
 // result is NaN stores the type's canonical NaN (see package kernels), and
-// so does [kernels.Reference], against which results are checked bitwise.
+// so does [oracle.AllReduce], against which results are checked bitwise.
 
 // specialShare is one over the share of collectives with special values.
 const specialShare = 4

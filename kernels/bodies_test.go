@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/signal"
 )
 
@@ -85,7 +86,7 @@ func allRanks(world int) []int {
 
 // TestCollectivesOnGoMemory: the one-shot (plain and copy forms),
 // two-shot (in place and out-of-place) and low-latency kernels compute
-// Reference bitwise, on several worlds, dtypes, ops and grids.
+// reference (package oracle) bitwise, on several worlds, dtypes, ops and grids.
 func TestCollectivesOnGoMemory(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const numel, offset = 1000, 64
@@ -149,7 +150,7 @@ func TestCollectivesOnGoMemory(t *testing.T) {
 					return a
 				})
 				noErrors(t, fmt.Sprintf("call %d", call), errs)
-				want, err := Reference(c.dt, c.op, inputs)
+				want, err := oracle.AllReduce(c.dt, c.op, inputs)
 				if err != nil {
 					t.Fatal(err)
 				}

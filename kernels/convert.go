@@ -102,17 +102,6 @@ func f16Bits(h uint16) uint32 {
 	return sign | math.Float32bits(float32(mant)*0x1p-24)
 }
 
-// load decodes element i of b (little endian) to float32.
-func load(dt device.DType, b []byte, i int) float32 {
-	switch dt {
-	case device.BFloat16:
-		return BF16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
-	case device.Float16:
-		return F16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
-	}
-	return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-}
-
 // decodeInto converts the little-endian elements of dt in src to float32
 // exactly, one per element of dst.
 func decodeInto(dt device.DType, dst []float32, src []byte) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/oracle"
 )
 
 func TestBF16RoundToNearestEven(t *testing.T) {
@@ -156,7 +157,7 @@ func TestEncodeDecode(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, v := range vals {
-			if math.Abs(float64(back[i]-v)) > Epsilon(dt)*2*math.Abs(float64(v)) {
+			if math.Abs(float64(back[i]-v)) > oracle.Epsilon(dt)*2*math.Abs(float64(v)) {
 				t.Errorf("%v: %v came back as %v", dt, v, back[i])
 			}
 		}

@@ -36,6 +36,11 @@
 // (CUDA's __float2bfloat16_rn and __float2half_rn); the reverse conversions
 // are exact.
 //
+// Package oracle implements these rules on its own, element by element,
+// sharing no code with this package: results are checked against it, so a
+// bug in the reducer or the conversions here cannot change what they are
+// checked against.
+//
 // # Signals inside kernels
 //
 // Block b of every rank synchronises with block b of every peer on channel

@@ -11,12 +11,14 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/internal/longtest"
+	"github.com/symmem/symmem/oracle"
 )
 
 // The package's conversions and reductions are written for speed; these
 // tests hold them to straightforward implementations, bit for bit: the
 // binary16 conversions of github.com/x448/float16 and a reduction that
-// converts every element of every rank on its own.
+// converts every element of every rank on its own, through x448/float16
+// and math/big (rneBF16), never through the package's conversions.
 
 // TestF16ToFloat32MatchesX448: every binary16 value, NaNs included.
 func TestF16ToFloat32MatchesX448(t *testing.T) {
@@ -90,7 +92,7 @@ func elementwiseStore(dt device.DType, b []byte, i int, v float32) {
 	case device.BFloat16:
 		h := CanonicalNaNBF16
 		if !nan {
-			h = BF16FromFloat32(v)
+			h = rneBF16(v)
 		}
 		binary.LittleEndian.PutUint16(b[2*i:], h)
 	case device.Float16:
@@ -109,7 +111,7 @@ func elementwiseStore(dt device.DType, b []byte, i int, v float32) {
 }
 
 // elementwiseReference is the all-reduce of inputs computed element by
-// element, rank by rank.
+// element, rank by rank, as the kernels' arithmetic rules say.
 func elementwiseReference(dt device.DType, op device.ReduceOp, inputs [][]byte) []byte {
 	out := make([]byte, len(inputs[0]))
 	for i := 0; i < len(out)/dt.Size(); i++ {
@@ -157,19 +159,23 @@ func mixedInput(rng *rand.Rand, dt device.DType, n int) []byte {
 		case 3:
 			v = float32(math.Copysign(0, float64(rng.IntN(2))-0.5))
 		case 4:
-			v = float32(maxFinite(dt)) * float32(rng.IntN(3)-1)
+			v = maxFinite[dt] * float32(rng.IntN(3)-1)
 		}
 		elementwiseStore(dt, b, i, v)
 	}
 	return b
 }
 
+// maxFinite is the largest finite value of each dtype.
+var maxFinite = map[device.DType]float32{device.Float32: math.MaxFloat32, device.BFloat16: 0x1.fep127, device.Float16: 65504}
+
 var allDTypes = []device.DType{device.Float32, device.BFloat16, device.Float16}
 var allOps = []device.ReduceOp{device.Sum, device.Avg, device.Max, device.Min}
 
-// TestReductionsMatchElementwise: Reference and the reducer the Go
-// kernels use agree bitwise with the element-by-element reduction, for
-// every dtype and op, worlds 1 to 8, odd sizes, special values.
+// TestReductionsMatchElementwise: the reference (package oracle) and the
+// reducer the Go kernels use agree bitwise with the element-by-element
+// reduction through x448/float16, for every dtype and op, worlds 1 to 8,
+// odd sizes, special values.
 func TestReductionsMatchElementwise(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	var red reducer
@@ -182,7 +188,7 @@ func TestReductionsMatchElementwise(t *testing.T) {
 						inputs[r] = mixedInput(rng, dt, n)
 					}
 					want := elementwiseReference(dt, op, inputs)
-					got, err := Reference(dt, op, inputs)
+					got, err := oracle.AllReduce(dt, op, inputs)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -242,10 +248,11 @@ func benchmarkReductions(b *testing.B, reduce func(dt device.DType, inputs [][]b
 	}
 }
 
-// BenchmarkReference is the cost of the fuzzer's reference results.
+// BenchmarkReference is the cost of the fuzzer's reference results
+// (package oracle).
 func BenchmarkReference(b *testing.B) {
 	benchmarkReductions(b, func(dt device.DType, inputs [][]byte) []byte {
-		out, err := Reference(dt, device.Sum, inputs)
+		out, err := oracle.AllReduce(dt, device.Sum, inputs)
 		if err != nil {
 			b.Fatal(err)
 		}

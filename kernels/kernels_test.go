@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/oracle"
 )
 
 func TestCheckAlignment(t *testing.T) {
@@ -85,12 +86,10 @@ func TestChunk(t *testing.T) {
 	}
 }
 
-func f32s(vals ...float32) []byte {
-	b, _ := Encode(device.Float32, vals)
-	return b
-}
-
-func TestReferenceRules(t *testing.T) {
+// TestReducerRules: the reducer the Go twins use follows the arithmetic
+// rules of the package doc, on cases where breaking one changes the bits
+// (package oracle's TestRules holds the reference to the same).
+func TestReducerRules(t *testing.T) {
 	nan := float32(math.NaN())
 	negZero := float32(math.Copysign(0, -1))
 	inf := float32(math.Inf(1))
@@ -124,10 +123,9 @@ func TestReferenceRules(t *testing.T) {
 		for r, v := range c.inputs {
 			inputs[r], _ = Encode(c.dt, v)
 		}
-		got, err := Reference(c.dt, c.op, inputs)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
+		got := make([]byte, len(inputs[0]))
+		red := reducer{dt: c.dt, op: c.op}
+		red.reduce(got, inputs)
 		var want []byte
 		for _, w := range c.want {
 			if c.dt == device.Float32 {
@@ -139,52 +137,15 @@ func TestReferenceRules(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: got % x, want % x", c.name, got, want)
 		}
-		if err := CheckClose(c.dt, c.op, inputs, got); err != nil {
-			t.Errorf("%s: CheckClose rejects the reference: %v", c.name, err)
+		if err := oracle.CheckClose(c.dt, c.op, inputs, got); err != nil {
+			t.Errorf("%s: CheckClose rejects the result: %v", c.name, err)
 		}
 	}
 }
 
-func TestReferenceErrors(t *testing.T) {
-	if _, err := Reference(device.Float32, device.Sum, nil); err == nil {
-		t.Error("no inputs accepted")
-	}
-	if _, err := Reference(device.Float32, device.Sum, [][]byte{f32s(1), f32s(1, 2)}); err == nil || !strings.Contains(err.Error(), "rank 1") {
-		t.Errorf("length mismatch: %v", err)
-	}
-	if _, err := Reference(device.Float32, device.ReduceOp(9), [][]byte{f32s(1)}); err == nil {
-		t.Error("bad op accepted")
-	}
-	if _, err := Reference(device.BFloat16, device.Sum, [][]byte{{1, 2, 3}}); err == nil {
-		t.Error("partial element accepted")
-	}
-}
-
-func TestCheckCloseCatchesWrongResults(t *testing.T) {
-	inputs := [][]byte{f32s(1, 2, 3), f32s(4, 5, 6)}
-	if err := CheckClose(device.Float32, device.Sum, inputs, f32s(5, 7, 9)); err != nil {
-		t.Fatal(err)
-	}
-	err := CheckClose(device.Float32, device.Sum, inputs, f32s(5, 7.01, 9))
-	if err == nil || !strings.Contains(err.Error(), "element 1") {
-		t.Fatalf("a wrong element passed or was not named: %v", err)
-	}
-	if err := CheckClose(device.Float32, device.Max, inputs, f32s(4, 5, 6.0000005)); err == nil {
-		t.Fatal("max must be exact")
-	}
-	if err := CheckClose(device.Float32, device.Sum, inputs, f32s(5, float32(math.NaN()), 9)); err == nil {
-		t.Fatal("a NaN passed")
-	}
-	if err := CheckClose(device.Float32, device.Sum, [][]byte{f32s(float32(math.NaN()))}, f32s(1)); err == nil {
-		t.Fatal("a NaN input must give NaN")
-	}
-	if err := CheckClose(device.Float32, device.Sum, inputs, f32s(5, 7)); err == nil {
-		t.Fatal("a short result passed")
-	}
-}
-
-// TestReducerMatchesReference checks the kernels' vector reducer against the
-// element-by-element reference on random data with specials.
+// TestReducerMatchesReference checks the kernels' vector reducer against
+// package oracle's element-by-element reference on random data with
+// specials.
 func TestReducerMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 3e38, 1e-40}
@@ -203,7 +164,7 @@ func TestReducerMatchesReference(t *testing.T) {
 					}
 					inputs[r], _ = Encode(dt, vals)
 				}
-				want, err := Reference(dt, op, inputs)
+				want, err := oracle.AllReduce(dt, op, inputs)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -213,7 +174,7 @@ func TestReducerMatchesReference(t *testing.T) {
 				if !bytes.Equal(got, want) {
 					t.Fatalf("%v %v world %d: reducer and reference differ", dt, op, w)
 				}
-				if err := CheckClose(dt, op, inputs, got); err != nil {
+				if err := oracle.CheckClose(dt, op, inputs, got); err != nil {
 					t.Fatalf("%v %v world %d: %v", dt, op, w, err)
 				}
 			}

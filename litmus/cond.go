@@ -2,6 +2,7 @@ package litmus
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,8 +39,17 @@ func (e notExpr) Eval(v []int64) bool { return !e.a.Eval(v) }
 func (e constExpr) Eval([]int64) bool { return bool(e) }
 func (e cmpExpr) Eval(v []int64) bool {
 	l, r := e.l.value(v), e.r.value(v)
-	if e.op == "==" {
+	switch e.op {
+	case "==":
 		return l == r
+	case "<":
+		return l < r
+	case "<=":
+		return l <= r
+	case ">":
+		return l > r
+	case ">=":
+		return l >= r
 	}
 	return l != r
 }
@@ -57,51 +67,99 @@ func (e notExpr) String() string   { return "~" + e.a.String() }
 func (e constExpr) String() string { return strconv.FormatBool(bool(e)) }
 func (e cmpExpr) String() string   { return e.l.text + " " + e.op + " " + e.r.text }
 
-// parseCondition reads "exists (...)", "~exists (...)" or "forall (...)".
+// parseCondition reads what follows the program: an optional
+// "locations [...]" (the values to show, which the outcomes list anyway),
+// an optional "filter EXPR" (outcomes that fail it are dropped), and
+// "exists (...)", "~exists (...)" (or "not exists") or "forall (...)".
 func (t *Test) parseCondition(text string, line int) error {
-	text = strings.TrimSpace(text)
-	switch {
-	case strings.HasPrefix(text, "forall"):
-		t.Quant, text = Forall, text[len("forall"):]
-	case strings.HasPrefix(text, "exists"):
-		t.Quant, text = Exists, text[len("exists"):]
-	default:
-		t.Quant = NotExists
-		text = strings.TrimSpace(strings.TrimPrefix(text, "~"))
-		text = strings.TrimPrefix(text, "exists")
-	}
 	toks, err := tokenize(text)
 	if err != nil {
 		return fmt.Errorf("line %d: condition: %w", line, err)
 	}
 	p := &condParser{toks: toks, test: t}
-	e, err := p.or()
-	if err == nil && p.pos < len(p.toks) {
-		err = fmt.Errorf("unexpected %q", p.toks[p.pos])
-	}
-	if err != nil {
+	if err := p.tail(); err != nil {
 		return fmt.Errorf("line %d: condition: %w", line, err)
 	}
-	t.Cond = e
 	return nil
 }
 
+func (p *condParser) tail() error {
+	if p.peek() == "locations" {
+		p.pos++
+		if p.next() != "[" {
+			return fmt.Errorf("want [ after locations")
+		}
+		for p.peek() != "]" {
+			if p.peek() == "" {
+				return fmt.Errorf("unterminated locations [...]")
+			}
+			p.pos++
+		}
+		p.pos++
+		p.skip(";")
+	}
+	if p.peek() == "filter" {
+		p.pos++
+		f, err := p.or()
+		if err != nil {
+			return fmt.Errorf("filter: %w", err)
+		}
+		p.test.Filter = f
+		p.skip(";")
+	}
+	switch p.next() {
+	case "exists":
+		p.test.Quant = Exists
+	case "forall":
+		p.test.Quant = Forall
+	case "~", "not":
+		if p.next() != "exists" {
+			return fmt.Errorf("want exists after ~")
+		}
+		p.test.Quant = NotExists
+	default:
+		return fmt.Errorf("want exists, ~exists or forall")
+	}
+	e, err := p.or()
+	if err != nil {
+		return err
+	}
+	p.skip(";")
+	if p.pos < len(p.toks) {
+		return fmt.Errorf("unexpected %q", p.toks[p.pos])
+	}
+	p.test.Cond = e
+	return nil
+}
+
+// tokenize splits a condition into words (names, numbers), operators and
+// punctuation; whitespace and (* comments *) separate tokens and are
+// dropped, so "P1 : r0" reads as "P1:r0".
 func tokenize(s string) ([]string, error) {
 	var toks []string
+	word := func(c byte) bool {
+		return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			i++
-		case strings.HasPrefix(s[i:], `/\`), strings.HasPrefix(s[i:], `\/`), strings.HasPrefix(s[i:], "=="), strings.HasPrefix(s[i:], "!="), strings.HasPrefix(s[i:], "<>"):
+		case strings.HasPrefix(s[i:], "(*"):
+			end := strings.Index(s[i+2:], "*)")
+			if end < 0 {
+				return nil, fmt.Errorf("unterminated comment")
+			}
+			i += end + 4
+		case len(s) > i+1 && slices.Contains([]string{`/\`, `\/`, "==", "!=", "<>", "<=", ">="}, s[i:i+2]):
 			toks = append(toks, s[i:i+2])
 			i += 2
-		case c == '(' || c == ')' || c == '~' || c == '=':
+		case strings.IndexByte("()~=<>:[];", c) >= 0:
 			toks = append(toks, s[i:i+1])
 			i++
-		case c == '-' || c == ':' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+		case word(c) || c == '-' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9':
 			j := i + 1
-			for j < len(s) && (s[j] == ':' || s[j] == '_' || s[j] >= '0' && s[j] <= '9' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z') {
+			for j < len(s) && word(s[j]) {
 				j++
 			}
 			toks = append(toks, s[i:j])
@@ -124,6 +182,21 @@ func (p *condParser) peek() string {
 		return p.toks[p.pos]
 	}
 	return ""
+}
+
+func (p *condParser) next() string {
+	tok := p.peek()
+	if tok != "" {
+		p.pos++
+	}
+	return tok
+}
+
+// skip consumes tok if it comes next.
+func (p *condParser) skip(tok string) {
+	if p.peek() == tok {
+		p.pos++
+	}
 }
 
 func (p *condParser) or() (Expr, error) {
@@ -152,7 +225,7 @@ func (p *condParser) and() (Expr, error) {
 
 func (p *condParser) unary() (Expr, error) {
 	switch tok := p.peek(); tok {
-	case "~":
+	case "~", "not":
 		p.pos++
 		e, err := p.unary()
 		return notExpr{e}, err
@@ -183,8 +256,9 @@ func (p *condParser) unary() (Expr, error) {
 		op = "=="
 	case "!=", "<>":
 		op = "!="
+	case "<", "<=", ">", ">=":
 	default:
-		return nil, fmt.Errorf("want == or != after %s, got %q", l.text, op)
+		return nil, fmt.Errorf("want a comparison (==, !=, <, <=, >, >=) after %s, got %q", l.text, op)
 	}
 	p.pos++
 	r, err := p.term()
@@ -194,18 +268,26 @@ func (p *condParser) unary() (Expr, error) {
 	return cmpExpr{op: op, l: l, r: r}, nil
 }
 
+// term reads a constant, a location (x or [x]) or a register of a
+// thread (P1:r0 or 1:r0).
 func (p *condParser) term() (term, error) {
-	tok := p.peek()
+	tok := p.next()
 	if tok == "" {
 		return term{}, fmt.Errorf("unexpected end")
 	}
-	p.pos++
-	if v, err := strconv.ParseInt(tok, 0, 64); err == nil {
-		return term{obs: -1, imm: v, text: tok}, nil
+	bracket := tok == "["
+	if bracket {
+		tok = p.next()
+		if p.next() != "]" {
+			return term{}, fmt.Errorf("want ] after [%s", tok)
+		}
 	}
-	o := memmodel.Observable{Thread: -1, Name: tok}
-	if th, reg, ok := strings.Cut(tok, ":"); ok {
-		ti, err := p.test.threadIndex(th)
+	var o memmodel.Observable
+	switch {
+	case !bracket && p.peek() == ":":
+		p.pos++
+		reg := p.next()
+		ti, err := p.test.threadIndex(tok)
 		if err != nil {
 			return term{}, err
 		}
@@ -213,7 +295,15 @@ func (p *condParser) term() (term, error) {
 			return term{}, fmt.Errorf("%q is not a register", reg)
 		}
 		o = memmodel.Observable{Thread: ti, Name: reg}
-	} else if !identRE.MatchString(tok) {
+	case !bracket && tok != "" && (tok[0] == '-' || tok[0] >= '0' && tok[0] <= '9'):
+		v, err := strconv.ParseInt(tok, 0, 64)
+		if err != nil {
+			return term{}, fmt.Errorf("%q is not an integer", tok)
+		}
+		return term{obs: -1, imm: v, text: tok}, nil
+	case identRE.MatchString(tok) && !regRE.MatchString(tok):
+		o = memmodel.Observable{Thread: -1, Name: tok}
+	default:
 		return term{}, fmt.Errorf("%q is not a location, register or integer", tok)
 	}
 	for i, x := range p.test.Observables {

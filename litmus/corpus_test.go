@@ -75,11 +75,58 @@ func TestProjectLitmus(t *testing.T) {
 }
 
 // TestSharedCorpus runs the shared PTX litmus corpus (Dat3M's tests with the
-// PTX model's verdicts) when it is beside the repository.
+// PTX model's verdicts) when it is beside the repository: the tests
+// without proxies (expected.csv) and those of proxies and virtual aliases
+// (expected-proxy.csv).
 func TestSharedCorpus(t *testing.T) {
-	csv := filepath.Join(sharedCorpus, "expected.csv")
-	if _, err := os.Stat(csv); err != nil {
+	if _, err := os.Stat(sharedCorpus); err != nil {
 		t.Skipf("no shared litmus corpus at %s (a fresh clone has none)", sharedCorpus)
 	}
-	checkCorpus(t, csv, operationalSeeds)
+	for _, name := range []string{"expected.csv", "expected-proxy.csv"} {
+		t.Run(name, func(t *testing.T) {
+			checkCorpus(t, filepath.Join(sharedCorpus, name), operationalSeeds)
+		})
+	}
+	t.Run("liveness.csv", func(t *testing.T) {
+		checkLiveness(t, filepath.Join(sharedCorpus, "liveness.csv"))
+	})
+}
+
+// checkLiveness decides termination of every test of a verdict file (1:
+// every fair execution ends) and compares.
+func checkLiveness(t *testing.T, csvPath string) {
+	f, err := os.Open(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	verdicts, err := ReadVerdicts(f)
+	if err != nil {
+		t.Fatalf("%s: %v", csvPath, err)
+	}
+	agree, hangs := 0, 0
+	for _, v := range verdicts {
+		test, err := ParseFile(filepath.Join(filepath.Dir(csvPath), v.Path))
+		if err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		res, err := Terminates(test, memmodel.Options{})
+		if err != nil {
+			t.Errorf("%s: %v", v.Path, err)
+			continue
+		}
+		if res.Ends != v.Holds {
+			t.Errorf("%s: every fair execution ends = %v, want %v (hang %v)", v.Path, res.Ends, v.Holds, res.Hang)
+			continue
+		}
+		agree++
+		if !res.Ends {
+			hangs++
+		}
+	}
+	if len(verdicts) == 0 || agree != len(verdicts) {
+		t.Errorf("%d/%d termination verdicts agree", agree, len(verdicts))
+	}
+	t.Logf("%d/%d termination verdicts agree (%d hangs)", agree, len(verdicts), hangs)
 }

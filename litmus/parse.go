@@ -36,6 +36,9 @@ type Test struct {
 	Program memmodel.Program
 	Quant   Quantifier
 	Cond    Expr
+	// Filter, when not nil, keeps only the final states that satisfy it
+	// (herd's "filter").
+	Filter Expr
 	// Observables are the registers and locations the condition names, in
 	// order of first mention.
 	Observables []memmodel.Observable
@@ -58,8 +61,11 @@ var (
 	headerRE = regexp.MustCompile(`^P(\d+)\s*@\s*cta\s+(\d+)\s*,\s*gpu\s+(\d+)$`)
 	regRE    = regexp.MustCompile(`^r\d+$`)
 	identRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	labelRE  = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*):$`)
-	condRE   = regexp.MustCompile(`(?m)^\s*(~\s*exists|exists|forall)\b`)
+	labelRE  = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\s*:$`)
+	// tailRE finds what follows the program: an optional list of
+	// locations to show, an optional filter, and the final condition.
+	tailRE  = regexp.MustCompile(`(?m)^[ \t]*(locations\b|filter\b|~|not[ \t]+exists\b|exists\b|forall\b)`)
+	aliasRE = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\s*@\s*([a-z]+)\s+aliases\s+([A-Za-z_][A-Za-z0-9_]*)$`)
 )
 
 // Parse parses a litmus test's text.
@@ -105,7 +111,7 @@ func Parse(src string) (*Test, error) {
 	}
 	initText, initOff := src[off+1:off+end], off+1
 	off += end + 1
-	m := condRE.FindStringIndex(src[off:])
+	m := tailRE.FindStringIndex(src[off:])
 	if m == nil {
 		return nil, fmt.Errorf("no final condition (exists, ~exists or forall)")
 	}
@@ -116,6 +122,7 @@ func Parse(src string) (*Test, error) {
 		return nil, err
 	}
 	t.Program.Init = map[string]int64{}
+	t.Program.Aliases = map[string]memmodel.Alias{}
 	if err := t.parseInit(initText, func(o int) int { return lineAt(initOff + o) }); err != nil {
 		return nil, err
 	}
@@ -125,16 +132,16 @@ func Parse(src string) (*Test, error) {
 	// Every location the program uses starts at 0 unless initialised.
 	for _, th := range t.Program.Threads {
 		for _, in := range th.Code {
-			if in.Loc != "" {
-				if _, ok := t.Program.Init[in.Loc]; !ok {
-					t.Program.Init[in.Loc] = 0
-				}
+			_, alias := t.Program.Aliases[in.Loc]
+			if _, ok := t.Program.Init[in.Loc]; in.Loc != "" && !ok && !alias {
+				t.Program.Init[in.Loc] = 0
 			}
 		}
 	}
 	for _, o := range t.Observables {
 		if o.Thread < 0 {
-			if _, ok := t.Program.Init[o.Name]; !ok {
+			_, alias := t.Program.Aliases[o.Name]
+			if _, ok := t.Program.Init[o.Name]; !ok && !alias {
 				return nil, fmt.Errorf("line %d: the condition names location %q, which the test does not use", lineAt(condOff), o.Name)
 			}
 		}
@@ -155,9 +162,15 @@ func (t *Test) parseInit(text string, line func(int) int) error {
 		if part == "" {
 			continue
 		}
+		if strings.Contains(part, "@") {
+			if err := t.parseAlias(part, line(at)); err != nil {
+				return fmt.Errorf("line %d: initial entry %q: %w", line(at), part, err)
+			}
+			continue
+		}
 		lhs, rhs, ok := strings.Cut(part, "=")
 		if !ok {
-			return fmt.Errorf("line %d: initial entry %q: want NAME=VALUE", line(at), part)
+			return fmt.Errorf("line %d: initial entry %q: want NAME=VALUE or NAME @ KIND aliases LOCATION", line(at), part)
 		}
 		lhs, rhs = strings.TrimSpace(lhs), strings.TrimSpace(rhs)
 		v, err := strconv.ParseInt(rhs, 0, 64)
@@ -176,11 +189,54 @@ func (t *Test) parseInit(text string, line func(int) int) error {
 			t.Program.Threads[ti].Regs[reg] = v
 			continue
 		}
-		if !identRE.MatchString(lhs) {
+		if !identRE.MatchString(lhs) || regRE.MatchString(lhs) {
 			return fmt.Errorf("line %d: initial entry %q: %q is not a location", line(at), part, lhs)
+		}
+		if _, ok := t.Program.Aliases[lhs]; ok {
+			return fmt.Errorf("line %d: initial entry %q: %s is an alias; give the value to the location it aliases", line(at), part, lhs)
 		}
 		t.Program.Init[lhs] = v
 	}
+	return nil
+}
+
+// parseAlias reads "y @ generic aliases x": y is another virtual address
+// of x's memory (generic), or a surface, texture or constant handle of x.
+// The location aliased must be declared before.
+func (t *Test) parseAlias(part string, line int) error {
+	m := aliasRE.FindStringSubmatch(part)
+	if m == nil {
+		return fmt.Errorf("want NAME @ generic|surface|texture|constant aliases LOCATION")
+	}
+	name, kind, of := m[1], m[2], m[3]
+	var k memmodel.Proxy
+	switch kind {
+	case "generic":
+		k = memmodel.Generic
+	case "surface":
+		k = memmodel.Surface
+	case "texture":
+		k = memmodel.Texture
+	case "constant":
+		k = memmodel.Constant
+	default:
+		return fmt.Errorf("proxy %q: want generic, surface, texture or constant", kind)
+	}
+	if regRE.MatchString(name) {
+		return fmt.Errorf("%q is a register, not a location", name)
+	}
+	if _, ok := t.Program.Init[name]; ok {
+		return fmt.Errorf("%s is already a location", name)
+	}
+	if _, ok := t.Program.Aliases[name]; ok {
+		return fmt.Errorf("%s is declared twice", name)
+	}
+	_, loc := t.Program.Init[of]
+	_, alias := t.Program.Aliases[of]
+	if !loc && !alias {
+		return fmt.Errorf("%s aliases %s, which is not declared before it", name, of)
+	}
+	t.Program.Aliases[name] = memmodel.Alias{Of: of, Kind: k, Line: line}
 	return nil
 }
 
@@ -307,11 +363,29 @@ func parseInst(text string) (in memmodel.Inst, label string, err error) {
 		return nil
 	}
 	switch parts[0] {
-	case "ld", "st", "atom", "red":
+	case "ld", "st", "atom", "red", "suld", "sust", "suatom", "sured", "tld", "cold":
 		return parseMemory(parts, args)
 	case "fence":
 		if len(parts) >= 2 && parts[1] == "proxy" {
-			return in, "", fmt.Errorf("proxy fences are not modelled")
+			if len(parts) != 3 {
+				return in, "", fmt.Errorf("want fence.proxy.KIND (alias, generic, surface, texture or constant)")
+			}
+			in.Op = memmodel.OpProxyFence
+			switch parts[2] {
+			case "alias":
+				in.Proxy = memmodel.ProxyAlias
+			case "generic":
+				in.Proxy = memmodel.Generic
+			case "surface":
+				in.Proxy = memmodel.Surface
+			case "texture":
+				in.Proxy = memmodel.Texture
+			case "constant":
+				in.Proxy = memmodel.Constant
+			default:
+				return in, "", fmt.Errorf("proxy fence kind %q: want alias, generic, surface, texture or constant", parts[2])
+			}
+			return in, "", want(0)
 		}
 		if len(parts) != 3 {
 			return in, "", fmt.Errorf("want fence.sc.SCOPE or fence.acq_rel.SCOPE")
@@ -411,9 +485,27 @@ func parseInst(text string) (in memmodel.Inst, label string, err error) {
 	return in, "", fmt.Errorf("unknown instruction %q", op)
 }
 
-// parseMemory parses ld, st, atom and red with their qualifiers.
+// proxyOps maps the proxy forms of ld, st, atom and red to their plain
+// form and proxy.
+var proxyOps = map[string]struct {
+	kind  string
+	proxy memmodel.Proxy
+}{
+	"suld":   {"ld", memmodel.Surface},
+	"sust":   {"st", memmodel.Surface},
+	"suatom": {"atom", memmodel.Surface},
+	"sured":  {"red", memmodel.Surface},
+	"tld":    {"ld", memmodel.Texture},
+	"cold":   {"ld", memmodel.Constant},
+}
+
+// parseMemory parses ld, st, atom and red, and their surface, texture and
+// constant forms, with their qualifiers.
 func parseMemory(parts, args []string) (in memmodel.Inst, label string, err error) {
 	kind := parts[0]
+	if p, ok := proxyOps[kind]; ok {
+		kind, in.Proxy = p.kind, p.proxy
+	}
 	semSet, scopeSet := false, false
 	for _, q := range parts[1:] {
 		switch q {
@@ -446,6 +538,9 @@ func parseMemory(parts, args []string) (in memmodel.Inst, label string, err erro
 		case "global", "u32", "s32", "b32", "u64", "s64", "b64":
 			// The type does not change the model.
 		case "shared":
+			if in.Proxy != memmodel.Generic {
+				return in, "", fmt.Errorf("a %s access cannot be shared", in.Proxy)
+			}
 			in.Shared = true
 		case "add", "sub", "and", "or", "xor", "min", "max", "exch", "cas", "inc", "dec":
 			if kind != "atom" && kind != "red" {
@@ -494,8 +589,8 @@ func parseMemory(parts, args []string) (in memmodel.Inst, label string, err erro
 		in.Dst = args[0]
 		if v, err := strconv.ParseInt(args[1], 0, 64); err == nil {
 			// ld r, CONSTANT sets the register.
-			if in.Shared {
-				return in, "", fmt.Errorf("a constant load takes no state space")
+			if in.Shared || in.Proxy != memmodel.Generic {
+				return in, "", fmt.Errorf("a constant load takes no state space or proxy")
 			}
 			return memmodel.Inst{Op: memmodel.OpLocal, AtomOp: "mov", Dst: args[0], Args: []memmodel.Operand{{Imm: v}}}, "", nil
 		}

@@ -28,9 +28,14 @@ func Run(t *Test, opts memmodel.Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Name, err)
 	}
-	r := &Result{Test: t, Outcomes: res.Outcomes, Explored: *res}
-	some, all := false, true
+	r := &Result{Test: t, Explored: *res}
 	for _, o := range res.Outcomes {
+		if t.Filter == nil || t.Filter.Eval(o) {
+			r.Outcomes = append(r.Outcomes, o)
+		}
+	}
+	some, all := false, true
+	for _, o := range r.Outcomes {
 		if t.Cond.Eval(o) {
 			some = true
 		} else {
@@ -46,6 +51,16 @@ func Run(t *Test, opts memmodel.Options) (*Result, error) {
 		r.Holds = all
 	}
 	return r, nil
+}
+
+// Terminates decides whether every fair execution of t's program ends
+// (package memmodel's [memmodel.Terminates]); the condition plays no part.
+func Terminates(t *Test, opts memmodel.Options) (*memmodel.Termination, error) {
+	res, err := memmodel.Terminates(&t.Program, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	return res, nil
 }
 
 // FormatOutcome prints one final state as "P1:r1=1 x=2".
@@ -116,6 +131,9 @@ func Sample(t *Test, first, seeds uint64, maxSteps int) (*Sampled, error) {
 			continue
 		}
 		s.Finished++
+		if t.Filter != nil && !t.Filter.Eval(o) {
+			continue
+		}
 		if k := fmt.Sprint(o); !seen[k] {
 			seen[k] = true
 			s.Outcomes = append(s.Outcomes, o)

@@ -10,6 +10,7 @@ import (
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/rank"
 )
 
@@ -46,7 +47,7 @@ func TestSimulateOneShot(t *testing.T) {
 	if err := res.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := kernels.Reference(device.Float32, device.Sum, ins)
+	want, _ := oracle.AllReduce(device.Float32, device.Sum, ins)
 	for i, o := range outs {
 		if !bytes.Equal(o, want) {
 			t.Fatalf("rank %d: result differs from the reference", i)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
@@ -33,7 +33,7 @@ func fourByteAligned(dt device.DType, numel uint64) rank.Program {
 	return func(r *rank.Rank) error {
 		size := numel * uint64(dt.Size())
 		inputs := workload.Spec{World: r.World(), Bytes: size, DType: dt, Seed: 7}.Inputs()
-		want, err := kernels.Reference(dt, device.Sum, inputs)
+		want, err := oracle.AllReduce(dt, device.Sum, inputs)
 		if err != nil {
 			return err
 		}

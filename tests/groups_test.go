@@ -9,7 +9,7 @@ import (
 
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
@@ -48,7 +48,7 @@ func interleavedGroups(seed uint64, rounds int) rank.Program {
 			for i, m := range members {
 				inputs[i] = all[m]
 			}
-			want, err := kernels.Reference(device.Float32, device.Sum, inputs)
+			want, err := oracle.AllReduce(device.Float32, device.Sum, inputs)
 			if err != nil {
 				return err
 			}

@@ -7,7 +7,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
 )
@@ -41,7 +41,7 @@ func TestAllReduceProperty(t *testing.T) {
 		if v := s.Check(inputs, results); !v.OK() {
 			t.Fatalf("%+v: %v", s, v.Problems)
 		}
-		want, err := kernels.Reference(s.DType, s.Op, inputs)
+		want, err := oracle.AllReduce(s.DType, s.Op, inputs)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/internal/longtest"
-	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
@@ -69,7 +69,7 @@ func prepareSpecs(world int, seed uint64) ([]checkedSpec, error) {
 			return nil, fmt.Errorf("soak spec %+v: %w", s, err)
 		}
 		inputs := s.Inputs()
-		want, err := kernels.Reference(s.DType, s.Op, inputs)
+		want, err := oracle.AllReduce(s.DType, s.Op, inputs)
 		if err != nil {
 			return nil, fmt.Errorf("soak spec %+v: reference: %w", s, err)
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/simjob"
 	"github.com/symmem/symmem/workload"
@@ -61,7 +61,7 @@ func outputInSymmetricBuffer(r *rank.Rank) error {
 	for i, o := range outs {
 		name, out := o.name, o.out
 		inputs := workload.Spec{World: r.World(), Bytes: size, DType: dt, Seed: uint64(i + 1)}.Inputs()
-		want, err := kernels.Reference(dt, device.Sum, inputs)
+		want, err := oracle.AllReduce(dt, device.Sum, inputs)
 		if err != nil {
 			return err
 		}

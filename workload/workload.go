@@ -16,6 +16,7 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/rank"
 )
 
@@ -324,7 +325,7 @@ func (s Spec) Check(inputs [][]byte, results []RankResult) Verdict {
 func (s Spec) CheckRank(inputs [][]byte, r int, res RankResult) Verdict {
 	v := Verdict{Agree: true}
 	s.checkRank(&v, inputs, reference64(s, inputs), r, res)
-	if want, err := kernels.Reference(s.DType, s.Op, inputs); err != nil || !bytes.Equal(res.Output, want) {
+	if want, err := oracle.AllReduce(s.DType, s.Op, inputs); err != nil || !bytes.Equal(res.Output, want) {
 		v.Agree = false
 		v.Problems = append(v.Problems, fmt.Sprintf("rank %d: output differs bitwise from the reference every rank must produce", r))
 	}
@@ -337,10 +338,10 @@ func (s Spec) checkRank(v *Verdict, inputs [][]byte, ref []float64, r int, res R
 		v.Agree = false
 		return
 	}
-	if err := kernels.CheckClose(s.DType, s.Op, inputs, res.Output); err != nil {
+	if err := oracle.CheckClose(s.DType, s.Op, inputs, res.Output); err != nil {
 		v.Problems = append(v.Problems, fmt.Sprintf("rank %d: %v", r, err))
 	}
-	got, _ := kernels.Decode(s.DType, res.Output)
+	got, _ := oracle.Decode(s.DType, res.Output)
 	for i, g := range got {
 		if d := math.Abs(float64(g) - ref[i]); d > v.MaxAbsErr || math.IsNaN(d) {
 			v.MaxAbsErr = d
@@ -367,7 +368,7 @@ func allGuard(b []byte) bool {
 func reference64(s Spec, inputs [][]byte) []float64 {
 	ref := make([]float64, s.Numel())
 	for r, in := range inputs {
-		vals, _ := kernels.Decode(s.DType, in)
+		vals, _ := oracle.Decode(s.DType, in)
 		for i, x := range vals {
 			x := float64(x)
 			switch {

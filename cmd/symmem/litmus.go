@@ -14,11 +14,12 @@ import (
 )
 
 func newLitmusCmd() *cobra.Command {
-	var expected string
+	var expected, liveness string
 	var loopBound int
 	var seeds uint64
+	var terminates bool
 	cmd := &cobra.Command{
-		Use:   "litmus [--expected FILE.csv] [FILE.litmus...]",
+		Use:   "litmus [--expected FILE.csv] [--liveness FILE.csv] [FILE.litmus...]",
 		Short: "Judge PTX litmus tests on the simulator's memory model",
 		Long: `Runs herd-style PTX litmus tests on the simulator's memory model: every
 execution the PTX model allows is explored. For each test it prints the final
@@ -27,13 +28,16 @@ condition holds, then the data races of the allowed executions (conflicting
 accesses neither morally strong nor ordered by causality). With --expected,
 the tests named in the csv (path,verdict;
 paths relative to the csv's folder) are run too and compared with their
-verdicts; any disagreement makes the command fail. With --seeds N each file
+verdicts; any disagreement makes the command fail. With --liveness, the
+tests named in that csv (path,verdict; 1: every fair execution ends, 0:
+some fair execution spins or waits forever) are decided for termination
+and compared the same way. With --seeds N each file
 is also run N times under the operational model (the seeded step-by-step
 semantics, loads choosing among the stores they may read), which must
 reach only outcomes the exact model allows.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && expected == "" {
-				return fmt.Errorf("name litmus files or --expected FILE.csv")
+			if len(args) == 0 && expected == "" && liveness == "" {
+				return fmt.Errorf("name litmus files, --expected FILE.csv or --liveness FILE.csv")
 			}
 			if loopBound < 1 {
 				return fmt.Errorf("--loop-bound %d: want at least 1", loopBound)
@@ -50,16 +54,28 @@ reach only outcomes the exact model allows.`,
 						return err
 					}
 				}
+				if terminates {
+					if err := printTermination(out, res.Test, opts); err != nil {
+						return err
+					}
+				}
 			}
-			if expected == "" {
-				return nil
+			if expected != "" {
+				if err := checkExpected(out, expected, opts, judgeCondition); err != nil {
+					return err
+				}
 			}
-			return checkExpected(out, expected, opts)
+			if liveness != "" {
+				return checkExpected(out, liveness, opts, judgeTermination)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&expected, "expected", "", "csv of path,verdict (1: the condition holds) to compare with")
+	cmd.Flags().StringVar(&liveness, "liveness", "", "csv of path,verdict (1: every fair execution ends, 0: one may hang) to compare with")
 	cmd.Flags().IntVar(&loopBound, "loop-bound", 2, "backward jumps one thread may take")
 	cmd.Flags().Uint64Var(&seeds, "seeds", 0, "also run each file this many times under the operational model")
+	cmd.Flags().BoolVar(&terminates, "terminates", false, "also decide whether every fair execution of each file ends, and show a hang")
 	return cmd
 }
 
@@ -97,6 +113,28 @@ func runLitmus(out io.Writer, path string, opts memmodel.Options) (*litmus.Resul
 	return res, nil
 }
 
+// printTermination decides whether every fair execution of t ends and
+// prints a hang when one may not.
+func printTermination(out io.Writer, t *litmus.Test, opts memmodel.Options) error {
+	res, err := litmus.Terminates(t, opts)
+	if err != nil {
+		return err
+	}
+	if res.Ends {
+		fmt.Fprintf(out, "  termination: every fair execution ends (%d candidate executions", res.Candidates)
+		if res.CutRuns > 0 {
+			fmt.Fprintf(out, ", %d runs cut at the loop bound", res.CutRuns)
+		}
+		fmt.Fprintln(out, ")")
+		return nil
+	}
+	fmt.Fprintln(out, "  termination: a fair execution may hang:")
+	for _, te := range res.Hang {
+		fmt.Fprintf(out, "    %s %s\n", t.Program.Threads[te.Thread].Name, te)
+	}
+	return nil
+}
+
 // sampleLitmus runs a judged test under the operational model and
 // compares what it reaches with the exact outcomes.
 func sampleLitmus(out io.Writer, res *litmus.Result, seeds uint64) error {
@@ -117,9 +155,39 @@ func sampleLitmus(out io.Writer, res *litmus.Result, seeds uint64) error {
 	return nil
 }
 
-// checkExpected runs every test of a verdict csv and prints the agreement
-// table; it fails on any disagreement.
-func checkExpected(out io.Writer, csvPath string, opts memmodel.Options) error {
+// judge gives a test's verdict for a verdict csv, and words for it.
+type judge struct {
+	verdict func(*litmus.Test, memmodel.Options) (bool, error)
+	yes, no string
+}
+
+// judgeCondition: whether the test's condition holds.
+var judgeCondition = judge{
+	verdict: func(t *litmus.Test, opts memmodel.Options) (bool, error) {
+		res, err := litmus.Run(t, opts)
+		if err != nil {
+			return false, err
+		}
+		return res.Holds, nil
+	},
+	yes: "holds", no: "does not hold",
+}
+
+// judgeTermination: whether every fair execution ends.
+var judgeTermination = judge{
+	verdict: func(t *litmus.Test, opts memmodel.Options) (bool, error) {
+		res, err := litmus.Terminates(t, opts)
+		if err != nil {
+			return false, err
+		}
+		return res.Ends, nil
+	},
+	yes: "ends", no: "may hang",
+}
+
+// checkExpected judges every test of a verdict csv and prints the
+// agreement table; it fails on any disagreement.
+func checkExpected(out io.Writer, csvPath string, opts memmodel.Options, j judge) error {
 	f, err := os.Open(csvPath)
 	if err != nil {
 		return err
@@ -136,13 +204,13 @@ func checkExpected(out io.Writer, csvPath string, opts memmodel.Options) error {
 	var rows []row
 	agree := 0
 	for _, v := range verdicts {
-		r := row{path: v.Path, want: verdictWord(v.Holds)}
+		r := row{path: v.Path, want: j.word(v.Holds)}
 		t, err := litmus.ParseFile(filepath.Join(filepath.Dir(csvPath), v.Path))
 		if err == nil {
-			var res *litmus.Result
-			if res, err = litmus.Run(t, opts); err == nil {
-				r.got = verdictWord(res.Holds)
-				if res.Holds == v.Holds {
+			var got bool
+			if got, err = j.verdict(t, opts); err == nil {
+				r.got = j.word(got)
+				if got == v.Holds {
 					agree++
 				} else {
 					r.fail = "DISAGREE"
@@ -176,9 +244,9 @@ func accessName(t *litmus.Test, a memmodel.Access) string {
 	return fmt.Sprintf("%s's %s (line %d)", t.Program.Threads[a.Thread].Name, kind, a.Line)
 }
 
-func verdictWord(holds bool) string {
-	if holds {
-		return "holds"
+func (j judge) word(yes bool) string {
+	if yes {
+		return j.yes
 	}
-	return "does not hold"
+	return j.no
 }

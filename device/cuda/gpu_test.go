@@ -16,6 +16,7 @@ import (
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
 	"github.com/symmem/symmem/kernels/cabi"
+	"github.com/symmem/symmem/oracle"
 )
 
 // The tests below run on real GPUs: only with SYMMEM_GPU_TESTS=1 and a
@@ -419,7 +420,7 @@ func fill(rng *rand.Rand, dt device.DType, n int) []byte {
 }
 
 // allReduceCase runs every all-reduce form on one tensor and compares each
-// result bitwise with kernels.Reference. The tensor of numel elements lies
+// result bitwise with oracle.AllReduce. The tensor of numel elements lies
 // at byte offset off of every rank's buffer, between sentinel bytes that
 // must survive.
 func (w *world) allReduceCase(rng *rand.Rand, dt device.DType, op device.ReduceOp, off, numel uint64) {
@@ -432,7 +433,7 @@ func (w *world) allReduceCase(rng *rand.Rand, dt device.DType, op device.ReduceO
 	for r := range inputs {
 		inputs[r] = fill(rng, dt, int(numel))
 	}
-	want, err := kernels.Reference(dt, op, inputs)
+	want, err := oracle.AllReduce(dt, op, inputs)
 	must(t, err)
 	region := off + bytesN + 64
 	sentinel := bytes.Repeat([]byte{0x5a}, int(region))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 )
 
 type variant struct {
@@ -146,11 +147,11 @@ func (h *harness) allReduce(c reduceCase, inputs [][]byte) ([][]byte, error) {
 // check compares every rank's result with the reference, bitwise.
 func checkResults(t *testing.T, c reduceCase, inputs, results [][]byte) {
 	t.Helper()
-	want, err := kernels.Reference(c.dt, c.op, inputs)
+	want, err := oracle.AllReduce(c.dt, c.op, inputs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := kernels.CheckClose(c.dt, c.op, inputs, want); err != nil {
+	if err := oracle.CheckClose(c.dt, c.op, inputs, want); err != nil {
 		t.Fatalf("%v: reference is not close to the exact result: %v", c, err)
 	}
 	for r, got := range results {

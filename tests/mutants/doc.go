@@ -32,14 +32,19 @@
 // mutants of fuzzMutants, its original ones and breakages of barrier
 // presence, orders and scopes, block synchronisation, the low-latency
 // workspace and flags, chunk bounds, Store exchange rounds, the fd ring,
-// pad zeroing and stream order, and the shapes of four bugs that once
+// pad zeroing and stream order, and the shapes of five bugs that once
 // survived (a max that drops a NaN from rank >= 1, a min whose ties go to
-// the later rank, an asynchronous intra-node two-shot that never copies
-// its result back, a wait_signal that loses its timeout), until a case
-// fails, and logs the number of schedules each took (the goal is every
-// mutant within 2,000). The reduction mutants run the real kernel bodies,
-// registered under another name (test builds only), against a block whose
-// stores of reduced vectors carry the broken result. Every mutant runs
+// the later rank, a bfloat16 avg that divides before summing, an
+// asynchronous intra-node two-shot that never copies its result back, a
+// wait_signal that loses its timeout), until a case fails, and logs the
+// number of schedules each took (the goal is every mutant within 2,000).
+// The reduction mutants run the real kernel bodies, registered under
+// another name (test builds only), against a block whose stores of reduced
+// vectors carry the result of the reducer's rule with one change. The
+// three of them once survived because the fuzzer's reference called the
+// kernels' own reducer, so that a bug there changed the expected result
+// too; the reference is now package oracle, which shares no code with the
+// kernels. Every mutant runs
 // with SYMMEM_LONG=1, a fast smoke subset otherwise; SYMMEM_MUTANTS, a
 // list of mutant numbers, picks some.
 //

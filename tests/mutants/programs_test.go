@@ -7,6 +7,7 @@ import (
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/signal"
 )
@@ -32,7 +33,7 @@ func expect(ranks []int, it int) []byte {
 	for i, r := range ranks {
 		ins[i] = input(r, it)
 	}
-	want, _ := kernels.Reference(device.Float32, device.Sum, ins)
+	want, _ := oracle.AllReduce(device.Float32, device.Sum, ins)
 	return want
 }
 

@@ -3,19 +3,26 @@ package mutants
 import (
 	"encoding/binary"
 	"errors"
-	"math"
+	"slices"
 	"time"
 
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/signal"
 )
 
-// The shapes of four bugs that once survived 2,000 schedules of symmem
-// fuzz: a max that drops a NaN arriving from a rank other than 0, a min
-// whose ties go to the later rank (the sign of a zero changes), an
-// asynchronous intra-node two-shot that never copies its result back, and
-// a wait_signal whose timeout never reaches the rank.
+// The shapes of bugs that once survived 2,000 schedules of symmem fuzz: an
+// asynchronous intra-node two-shot that never copies its result back, a
+// wait_signal whose timeout never reaches the rank, and three bugs of the
+// reducer the Go twins use (kernels/reduce.go), which survived while the
+// fuzzer's reference called that reducer too: a max that drops a NaN
+// arriving from a rank other than 0, a min whose ties go to the later rank
+// (the sign of a zero changes) and a bfloat16 avg that divides before
+// summing. The reduction mutants are the reducer's rules with one change,
+// carried into the stores of reduced vectors; the reference (package
+// oracle) shares no code with the kernels, so to the fuzzer they are the
+// same as the bug planted in the reducer itself.
 
 // reductionMutant is a broken reduction: given the ranks' elements (in
 // rank order) and the right result, it returns what the broken kernel
@@ -53,8 +60,9 @@ func mutantKernels(name string, m reductionMutant) map[string]string {
 
 // Registered once: the registry refuses a name twice.
 var (
-	nanDroppingMax = mutantKernels("max drops a NaN from rank >= 1", dropNaN)
-	laterMinTies   = mutantKernels("min ties go to the later rank", laterTies)
+	nanDroppingMax   = mutantKernels("max drops a NaN from rank >= 1", dropNaN)
+	laterMinTies     = mutantKernels("min ties go to the later rank", laterTies)
+	dividingFirstAvg = mutantKernels("bf16 avg divides before summing", divideFirst)
 )
 
 // reducingBlock watches a collective block's loads: once it has read the
@@ -85,22 +93,35 @@ func (b *reducingBlock) Load(p device.Ptr, dst []byte) error {
 		return nil
 	}
 	r := len(b.srcs)
-	if r == w {
+	if r == w || !b.rankLoad(r, p, len(dst)) {
+		// Not the next rank's span: perhaps the first rank's, of a
+		// new vector (another load, such as of the pad pointers, may
+		// have looked like one).
 		r, b.srcs = 0, nil
+		if !b.rankLoad(0, p, len(dst)) {
+			return nil
+		}
 	}
-	off := uint64(p) - uint64(b.bufs[r])
-	if uint64(p) < uint64(b.bufs[r]) || (r > 0 && (off != b.off || len(dst) != len(b.srcs[0]))) {
-		b.srcs = nil
-		return nil
+	if r == 0 {
+		b.off = uint64(p) - uint64(b.bufs[0])
 	}
-	b.off = off
 	b.srcs = append(b.srcs, append([]byte(nil), dst...))
 	return nil
 }
 
+// rankLoad reports whether a load of n bytes at p can be rank r's share of
+// the vector being gathered: inside rank r's buffer at the offset rank 0's
+// had, as long as it.
+func (b *reducingBlock) rankLoad(r int, p device.Ptr, n int) bool {
+	if uint64(p) < uint64(b.bufs[r]) {
+		return false
+	}
+	return r == 0 || uint64(p)-uint64(b.bufs[r]) == b.off && n == len(b.srcs[0])
+}
+
 func (b *reducingBlock) Store(p device.Ptr, src []byte) error {
 	if len(b.srcs) == int(b.a.World) && len(src) == len(b.srcs[0]) {
-		right, err := kernels.Reference(b.a.DType, b.a.Op, b.srcs)
+		right, err := oracle.AllReduce(b.a.DType, b.a.Op, b.srcs)
 		if err == nil && string(right) == string(src) {
 			src = b.m(b.a.DType, b.a.Op, b.srcs, right)
 		}
@@ -108,63 +129,96 @@ func (b *reducingBlock) Store(p device.Ptr, src []byte) error {
 	return b.Block.Store(p, src)
 }
 
-// dropNaN is a max that ignores a NaN arriving from a rank other than 0:
-// as if those NaNs were -inf.
-func dropNaN(dt device.DType, op device.ReduceOp, srcs [][]byte, right []byte) []byte {
-	if op != device.Max {
-		return right
-	}
-	fixed := make([][]byte, len(srcs))
-	for r, src := range srcs {
-		fixed[r] = src
-		if r == 0 {
-			continue
+// perElement is the reduction mutant of a broken rule, for the dtypes and
+// ops applies accepts (the others reduce right): rule reduces one element
+// of every rank, xs in rank order, decoded exactly; its result is rounded
+// to the dtype and stored as the kernels store it, a NaN as the canonical
+// NaN. The rules below are the kernels' reducer (kernels/reduce.go) with
+// one change each.
+func perElement(applies func(device.DType, device.ReduceOp) bool, rule func(xs []float32) float32) reductionMutant {
+	return func(dt device.DType, op device.ReduceOp, srcs [][]byte, right []byte) []byte {
+		if !applies(dt, op) {
+			return right
 		}
-		vals, err := kernels.Decode(dt, src)
+		vals := make([][]float32, len(srcs))
+		for r, src := range srcs {
+			var err error
+			if vals[r], err = kernels.Decode(dt, src); err != nil {
+				return right
+			}
+		}
+		out := make([]float32, len(vals[0]))
+		xs := make([]float32, len(srcs))
+		for i := range out {
+			for r := range vals {
+				xs[r] = vals[r][i]
+			}
+			out[i] = rule(xs)
+		}
+		b, err := kernels.Encode(dt, out)
 		if err != nil {
 			return right
 		}
-		for i, v := range vals {
-			if v != v {
-				vals[i] = float32(math.Inf(-1))
+		for i, v := range out {
+			switch {
+			case v == v:
+			case dt == device.Float32:
+				binary.LittleEndian.PutUint32(b[4*i:], kernels.CanonicalNaN32)
+			case dt == device.BFloat16:
+				binary.LittleEndian.PutUint16(b[2*i:], kernels.CanonicalNaNBF16)
+			default:
+				binary.LittleEndian.PutUint16(b[2*i:], kernels.CanonicalNaNF16)
 			}
 		}
-		if fixed[r], err = kernels.Encode(dt, vals); err != nil {
-			return right
-		}
+		return b
 	}
-	out, err := kernels.Reference(dt, op, fixed)
-	if err != nil {
-		return right
-	}
-	return out
 }
 
-// laterTies is a min whose ties go to the later rank: where the minimum is
-// a zero, the result takes the sign of the zero of the highest rank.
-func laterTies(dt device.DType, op device.ReduceOp, srcs [][]byte, right []byte) []byte {
-	if op != device.Min {
-		return right
+// only accepts op on the dtypes dts (on every dtype when dts is empty).
+func only(op device.ReduceOp, dts ...device.DType) func(device.DType, device.ReduceOp) bool {
+	return func(dt device.DType, o device.ReduceOp) bool {
+		return o == op && (len(dts) == 0 || slices.Contains(dts, dt))
 	}
-	got, err := kernels.Decode(dt, right)
-	if err != nil {
-		return right
-	}
-	out := append([]byte(nil), right...)
-	size := dt.Size()
-	for i, v := range got {
-		if v != 0 {
-			continue
-		}
-		for r := len(srcs) - 1; r >= 0; r-- {
-			if x, _ := kernels.Decode(dt, srcs[r][i*size:(i+1)*size]); x[0] == 0 {
-				copy(out[i*size:], srcs[r][i*size:(i+1)*size])
-				break
-			}
-		}
-	}
-	return out
 }
+
+// dropNaN is a max that takes x[r] only when x[r] > acc: a NaN arriving
+// from a rank other than 0 is dropped (one from rank 0 still wins, as no
+// value compares greater than it).
+var dropNaN = perElement(only(device.Max), func(xs []float32) float32 {
+	acc := xs[0]
+	for _, x := range xs[1:] {
+		if x > acc {
+			acc = x
+		}
+	}
+	return acc
+})
+
+// laterTies is a min that takes x[r] when x[r] is NaN or x[r] <= acc: of
+// equal values the later rank's wins, which shows where -0 and +0 meet
+// (NaN payloads never reach a result: a NaN is stored canonical).
+var laterTies = perElement(only(device.Min), func(xs []float32) float32 {
+	acc := xs[0]
+	for _, x := range xs[1:] {
+		if x != x || x <= acc {
+			acc = x
+		}
+	}
+	return acc
+})
+
+// divideFirst is a bfloat16 avg that divides every rank's value by W and
+// sums the quotients: wrong where the sum overflows float32 and the
+// quotients do not (the largest bfloat16 values), and in the last bit
+// where the quotients round differently from the sum's.
+var divideFirst = perElement(only(device.Avg, device.BFloat16), func(xs []float32) float32 {
+	w := float32(len(xs))
+	acc := float32(xs[0] / w)
+	for _, x := range xs[1:] {
+		acc = float32(acc + float32(x/w))
+	}
+	return acc
+})
 
 // renamed sends the all-reduce kernels named in names to their mutated
 // copies, for reductions op.
@@ -238,7 +292,7 @@ func (b *lostWaitError) CAS32(p device.Ptr, old, new uint32, o signal.Order, s s
 	return b.Block.CAS32(p, old, new, o, s)
 }
 
-// survivorMutants are the four shapes, for the fuzzer's table.
+// survivorMutants are the five shapes, for the fuzzer's table.
 func survivorMutants() []fuzzMutant {
 	return []fuzzMutant{
 		{"max drops a NaN from rank >= 1", devices(func(d device.Device) device.Device {
@@ -246,6 +300,9 @@ func survivorMutants() []fuzzMutant {
 		})},
 		{"min ties go to the later rank (sign of zero)", devices(func(d device.Device) device.Device {
 			return &renamed{Device: d, names: laterMinTies, op: device.Min}
+		})},
+		{"bf16 avg divides before summing", devices(func(d device.Device) device.Device {
+			return &renamed{Device: d, names: dividingFirstAvg, op: device.Avg}
 		})},
 		{"async intra-node two-shot never copies back", devices(func(d device.Device) device.Device { return &noCopyBack{Device: d} })},
 		{"wait_signal loses its timeout", blocks(func(b kernels.Block) kernels.Block {

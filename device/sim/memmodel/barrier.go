@@ -58,6 +58,26 @@ func (x *explorer) barrierSchedules(g *graph) ([]rel, error) {
 				if len(members) == 0 {
 					break
 				}
+				// An instance completes when every thread of the CTA
+				// that has a barrier instruction naming it has arrived
+				// or ended; one that spins or waits elsewhere forever
+				// keeps it waiting.
+				complete := true
+				for ti := range x.prog.Threads {
+					th := &x.prog.Threads[ti]
+					if th.GPU == k.gpu && th.CTA == k.cta && g.ends[ti] != finished && len(a.byThread[ti]) <= inst && mayArrive(th, k) {
+						complete = false
+					}
+				}
+				for _, m := range members {
+					b := g.blockedAt(m)
+					if complete && b || !complete && !b && !g.ev[m].arrive {
+						return nil, nil // a run waits that is released, or passes a barrier that never completes
+					}
+				}
+				if !complete {
+					continue
+				}
 				for _, m := range members {
 					for _, w := range members {
 						if m != w && !g.ev[w].arrive {
@@ -95,9 +115,14 @@ func (x *explorer) barrierSchedules(g *graph) ([]rel, error) {
 					if g.ev[w].arrive {
 						continue
 					}
-					if m > total {
+					// A waiter not released must be a run's last event,
+					// blocked; one released must not be.
+					if (m > total) != g.blockedAt(w) {
 						al.hang = true
 						break
+					}
+					if m > total {
+						continue
 					}
 					for j := 0; j < m; j++ {
 						if j != k {

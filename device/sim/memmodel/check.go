@@ -87,8 +87,7 @@ func (x *explorer) check(g *graph, rf []int) error {
 	{
 		b := base0.clone()
 		b.close()
-		cause := b.clone()
-		cause.union(obs.compose(b))
+		cause := x.causality(g, b, obs)
 		for r, w := range rf {
 			if w >= 0 && cause.has(r, w) {
 				x.res.Candidates++
@@ -131,13 +130,12 @@ func (x *explorer) check(g *graph, rf []int) error {
 			base.union(sb)
 			base.union(sf)
 			base.close()
-			cause := base.clone()
-			cause.union(obs.compose(base))
-			ok, err := x.coherence(g, rf, cause, sf)
+			cause := x.causality(g, base, obs)
+			ok, err := x.coherence(g, rf, base, cause, sf)
 			if err != nil {
 				return err
 			}
-			if ok {
+			if ok && !x.live {
 				x.races(g, cause)
 			}
 		}
@@ -163,6 +161,139 @@ func (x *explorer) budget() error {
 	return nil
 }
 
+// spinsOnLast reports whether every read of a spin loop's last round reads
+// a write that no write of its location follows in coherence order: the
+// value a fair execution eventually reads forever.
+func spinsOnLast(g *graph, rf []int, co rel) bool {
+	for r := range g.ev {
+		if !g.ev[r].spin {
+			continue
+		}
+		w := rf[r]
+		for v := range g.ev {
+			if co.has(w, v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// causality is the causality order from the base causality order cb: the
+// order proxies preserve (preserved), after an optional observation.
+// Without aliases or proxies the base order is used whole: every axiom
+// reads causality between memory operations of one location only, where
+// the two agree.
+func (x *explorer) causality(g *graph, cb, obs rel) rel {
+	pp := cb
+	if x.proxies {
+		pp = x.preserved(g, cb)
+	}
+	cause := pp.clone()
+	cause.union(obs.compose(pp))
+	return cause
+}
+
+// preserved is the part of the base causality order cb that proxies
+// preserve, between memory operations of one physical location:
+//   - both generic, on one generic address;
+//   - both of one proxy, in one CTA, on one generic address;
+//   - on one generic address, from a left end to a right end in cb: the
+//     left end is the first operation if it is generic, or a proxy fence
+//     of its proxy and CTA after it; the right end is the second operation
+//     if generic, or a proxy fence of its proxy and CTA before it;
+//   - on any address of the location, from a left end through a
+//     fence.proxy.alias to a right end.
+func (x *explorer) preserved(g *graph, cb rel) rel {
+	n := len(g.ev)
+	out := newRel(n)
+	var fences, aliasFences []int
+	for i := range g.ev {
+		if e := &g.ev[i]; e.kind == evFence && e.thread >= 0 {
+			if e.proxy == ProxyAlias {
+				aliasFences = append(aliasFences, i)
+			} else {
+				fences = append(fences, i)
+			}
+		}
+	}
+	sameCTA := func(a, b *event) bool {
+		ta, tb := &x.prog.Threads[a.thread], &x.prog.Threads[b.thread]
+		return ta.GPU == tb.GPU && ta.CTA == tb.CTA
+	}
+	// ends lists the left (after) or right (before) ends of memory
+	// operation m.
+	ends := func(m int, left bool) []int {
+		em := &g.ev[m]
+		var out []int
+		if em.proxy == Generic {
+			out = append(out, m)
+		}
+		for _, f := range fences {
+			ef := &g.ev[f]
+			if ef.proxy != em.proxy || !sameCTA(ef, em) {
+				continue
+			}
+			if left && cb.has(m, f) || !left && cb.has(f, m) {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	lefts, rights := make([][]int, n), make([][]int, n)
+	for i := range g.ev {
+		if e := &g.ev[i]; e.memory() && e.thread >= 0 {
+			lefts[i], rights[i] = ends(i, true), ends(i, false)
+		}
+	}
+	for a := range g.ev {
+		ea := &g.ev[a]
+		if !ea.memory() || ea.thread < 0 {
+			continue
+		}
+		for b := range g.ev {
+			eb := &g.ev[b]
+			if !eb.memory() || eb.thread < 0 || eb.loc != ea.loc || !cb.has(a, b) {
+				continue
+			}
+			if preserves(cb, ea, eb, a, b, lefts[a], rights[b], aliasFences, sameCTA) {
+				out.set(a, b)
+			}
+		}
+	}
+	return out
+}
+
+// preserves decides one pair of preserved: memory operations a and b of
+// one location with cb(a, b), the left ends of a and right ends of b.
+func preserves(cb rel, ea, eb *event, a, b int, lefts, rights, aliasFences []int, sameCTA func(a, b *event) bool) bool {
+	if ea.vloc == eb.vloc {
+		if ea.proxy == eb.proxy && (ea.proxy == Generic || sameCTA(ea, eb)) {
+			return true
+		}
+		for _, l := range lefts {
+			for _, r := range rights {
+				if l == a && r == b || cb.has(l, r) {
+					return true
+				}
+			}
+		}
+	}
+	for _, h := range aliasFences {
+		for _, l := range lefts {
+			if !cb.has(l, h) {
+				continue
+			}
+			for _, r := range rights {
+				if cb.has(h, r) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 func equal(a, b rel) bool {
 	for i := range a.b {
 		if a.b[i] != b.b[i] {
@@ -182,9 +313,9 @@ func (x *explorer) releasePattern(g *graph, a, w int) bool {
 	}
 	switch ea.kind {
 	case evWrite:
-		return ea.sem == Release && (a == w || g.po.has(a, w) && ea.loc == ew.loc)
+		return ea.sem == Release && (a == w || g.po.has(a, w) && ea.vloc == ew.vloc)
 	case evFence:
-		return g.po.has(a, w)
+		return (ea.sem == AcqRel || ea.sem == SC) && g.po.has(a, w)
 	}
 	return false
 }
@@ -199,22 +330,23 @@ func (x *explorer) acquirePattern(g *graph, r, b int) bool {
 	}
 	switch eb.kind {
 	case evRead:
-		return eb.sem == Acquire && (r == b || g.po.has(r, b) && er.loc == eb.loc)
+		return eb.sem == Acquire && (r == b || g.po.has(r, b) && er.vloc == eb.vloc)
 	case evFence:
-		return g.po.has(r, b)
+		return (eb.sem == AcqRel || eb.sem == SC) && g.po.has(r, b)
 	}
 	return false
 }
 
 // coherence enumerates the coherence orders allowed by causality for one
 // causality order and checks the remaining axioms; it reports whether one
-// was consistent.
-func (x *explorer) coherence(g *graph, rf []int, cause, sf rel) (bool, error) {
+// was consistent. base is the causality order before proxies, which
+// orders fences.
+func (x *explorer) coherence(g *graph, rf []int, base, cause, sf rel) (bool, error) {
 	n := len(g.ev)
 	// FenceSC: fence-SC order never contradicts causality.
 	for a := 0; a < n; a++ {
 		for b := 0; b < n; b++ {
-			if sf.has(a, b) && cause.has(b, a) {
+			if sf.has(a, b) && base.has(b, a) {
 				x.res.Candidates++
 				return false, x.budget()
 			}
@@ -279,6 +411,14 @@ func (x *explorer) coherence(g *graph, rf []int, cause, sf rel) (bool, error) {
 		co.close()
 		if co.reflexive() || !x.consistentWith(g, rf, cause, co) {
 			continue
+		}
+		if x.live {
+			if !spinsOnLast(g, rf, co) {
+				continue
+			}
+			x.res.Consistent++
+			x.recordHang(g)
+			return true, errHang
 		}
 		x.res.Consistent++
 		consistent = true

@@ -4,12 +4,12 @@
 // and keeps those the model's axioms accept.
 //
 // The axioms are those of the PTX ISA's "Memory Consistency Model" as
-// formalised in the cat model ptx-v7.5 without proxies:
+// formalised in the cat model ptx-v7.5, proxies included:
 //
-//   - morally strong: two operations related in program order, or both
-//     strong (relaxed, acquire, release, acq_rel, sc, or a fence) with
-//     scopes that each include the other's thread; two memory operations
-//     must also be on the same location;
+//   - morally strong: two operations of one proxy related in program
+//     order, or both strong (relaxed, acquire, release, acq_rel, sc, or a
+//     fence) with scopes that each include the other's thread; two memory
+//     operations must also be on the same generic (virtual) address;
 //   - observation: a write is observed by a morally strong read of its
 //     value, and through chains of atomic read-modify-writes;
 //   - release patterns (a release write, or an acq_rel/sc fence followed by
@@ -17,8 +17,13 @@
 //     or a strong read followed by an acq_rel/sc fence) they are observed
 //     by, when the pattern's ends are morally strong;
 //   - base causality is program order, synchronization, fence-SC order and
-//     barrier synchronisation closed transitively; causality adds a leading
-//     observation;
+//     barrier synchronisation closed transitively; proxies keep of it, for
+//     two memory operations of one location, only what a proxy-preserving
+//     path gives: both generic on one address; both of one proxy, in one
+//     CTA, on one address; or through proxy fences of the operations'
+//     proxies (fence.proxy.surface, .texture, .constant) in their CTAs,
+//     and between different virtual addresses of the location through a
+//     fence.proxy.alias; causality adds a leading observation;
 //   - Coherence (causally ordered writes to a location are in coherence
 //     order; morally strong writes are ordered), FenceSC (fence-SC order
 //     never contradicts causality), Atomicity (no morally strong write
@@ -39,7 +44,17 @@
 //
 // Loops are unrolled up to [Options.LoopBound] backward jumps per thread; a
 // run that needs more is dropped and counted in [Result.CutRuns].
-// Proxies (texture, surface, constant and alias fences) are not modelled.
+//
+// Locations are physical; [Program.Aliases] gives a location more names:
+// "y @ generic aliases x" is a second virtual address of x's memory, "s @
+// surface aliases x" a surface handle of x's own address. Accesses carry
+// the proxy of their instruction ([Inst.Proxy]: ld/st/atom generic,
+// suld/sust/suatom/sured surface, tld texture, cold constant).
+//
+// [Terminates] decides termination under fair scheduling: whether some
+// execution leaves a thread spinning forever on values that no longer
+// change, or waiting at a barrier that never completes, while every other
+// thread has ended or is stuck too.
 //
 // [Simulate] is an operational model of the same axioms: seeded runs that
 // reach a subset of the allowed outcomes and nothing forbidden (not load

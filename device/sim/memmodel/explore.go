@@ -17,6 +17,16 @@ type Options struct {
 	MaxCandidates int
 }
 
+func (o Options) withDefaults() Options {
+	if o.LoopBound <= 0 {
+		o.LoopBound = 2
+	}
+	if o.MaxCandidates <= 0 {
+		o.MaxCandidates = 20_000_000
+	}
+	return o
+}
+
 // Observable names a value of the final state: a register of a thread, or
 // a location when Thread is -1.
 type Observable struct {
@@ -62,11 +72,17 @@ type explorer struct {
 	prog     *Program
 	opts     Options
 	locs     []string
-	locIndex map[string]int
-	obs      []Observable
-	res      Result
-	seen     map[string]bool
-	raced    map[Race]bool
+	locIndex map[string]int // a name (location or alias) to its physical location
+	vloc     map[string]int // a name to its generic address
+	proxies  bool           // whether the program has aliases or non-generic proxies
+	// live is set when deciding termination: runs may end spinning or
+	// blocked, and an execution in which some thread does is sought.
+	live  bool
+	hang  []ThreadEnd // the hang found, when live
+	obs   []Observable
+	res   Result
+	seen  map[string]bool
+	raced map[Race]bool
 }
 
 // Explore enumerates the executions of p the PTX model allows and returns
@@ -75,17 +91,9 @@ func Explore(p *Program, obs []Observable, opts Options) (*Result, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.LoopBound <= 0 {
-		opts.LoopBound = 2
-	}
-	if opts.MaxCandidates <= 0 {
-		opts.MaxCandidates = 20_000_000
-	}
-	x := &explorer{prog: p, opts: opts, locIndex: map[string]int{}, obs: obs, seen: map[string]bool{}, raced: map[Race]bool{}}
-	x.locs = p.locations()
-	for i, l := range x.locs {
-		x.locIndex[l] = i
-	}
+	opts = opts.withDefaults()
+	x := newExplorer(p, opts)
+	x.obs = obs
 	for _, o := range obs {
 		if o.Thread == -1 {
 			if _, ok := x.locIndex[o.Name]; !ok {
@@ -106,6 +114,40 @@ func Explore(p *Program, obs []Observable, opts Options) (*Result, error) {
 		return slices.Compare(x.res.Outcomes[i], x.res.Outcomes[j]) < 0
 	})
 	return &x.res, nil
+}
+
+// newExplorer indexes p's locations, aliases and generic addresses.
+func newExplorer(p *Program, opts Options) *explorer {
+	x := &explorer{prog: p, opts: opts, locIndex: map[string]int{}, vloc: map[string]int{}, seen: map[string]bool{}, raced: map[Race]bool{}}
+	x.locs = p.locations()
+	for i, l := range x.locs {
+		x.locIndex[l] = i
+		x.vloc[l] = i
+	}
+	aliases := make([]string, 0, len(p.Aliases))
+	for n := range p.Aliases {
+		aliases = append(aliases, n)
+	}
+	sort.Strings(aliases)
+	for _, n := range aliases {
+		x.locIndex[n] = x.locIndex[p.physical(n)]
+		x.proxies = true
+	}
+	for _, n := range aliases {
+		g := p.generic(n)
+		if _, ok := x.vloc[g]; !ok {
+			x.vloc[g] = len(x.vloc)
+		}
+		x.vloc[n] = x.vloc[g]
+	}
+	for _, t := range p.Threads {
+		for _, in := range t.Code {
+			if in.Proxy != Generic {
+				x.proxies = true
+			}
+		}
+	}
+	return x
 }
 
 // allRuns computes every thread's runs over the values each location can
@@ -261,8 +303,16 @@ func (x *explorer) combine(runs [][]run) error {
 		}
 		return true
 	}
+	allFinished := func() bool {
+		for ti, ri := range pick {
+			if runs[ti][ri].end != finished {
+				return false
+			}
+		}
+		return true
+	}
 	for {
-		if feasible() {
+		if feasible() && !(x.live && allFinished()) {
 			if err := x.execution(runs, pick); err != nil {
 				return err
 			}
@@ -288,18 +338,34 @@ type graph struct {
 	regs   []map[string]int64
 	po, ms rel
 	rmwW   []int // the write of a read's read-modify-write, or -1
+	ends   []end // how each thread's run ends
+}
+
+// blockedAt reports whether event i is a barrier its thread waits at
+// forever: the last event of a run that ends blocked.
+func (g *graph) blockedAt(i int) bool {
+	t := g.ev[i].thread
+	if t < 0 || g.ends[t] != blocked {
+		return false
+	}
+	last := len(g.ev) - 1
+	if t+1 < len(g.first) {
+		last = g.first[t+1] - 1
+	}
+	return i == last
 }
 
 // execution examines every reads-from choice for one choice of runs.
 func (x *explorer) execution(runs [][]run, pick []int) error {
 	g := &graph{}
 	for l := range x.locs {
-		g.ev = append(g.ev, event{kind: evWrite, thread: -1, loc: l, val: x.prog.Init[x.locs[l]], sem: Weak})
+		g.ev = append(g.ev, event{kind: evWrite, thread: -1, loc: l, vloc: l, val: x.prog.Init[x.locs[l]], sem: Weak})
 	}
 	for ti, p := range pick {
 		g.first = append(g.first, len(g.ev))
 		g.ev = append(g.ev, runs[ti][p].events...)
 		g.regs = append(g.regs, runs[ti][p].regs)
+		g.ends = append(g.ends, runs[ti][p].end)
 	}
 	n := len(g.ev)
 	// Each read's candidate writes: same location, same value.
@@ -385,13 +451,18 @@ func strong(e *event) bool {
 	return false
 }
 
-// morallyStrong is the model's morally-strong relation (without proxies).
+// morallyStrong is the model's morally-strong relation: two operations
+// of one proxy (an alias fence has none), memory operations of one
+// generic address, related in program order or both strong with scopes
+// that include each other's thread.
 func (x *explorer) morallyStrong(a, b *event) bool {
 	if a.kind == evBarrier || b.kind == evBarrier {
 		return false
 	}
-	mem := func(e *event) bool { return e.kind == evRead || e.kind == evWrite }
-	if mem(a) && mem(b) && a.loc != b.loc {
+	if a.proxy != b.proxy || a.proxy == ProxyAlias {
+		return false
+	}
+	if a.memory() && b.memory() && a.vloc != b.vloc {
 		return false
 	}
 	if a.thread < 0 || b.thread < 0 {

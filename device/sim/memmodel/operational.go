@@ -89,6 +89,12 @@ func Simulate(p *Program, obs []Observable, seed uint64, maxSteps int) (vals []i
 	for i, l := range locs {
 		li[l] = i
 	}
+	// An alias is its physical location: the operational model orders
+	// every access of a location as if through one proxy, which allows
+	// less than the PTX model, never more.
+	for n := range p.Aliases {
+		li[n] = li[p.physical(n)]
+	}
 	hist := make([][]message, len(locs))
 	for i, l := range locs {
 		hist[i] = []message{{val: p.Init[l], thread: -1}}
@@ -351,19 +357,28 @@ func (x *explorer) releaseBarriers(ths []*opThread, bars map[barrierKey]*opBarri
 }
 
 // mayArrive reports whether thread th has a barrier instruction that can
-// name barrier key (a register operand can name any).
+// name barrier key. A register operand names its initial value when the
+// thread never writes the register, and can name any value otherwise.
 func mayArrive(th *Thread, key barrierKey) bool {
+	names := func(o Operand, v int64) bool {
+		if o.Reg == "" {
+			return o.Imm == v
+		}
+		for _, in := range th.Code {
+			if in.Dst == o.Reg {
+				return true
+			}
+		}
+		return th.Regs[o.Reg] == v
+	}
 	for _, in := range th.Code {
 		if in.Op != OpBarrier || in.Quorum != nil {
 			continue
 		}
-		if in.Instance.Reg == "" && in.Instance.Imm != key.instance {
+		if !names(in.Instance, key.instance) || (in.ID != nil) != key.hasID {
 			continue
 		}
-		if (in.ID != nil) != key.hasID {
-			continue
-		}
-		if in.ID != nil && in.ID.Reg == "" && in.ID.Imm != key.id {
+		if in.ID != nil && !names(*in.ID, key.id) {
 			continue
 		}
 		return true

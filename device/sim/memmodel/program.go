@@ -68,7 +68,49 @@ const (
 	OpBranch
 	// OpJump jumps to Target.
 	OpJump
+	// OpProxyFence is fence.proxy.KIND: Proxy names the proxy it orders
+	// with the generic one, or ProxyAlias for fence.proxy.alias, which
+	// orders accesses through different virtual aliases of a location.
+	OpProxyFence
 )
+
+// Proxy is the path a memory access takes to memory. Accesses of one
+// location through different proxies, or through different virtual
+// aliases, are not morally strong and keep causality order only across a
+// proxy fence.
+type Proxy uint8
+
+// The proxies; the zero value is the generic proxy of ld, st and atom.
+const (
+	Generic Proxy = iota
+	// Surface is the proxy of suld, sust, suatom and sured.
+	Surface
+	// Texture is the proxy of tld.
+	Texture
+	// Constant is the proxy of cold.
+	Constant
+	// ProxyAlias is only a proxy fence's kind: fence.proxy.alias.
+	ProxyAlias
+)
+
+var proxyNames = [...]string{"generic", "surface", "texture", "constant", "alias"}
+
+func (p Proxy) String() string {
+	if int(p) < len(proxyNames) {
+		return proxyNames[p]
+	}
+	return fmt.Sprintf("Proxy(%d)", p)
+}
+
+// Alias declares a name as another virtual address of a location:
+// "y @ generic aliases x" is Alias{Of: "x", Kind: Generic}, a second
+// generic address of x's memory; "s @ surface aliases x" is Alias{Of: "x",
+// Kind: Surface}, a surface handle of x's own (generic) address.
+type Alias struct {
+	Of   string
+	Kind Proxy
+	Line int // source line, for errors
+}
 
 // Operand is a register or an immediate value.
 type Operand struct {
@@ -96,6 +138,9 @@ type Inst struct {
 	// Shared marks a shared-memory access: its location belongs to one
 	// CTA, and only that CTA's threads may use it.
 	Shared bool
+	// Proxy is the proxy of a memory access, or the kind of a proxy
+	// fence; plain fences are generic.
+	Proxy  Proxy
 	Target int // instruction index for OpBranch and OpJump
 
 	// Barrier operands: the instance, an optional id and an optional
@@ -121,9 +166,14 @@ type Thread struct {
 type Program struct {
 	Threads []Thread
 	Init    map[string]int64 // every location the program uses, with its initial value
+	// Aliases are names of locations that are other virtual addresses of
+	// a location of Init (directly or through another alias); they have
+	// no entry in Init.
+	Aliases map[string]Alias
 }
 
-// locations returns the program's locations in a fixed order.
+// locations returns the program's physical locations in a fixed order:
+// the names used that are not aliases.
 func (p *Program) locations() []string {
 	seen := map[string]bool{}
 	for l := range p.Init {
@@ -131,7 +181,7 @@ func (p *Program) locations() []string {
 	}
 	for _, t := range p.Threads {
 		for _, in := range t.Code {
-			if in.Loc != "" {
+			if _, alias := p.Aliases[in.Loc]; in.Loc != "" && !alias {
 				seen[in.Loc] = true
 			}
 		}
@@ -144,11 +194,76 @@ func (p *Program) locations() []string {
 	return locs
 }
 
+// physical is the location a name's memory is: the end of its alias
+// chain.
+func (p *Program) physical(name string) string {
+	for i := 0; i <= len(p.Aliases); i++ {
+		a, ok := p.Aliases[name]
+		if !ok {
+			return name
+		}
+		name = a.Of
+	}
+	return name // a cycle; Validate refuses it
+}
+
+// generic is the generic (virtual) address a name accesses: a generic
+// alias is its own address, a surface, texture or constant alias uses the
+// address it aliases.
+func (p *Program) generic(name string) string {
+	for i := 0; i <= len(p.Aliases); i++ {
+		a, ok := p.Aliases[name]
+		if !ok || a.Kind == Generic {
+			return name
+		}
+		name = a.Of
+	}
+	return name
+}
+
+// validateAliases checks that every alias names a location and none
+// loops or has an initial value of its own.
+func (p *Program) validateAliases() error {
+	names := make([]string, 0, len(p.Aliases))
+	for n := range p.Aliases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		a := p.Aliases[n]
+		if _, ok := p.Init[n]; ok {
+			return fmt.Errorf("line %d: %s is an alias of %s and cannot have an initial value of its own", a.Line, n, a.Of)
+		}
+		if a.Kind == ProxyAlias || a.Kind > ProxyAlias {
+			return fmt.Errorf("line %d: %s: alias kind %s: want generic, surface, texture or constant", a.Line, n, a.Kind)
+		}
+		seen := map[string]bool{n: true}
+		for cur := a.Of; ; {
+			next, ok := p.Aliases[cur]
+			if !ok {
+				if _, ok := p.Init[cur]; !ok {
+					return fmt.Errorf("line %d: %s aliases %s, which is not a location with an initial value", a.Line, n, cur)
+				}
+				break
+			}
+			if seen[cur] {
+				return fmt.Errorf("line %d: the aliases of %s form a cycle", a.Line, n)
+			}
+			seen[cur] = true
+			cur = next.Of
+		}
+	}
+	return nil
+}
+
 // Validate reports the first malformed instruction, naming its thread and
 // line.
 func (p *Program) Validate() error {
 	if len(p.Threads) == 0 {
 		return fmt.Errorf("program has no threads")
+	}
+	if err := p.validateAliases(); err != nil {
+		return err
 	}
 	// A shared location is used by one CTA only, and only as shared.
 	type user struct {
@@ -162,6 +277,9 @@ func (p *Program) Validate() error {
 		for _, in := range t.Code {
 			if in.Loc == "" {
 				continue
+			}
+			if _, alias := p.Aliases[in.Loc]; alias && in.Shared {
+				return fmt.Errorf("%s line %d: alias %s cannot be shared memory", t.Name, in.Line, in.Loc)
 			}
 			u := user{gpu: t.GPU, cta: t.CTA, shared: in.Shared, thread: t.Name, line: in.Line}
 			prev, ok := users[in.Loc]
@@ -181,6 +299,23 @@ func (p *Program) Validate() error {
 		for _, in := range t.Code {
 			bad := func(format string, a ...any) error {
 				return fmt.Errorf("%s line %d: %s", t.Name, in.Line, fmt.Sprintf(format, a...))
+			}
+			switch in.Op {
+			case OpLoad, OpStore, OpAtom:
+				if in.Proxy == ProxyAlias || in.Proxy > ProxyAlias {
+					return bad("a memory access cannot use proxy %s", in.Proxy)
+				}
+				if in.Op != OpLoad && (in.Proxy == Texture || in.Proxy == Constant) {
+					return bad("the %s proxy is read-only", in.Proxy)
+				}
+			case OpFence:
+				if in.Proxy != Generic {
+					return bad("a fence.%s is generic; proxy fences are OpProxyFence", in.Sem)
+				}
+			case OpProxyFence:
+				if in.Proxy > ProxyAlias {
+					return bad("unknown proxy fence kind %d", in.Proxy)
+				}
 			}
 			switch in.Op {
 			case OpLoad:
@@ -215,7 +350,7 @@ func (p *Program) Validate() error {
 				if in.Sem != SC && in.Sem != AcqRel {
 					return bad("fence must be sc or acq_rel, not %s", in.Sem)
 				}
-			case OpBarrier:
+			case OpBarrier, OpProxyFence:
 			case OpLocal:
 				if in.Dst == "" || len(in.Args) == 0 {
 					return bad("%s needs a destination and operands", in.AtomOp)

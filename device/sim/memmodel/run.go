@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // kind is an event's kind.
@@ -27,11 +28,14 @@ const maxThreadRuns = 1 << 14
 type event struct {
 	kind   kind
 	thread int // -1 for an initial write
-	loc    int // location index; -1 for fences and barriers
+	loc    int // physical location index; -1 for fences and barriers
+	vloc   int // generic address index of a memory event
+	proxy  Proxy
 	val    int64
 	sem    Sem
 	scope  Scope
 	rmw    bool   // part of a read-modify-write: the read is followed by its write
+	spin   bool   // a read of a spin loop's last round: it must read a coherence-maximal write
 	deps   uint64 // thread-local indices of the reads this event depends on (data and control)
 	line   int
 	hops   []int // for writes: the least number of writes to each location the value derives from
@@ -41,6 +45,9 @@ type event struct {
 	quorum int64 // 0: no count
 	arrive bool
 }
+
+// memory reports whether e is a read or a write.
+func (e *event) memory() bool { return e.kind == evRead || e.kind == evWrite }
 
 // barrierKey names one barrier of one CTA.
 type barrierKey struct {
@@ -54,6 +61,52 @@ type barrierKey struct {
 type run struct {
 	events []event
 	regs   map[string]int64
+	end    end
+}
+
+// end is how a run ends.
+type end uint8
+
+const (
+	// finished: the thread ran to the end of its code.
+	finished end = iota
+	// spinning: the run ends with a round of a loop that, reading the
+	// same values, repeats forever; its reads are marked spin.
+	spinning
+	// blocked: the run ends waiting at its last event, a barrier.
+	blocked
+)
+
+// maxSpinRounds bounds the rounds a spinning thread is followed to see
+// its state repeat.
+const maxSpinRounds = 1024
+
+// spinMode follows a thread that may spin forever in the loop from lo to
+// the backward jump at hi: every location it reads returns one value (the
+// value of the location's last write, which fair executions eventually
+// see), until its state at a loop head repeats or it leaves the loop.
+type spinMode struct {
+	lo, hi int
+	mem    map[int]int64
+	visits []spinVisit
+}
+
+// spinVisit is the state of a thread at a loop head.
+type spinVisit struct {
+	pc     int
+	regs   []int64
+	events int
+}
+
+func (m *spinMode) clone() *spinMode {
+	if m == nil {
+		return nil
+	}
+	c := &spinMode{lo: m.lo, hi: m.hi, mem: make(map[int]int64, len(m.mem)), visits: slices.Clone(m.visits)}
+	for k, v := range m.mem {
+		c.mem[k] = v
+	}
+	return c
 }
 
 // runState is the state of a thread while its runs are enumerated.
@@ -65,6 +118,7 @@ type runState struct {
 	ctrl    uint64
 	events  []event
 	jumps   int
+	spin    *spinMode // nil unless the run follows a possible spin (liveness)
 }
 
 func (s *runState) clone() *runState {
@@ -73,6 +127,7 @@ func (s *runState) clone() *runState {
 	c.regDeps = slices.Clone(s.regDeps)
 	c.regHops = slices.Clone(s.regHops)
 	c.events = append([]event(nil), s.events...)
+	c.spin = s.spin.clone()
 	return &c
 }
 
@@ -132,20 +187,35 @@ func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int
 		}
 	}
 	var runs []run
+	seen := map[string]bool{}
 	cut := 0
+	emit := func(s *runState, e end) error {
+		if x.live {
+			// Spin-mode continuations can reach a run twice.
+			k := runKey(s.events, e)
+			if seen[k] {
+				return nil
+			}
+			seen[k] = true
+		}
+		if len(runs) == maxThreadRuns {
+			return fmt.Errorf("%s has more than %d runs: the program is too large for exhaustive exploration", t.Name, maxThreadRuns)
+		}
+		regs := make(map[string]int64, len(names))
+		for i, n := range names {
+			regs[n] = s.regs[i]
+		}
+		runs = append(runs, run{events: s.events, regs: regs, end: e})
+		return nil
+	}
 	var walk func(s *runState) error
 	walk = func(s *runState) error {
 		for {
+			if s.spin != nil && (s.pc < s.spin.lo || s.pc > s.spin.hi) {
+				return nil // it leaves the loop: the plain runs have what follows
+			}
 			if s.pc >= len(t.Code) {
-				if len(runs) == maxThreadRuns {
-					return fmt.Errorf("%s has more than %d runs: the program is too large for exhaustive exploration", t.Name, maxThreadRuns)
-				}
-				regs := make(map[string]int64, len(names))
-				for i, n := range names {
-					regs[n] = s.regs[i]
-				}
-				runs = append(runs, run{events: s.events, regs: regs})
-				return nil
+				return emit(s, finished)
 			}
 			if len(s.events) > maxThreadEvents {
 				return fmt.Errorf("%s: a run has more than %d memory events", t.Name, maxThreadEvents)
@@ -183,13 +253,24 @@ func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int
 				}
 				return out, true
 			}
-			base := event{thread: ti, loc: -1, sem: in.Sem, scope: in.Scope, deps: s.ctrl, line: in.Line}
+			base := event{thread: ti, loc: -1, vloc: -1, sem: in.Sem, scope: in.Scope, deps: s.ctrl, line: in.Line, proxy: in.Proxy}
+			if in.Loc != "" {
+				base.vloc = x.vloc[in.Loc]
+			}
 			switch in.Op {
 			case OpLoad, OpAtom:
 				loc := x.locIndex[in.Loc]
 				for vi, v := range dom[loc].vals {
 					vh := dom[loc].hops[vi]
+					if s.spin != nil {
+						if fixed, ok := s.spin.mem[loc]; ok && fixed != v {
+							continue
+						}
+					}
 					c := s.clone()
+					if c.spin != nil {
+						c.spin.mem[loc] = v
+					}
 					r := base
 					r.kind, r.loc, r.val = evRead, loc, v
 					if in.Op == OpAtom {
@@ -247,7 +328,7 @@ func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int
 				}
 				w.hops = wh
 				s.events = append(s.events, w)
-			case OpFence:
+			case OpFence, OpProxyFence:
 				f := base
 				f.kind = evFence
 				s.events = append(s.events, f)
@@ -266,6 +347,12 @@ func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int
 				}
 				b.arrive = in.Arrive
 				s.events = append(s.events, b)
+				if x.live && !b.arrive && s.spin == nil {
+					// The thread may wait here forever.
+					if err := emit(s.clone(), blocked); err != nil {
+						return err
+					}
+				}
 			case OpLocal:
 				args := make([]int64, len(in.Args))
 				var d uint64
@@ -290,6 +377,26 @@ func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int
 					s.ctrl |= dep(in.Args[0]) | dep(in.Args[1])
 				}
 				if taken {
+					if in.Target <= s.pc && s.spin != nil {
+						done, err := spinRound(t, s, in.Target, in.Line)
+						if err != nil {
+							return err
+						}
+						if done {
+							return emit(s, spinning)
+						}
+						s.pc = in.Target
+						continue
+					}
+					if in.Target <= s.pc && x.live {
+						// Follow, besides the plain run, a spin from here.
+						c := s.clone()
+						c.pc = in.Target
+						c.spin = &spinMode{lo: in.Target, hi: s.pc, mem: map[int]int64{}, visits: []spinVisit{{pc: in.Target, regs: slices.Clone(s.regs), events: len(s.events)}}}
+						if err := walk(c); err != nil {
+							return err
+						}
+					}
 					if in.Target <= s.pc {
 						s.jumps++
 						if s.jumps > x.opts.LoopBound {
@@ -313,6 +420,45 @@ func (x *explorer) threadRuns(ti int, dom []domain, maxWrites []int) ([]run, int
 		return nil, 0, err
 	}
 	return runs, cut, nil
+}
+
+// spinRound takes a spinning thread's backward jump to target: done is
+// true when its state at target repeats an earlier visit, so that with
+// the same values read it loops forever; the reads of the rounds since
+// are marked spin. A loop that writes or waits at a barrier in those
+// rounds is not decided.
+func spinRound(t *Thread, s *runState, target, line int) (done bool, err error) {
+	for _, v := range s.spin.visits {
+		if v.pc != target || !slices.Equal(v.regs, s.regs) {
+			continue
+		}
+		for i := v.events; i < len(s.events); i++ {
+			e := &s.events[i]
+			switch e.kind {
+			case evWrite, evBarrier:
+				return false, fmt.Errorf("%s line %d: a loop that writes or waits at a barrier on every round may run forever: its termination is not decided", t.Name, line)
+			case evRead:
+				e.spin = true
+			}
+		}
+		return true, nil
+	}
+	if len(s.spin.visits) == maxSpinRounds {
+		return false, fmt.Errorf("%s line %d: the state of a loop that reads the same values does not repeat within %d rounds: its termination is not decided", t.Name, line, maxSpinRounds)
+	}
+	s.spin.visits = append(s.spin.visits, spinVisit{pc: target, regs: slices.Clone(s.regs), events: len(s.events)})
+	return false, nil
+}
+
+// runKey identifies a run by its events and end.
+func runKey(evs []event, e end) string {
+	var b strings.Builder
+	fmt.Fprint(&b, e)
+	for i := range evs {
+		ev := &evs[i]
+		fmt.Fprintf(&b, ";%d,%d,%d,%d,%t,%t,%d,%d", ev.kind, ev.loc, ev.vloc, ev.val, ev.rmw, ev.spin, ev.deps, ev.line)
+	}
+	return b.String()
 }
 
 // readSem is the semantics of the read half of an atomic with sem.

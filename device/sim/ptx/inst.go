@@ -449,6 +449,9 @@ var cacheHints = map[string]bool{"ca": true, "cg": true, "cs": true, "lu": true,
 
 // mnemonic decodes the opcode and its modifiers.
 func (d *decoder) mnemonic(in *inst) error {
+	if why := proxyRefusal(in.text); why != "" {
+		return fmt.Errorf("line %d: %s", in.line, why)
+	}
 	parts := strings.Split(in.text, ".")
 	base, mods := parts[0], parts[1:]
 	op, ok := opNames[base]

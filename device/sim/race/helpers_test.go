@@ -8,6 +8,7 @@ import (
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim/race"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/simjob"
 )
@@ -96,7 +97,7 @@ func reduceLoop(f form, iters int, size uint64) rank.Program {
 			if err != nil {
 				return err
 			}
-			want, _ := kernels.Reference(device.Float32, device.Sum, ins)
+			want, _ := oracle.AllReduce(device.Float32, device.Sum, ins)
 			if !bytes.Equal(got, want) {
 				return fmt.Errorf("rank %d iteration %d: %s result differs from the reference", r.ID(), it, f)
 			}

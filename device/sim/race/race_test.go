@@ -12,6 +12,7 @@ import (
 	"github.com/symmem/symmem/internal/barriermut"
 	"github.com/symmem/symmem/internal/longtest"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/signal"
 	"github.com/symmem/symmem/simjob"
@@ -172,7 +173,7 @@ func peerKernelThenReduce(r *rank.Rank) error {
 	if err != nil {
 		return err
 	}
-	want, _ := kernels.Reference(device.Float32, device.Sum, [][]byte{input(0, 0, numel), input(1, 1, numel)})
+	want, _ := oracle.AllReduce(device.Float32, device.Sum, [][]byte{input(0, 0, numel), input(1, 1, numel)})
 	if !bytes.Equal(got, want) {
 		return fmt.Errorf("rank %d: result differs from the reference", r.ID())
 	}

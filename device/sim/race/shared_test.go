@@ -11,6 +11,7 @@ import (
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/device/sim/ptx"
 	"github.com/symmem/symmem/kernels"
+	"github.com/symmem/symmem/oracle"
 	"github.com/symmem/symmem/rank"
 	"github.com/symmem/symmem/simjob"
 )
@@ -47,7 +48,7 @@ func llLoop(iters int, numel uint64) rank.Program {
 			if err != nil {
 				return err
 			}
-			want, _ := kernels.Reference(device.Float32, device.Sum, ins)
+			want, _ := oracle.AllReduce(device.Float32, device.Sum, ins)
 			if !bytes.Equal(got, want) {
 				return fmt.Errorf("rank %d iteration %d: result differs from the reference", r.ID(), it)
 			}

@@ -1,4 +1,4 @@
-package kernels
+package oracle
 
 import (
 	"fmt"
@@ -6,42 +6,6 @@ import (
 
 	"github.com/symmem/symmem/device"
 )
-
-// Reference computes on the host what an all-reduce of inputs (one per rank,
-// in rank order, little-endian elements of dt) produces, element by element
-// with the package's arithmetic rules; kernels must match it bitwise.
-func Reference(dt device.DType, op device.ReduceOp, inputs [][]byte) ([]byte, error) {
-	if err := checkInputs(dt, op, inputs); err != nil {
-		return nil, fmt.Errorf("reference: %w", err)
-	}
-	// The Go twins' reducer: tests hold both to an element-by-element
-	// reduction through x448/float16 (TestReductionsMatchElementwise).
-	out := make([]byte, len(inputs[0]))
-	r := reducer{dt: dt, op: op}
-	r.reduce(out, inputs)
-	return out, nil
-}
-
-func checkInputs(dt device.DType, op device.ReduceOp, inputs [][]byte) error {
-	if !dt.Valid() {
-		return fmt.Errorf("unsupported dtype %v", dt)
-	}
-	if !op.Valid() {
-		return fmt.Errorf("unsupported reduce op %v", op)
-	}
-	if len(inputs) == 0 {
-		return fmt.Errorf("no inputs")
-	}
-	for r, in := range inputs {
-		if len(in) != len(inputs[0]) {
-			return fmt.Errorf("input of rank %d has %d bytes, rank 0 has %d", r, len(in), len(inputs[0]))
-		}
-	}
-	if len(inputs[0])%dt.Size() != 0 {
-		return fmt.Errorf("%d bytes is not a whole number of %v elements", len(inputs[0]), dt)
-	}
-	return nil
-}
 
 // Epsilon is the unit roundoff of dt (half the distance from 1 to the next
 // representable value).
@@ -59,9 +23,9 @@ func Epsilon(dt device.DType) float64 {
 func maxFinite(dt device.DType) float64 {
 	switch dt {
 	case device.BFloat16:
-		return float64(BF16ToFloat32(0x7f7f))
+		return bf16Format.maxFinite
 	case device.Float16:
-		return 65504
+		return f16Format.maxFinite
 	}
 	return math.MaxFloat32
 }
@@ -94,7 +58,7 @@ func CheckClose(dt device.DType, op device.ReduceOp, inputs [][]byte, got []byte
 		var exact, mag, sumAbs float64
 		nan := false
 		for r, in := range inputs {
-			x := float64(load(dt, in, i))
+			x := float64(decode(dt, in, i))
 			nan = nan || math.IsNaN(x)
 			switch {
 			case r == 0:
@@ -113,7 +77,7 @@ func CheckClose(dt device.DType, op device.ReduceOp, inputs [][]byte, got []byte
 			exact /= w
 			mag /= w
 		}
-		g := float64(load(dt, got, i))
+		g := float64(decode(dt, got, i))
 		switch {
 		case nan || math.IsNaN(exact):
 			if !math.IsNaN(g) {
