@@ -129,7 +129,7 @@ func TestHangs(t *testing.T) {
 		if d := strings.Join(rep.Findings[0].Details, "\n"); !strings.Contains(d, line) || !strings.Contains(d, "spun for 1ms") {
 			t.Errorf("%s: the hang does not name %s after 1ms:\n%s", entry, line, d)
 		}
-		also := map[string]string{"wait_two": "4004 (00 00 00 00)", "wait_reload": ", and on ", "wait_cas_two": "4004 (00 00 00 00)"}[entry]
+		also := map[string]string{"wait_two": "flag+0x4 of rank 0 (00 00 00 00)", "wait_reload": ", and on ", "wait_cas_two": "flag+0x4 of rank 0 (00 00 00 00)"}[entry]
 		if d := strings.Join(rep.Findings[0].Details, "\n"); also != "" && !strings.Contains(d, also) {
 			t.Errorf("%s: the hang does not name the loop's other read (%q):\n%s", entry, also, d)
 		}

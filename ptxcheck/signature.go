@@ -22,6 +22,9 @@ type ParamDecl struct {
 	Count  int    // 1, or N for an array
 	Align  int    // the .align, or the element size
 	Offset int    // in the parameter block
+	// Ptr is set when the declaration carries .ptr (a kernel parameter
+	// nvcc knows to be a pointer: a __grid_constant__ or restrict one).
+	Ptr bool
 }
 
 // Size is the parameter's size in bytes.
@@ -90,7 +93,9 @@ func paramDecl(w []string) (ParamDecl, error) {
 			}
 			align = n
 			i++
-		case x == ".ptr" || x == ".global" || x == ".const" || x == ".shared" || x == ".local":
+		case x == ".ptr":
+			p.Ptr = true
+		case x == ".global" || x == ".const" || x == ".shared" || x == ".local":
 			// pointer attributes: the value is still a 64-bit address
 		case typeSizes[x] > 0:
 			p.Type, p.Elem = x, typeSizes[x]
