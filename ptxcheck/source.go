@@ -56,12 +56,10 @@ func LoadFile(path string) (*Source, error) {
 // (.loc, .file, .section) become the line table and are hidden from the
 // interpreter, every line keeping its number.
 func Parse(name, text string) (*Source, error) {
-	s, err := ParseSignatures(name, text)
-	if err != nil {
-		return nil, err
-	}
-	var clean string
-	clean, s.locs = debugLines(text)
+	clean, locs := debugLines(text)
+	s := readSignatures(name, text, clean)
+	s.locs = locs
+	var err error
 	if s.Module, err = ptx.Parse(clean); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -71,19 +69,22 @@ func Parse(name, text string) (*Source, error) {
 // ParseSignatures reads only the entry points' parameter lists of PTX
 // text, as [Skeleton] needs them: the Source it returns has no Module (it
 // cannot run) and no line table, and text the interpreter cannot parse
-// is no error.
-func ParseSignatures(name, text string) (*Source, error) {
+// is no error. An entry whose parameter list cannot be read is refused
+// when it is asked for, by [Source.Signature].
+func ParseSignatures(name, text string) *Source {
 	clean, _ := debugLines(text)
+	return readSignatures(name, text, clean)
+}
+
+// readSignatures makes the Source of text, whose debug lines are blanked
+// in clean, with its entries' parameter lists.
+func readSignatures(name, text, clean string) *Source {
 	s := &Source{Name: name, Text: text, entries: map[string]*Signature{}}
-	sigs, err := signatures(clean)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	for _, sig := range sigs {
+	for _, sig := range signatures(clean) {
 		s.entries[sig.Entry] = sig
 		s.order = append(s.order, sig.Entry)
 	}
-	return s, nil
+	return s
 }
 
 // Entries lists the module's entry points in the order of the text.
@@ -94,6 +95,9 @@ func (s *Source) Signature(entry string) (*Signature, error) {
 	sig := s.entries[entry]
 	if sig == nil {
 		return nil, fmt.Errorf("%s has no entry point %q (entries: %s)", s.Name, entry, strings.Join(s.order, ", "))
+	}
+	if sig.err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Name, sig.err)
 	}
 	return sig, nil
 }
@@ -240,7 +244,11 @@ func (s *Source) EntryUnsupported(entry string) []Problem {
 func (s *Source) problems(us []ptx.Unsupported) []Problem {
 	var out []Problem
 	for _, u := range us {
-		out = append(out, Problem{Line: u.Line, Text: s.Line(u.Line), Err: u.Func + ": " + explainReason(u.Reason)})
+		where := u.Func
+		if where == "" {
+			where = "module scope"
+		}
+		out = append(out, Problem{Line: u.Line, Text: s.Line(u.Line), Err: where + ": " + explainReason(u.Reason)})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
 	return out
