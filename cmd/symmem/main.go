@@ -99,6 +99,7 @@ func newRootApp(a *app) *cobra.Command {
 	root.AddCommand(newVersionCmd(), newAllReduceCmd(a), newLaunchCmd(a), newSelftestCmd(a), newTopoCmd())
 	root.AddCommand(newBenchCmd(a))
 	root.AddCommand(newFuzzCmd(a), newReplayCmd(a), newCheckCmd(a), newLitmusCmd())
+	root.AddCommand(newCLIReferenceCmd())
 	return root
 }
 
