@@ -26,6 +26,9 @@ type docCommand struct {
 var (
 	// gpuOnly: a trailing comment "# GPU..." marks a command that needs a GPU.
 	gpuOnly = regexp.MustCompile(`\s#\s*GPU\b`)
+	// long: a trailing comment "# long..." marks a command that runs for
+	// minutes (a campaign, a long sweep); it is listed, not run.
+	long = regexp.MustCompile(`\s#\s*long\b`)
 	// exitsOne: a trailing comment "# exits 1..." marks a command that
 	// reports a failure on purpose.
 	exitsOne = regexp.MustCompile(`\s#\s*exits 1\b`)
@@ -113,7 +116,8 @@ func docPages(t *testing.T, root string) []string {
 // A command must exit 0, or 1 where its comment says "exits 1" or where
 // it is a transcript ("$ symmem ..." and what it prints), and never for its
 // command line (a flag, a missing file); one that checks a trace hash must
-// say it matches. Commands marked "# GPU" are listed and skipped.
+// say it matches. Commands marked "# GPU" (needs a GPU) or "# long" (runs
+// for minutes) are listed and not run.
 func TestDocCommandsRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command and runs the documented commands")
@@ -148,6 +152,10 @@ func TestDocCommandsRun(t *testing.T) {
 		where := fmt.Sprintf("%s:%d", filepath.Base(c.page), c.line)
 		if gpuOnly.MatchString(c.text) {
 			t.Logf("%s: needs a GPU, not run: %s", where, c.text)
+			continue
+		}
+		if long.MatchString(c.text) {
+			t.Logf("%s: runs for minutes, not run: %s", where, c.text)
 			continue
 		}
 		if strings.Contains(commandPart(c.text), "--device cuda") {
@@ -203,7 +211,8 @@ func TestDocCommandsExtraction(t *testing.T) {
 		"    symmem check my_kernel.json --seeds 20\n" +
 		"    go run ./cmd/symmem allreduce\n" +
 		"    nvcc -ptx k.cu\n" +
-		"```\nsymmem topo    # GPU\n```\n"
+		"```\nsymmem topo    # GPU\n```\n" +
+		"    symmem fuzz --seeds 100000    # long: 46 minutes\n"
 	if err := os.WriteFile(page, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -211,12 +220,15 @@ func TestDocCommandsExtraction(t *testing.T) {
 	for _, c := range docCommands(t, page) {
 		got = append(got, c.text)
 	}
-	want := []string{"symmem allreduce --world 2", "symmem version", "go run ./cmd/symmem allreduce", "symmem topo    # GPU"}
+	want := []string{"symmem allreduce --world 2", "symmem version", "go run ./cmd/symmem allreduce", "symmem topo    # GPU", "symmem fuzz --seeds 100000    # long: 46 minutes"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("commands:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if !gpuOnly.MatchString(got[3]) || gpuOnly.MatchString(got[0]) {
 		t.Error("the GPU marker rule is wrong")
+	}
+	if !long.MatchString(got[4]) || long.MatchString(got[3]) {
+		t.Error("the long marker rule is wrong")
 	}
 }
 
