@@ -34,9 +34,9 @@ var (
 	exitsOne = regexp.MustCompile(`\s#\s*exits 1\b`)
 	// placeholder: an argument in capitals (FILE, HARNESS.json) or naming
 	// the reader's own file (my_kernel.ptx) makes the line a synopsis.
+	placeholder = regexp.MustCompile(`(^|\s)([A-Z][A-Z0-9_]+(\.[a-z]+)?|my_\S+)(\s|$)`)
 	// commandLineError: what a failure of the command line itself says.
 	commandLineError = regexp.MustCompile(`unknown (flag|shorthand flag|command)|invalid argument|no such file or directory`)
-	placeholder      = regexp.MustCompile(`(^|\s)([A-Z][A-Z0-9_]+(\.[a-z]+)?|my_\S+)(\s|$)`)
 )
 
 // docCommands returns the commands of a Markdown page: the lines of its
