@@ -1525,8 +1525,8 @@ func (d *Detector) release(t *thread, rel []release, a *sim.Access, vc vclock) [
 // slabs hands out records (plain and atomic) and states carved from
 // arrays (package slab). Most records and states live as long as the
 // detector (a granule keeps its accesses until a later one supersedes
-// them), so an array seldom outlives its last user by long (BENCHMARKS.md
-// has the heap's peaks before and after).
+// them), so an array seldom outlives its last user by long (the heap's
+// peaks before and after are in the git history of BENCHMARKS.md).
 type slabs struct {
 	recs    slab.Slab[rec]
 	atomics slab.Slab[atomicRec]
