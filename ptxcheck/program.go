@@ -1,6 +1,7 @@
 package ptxcheck
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,9 @@ type Program struct {
 	Timeout string   `json:"timeout,omitempty"`
 	Buffers []Buffer `json:"buffers"`
 	Steps   []Step   `json:"steps"`
+	// Note is free text for the reader, ignored (as is the "note" of a
+	// buffer, a launch or a parameter).
+	Note string `json:"note,omitempty"`
 }
 
 // Buffer is a device allocation every rank makes, of the same size.
@@ -42,7 +46,8 @@ type Buffer struct {
 	// Init, when set, is written before the ranks meet; otherwise the
 	// buffer holds garbage (but a signal buffer, zeroed), as fresh device
 	// memory does.
-	Init *Fill `json:"init,omitempty"`
+	Init *Fill  `json:"init,omitempty"`
+	Note string `json:"note,omitempty"`
 }
 
 // Fill gives a buffer's elements: Value for each element i from Offset
@@ -135,6 +140,7 @@ type Launch struct {
 	Shared Expr    `json:"shared,omitempty"`
 	Stream int     `json:"stream,omitempty"`
 	Params []Param `json:"params"`
+	Note   string  `json:"note,omitempty"`
 }
 
 // Check compares Count elements of Buffer from Offset with Value. A float
@@ -166,6 +172,8 @@ type Repeat struct {
 //	{"struct": [P, ...]}      a by-value struct of the values P, each at its
 //	                          natural alignment
 //
+// and optionally "note": free text for the reader, ignored.
+//
 // A parameter must have the size its declaration gives (a struct or
 // pointer array at most that size: the rest is zero).
 type Param struct {
@@ -195,7 +203,7 @@ func (p *Param) UnmarshalJSON(b []byte) error {
 	for _, k := range keys {
 		if _, ok := scalarForms[k]; ok || k == "ptr" || k == "ptrs" || k == "ptrarray" || k == "struct" {
 			form = append(form, k)
-		} else if k != "rank" && k != "offset" && k != "len" {
+		} else if k != "rank" && k != "offset" && k != "len" && k != "note" {
 			return fmt.Errorf("parameter %s: unknown key %q", b, k)
 		}
 	}
@@ -252,20 +260,109 @@ func (e *Expr) UnmarshalJSON(b []byte) error {
 }
 
 // LoadHarness reads a harness file: a Program in JSON, unknown fields
-// refused. Its PTX path is made relative to the working directory.
+// refused, and a string value still starting with "TODO" (a skeleton's
+// marker, see [Skeleton]) refused by its place. Its PTX path is made
+// relative to the working directory.
 func LoadHarness(path string) (*Program, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
-	var p Program
-	if err := jsonfile.Decode(b, &p, true); err != nil {
+	p, err := ParseHarness(b)
+	if err != nil {
 		return nil, fmt.Errorf("harness %s: %w", path, err)
 	}
 	if p.PTX != "" && !filepath.IsAbs(p.PTX) {
 		p.PTX = filepath.Join(filepath.Dir(path), p.PTX)
 	}
+	return p, nil
+}
+
+// ParseHarness decodes a harness's JSON text as [LoadHarness] does,
+// leaving its PTX path as it is.
+func ParseHarness(b []byte) (*Program, error) {
+	var p Program
+	if err := jsonfile.Decode(b, &p, true); err != nil {
+		return nil, err
+	}
+	if left := todos(b); len(left) > 0 {
+		return nil, fmt.Errorf("TODOs left to fill (%d):\n  %s", len(left), strings.Join(left, "\n  "))
+	}
 	return &p, nil
+}
+
+// todos lists the string values of the JSON text b that start with
+// "TODO", each as its path and value (`steps[1].launch.grid: "TODO:
+// blocks"`), in the order of the text. b is valid JSON.
+func todos(b []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out []string
+	// path holds one element per open object or array: the key or the
+	// index of the value being read.
+	type level struct {
+		array bool
+		key   string
+		index int
+	}
+	var path []level
+	at := func() string {
+		var s strings.Builder
+		for _, l := range path {
+			if l.array {
+				fmt.Fprintf(&s, "[%d]", l.index)
+			} else {
+				if s.Len() > 0 {
+					s.WriteByte('.')
+				}
+				s.WriteString(l.key)
+			}
+		}
+		return s.String()
+	}
+	expectKey := false
+	// value notes that a value ended at the current level.
+	value := func() {
+		if n := len(path); n > 0 {
+			if path[n-1].array {
+				path[n-1].index++
+			} else {
+				expectKey = true
+			}
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return out
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				path = append(path, level{})
+				expectKey = true
+			case '[':
+				path = append(path, level{array: true})
+				expectKey = false
+			default:
+				path = path[:len(path)-1]
+				value()
+			}
+		case string:
+			if expectKey {
+				path[len(path)-1].key = t
+				expectKey = false
+				continue
+			}
+			if strings.HasPrefix(t, "TODO") {
+				out = append(out, fmt.Sprintf("%s: %q", at(), t))
+			}
+			value()
+		default:
+			value()
+		}
+	}
 }
 
 // ParseWorlds parses "2-8" or "2,4,8".
@@ -677,7 +774,8 @@ func fits(p cParam, d ParamDecl) error {
 		return fmt.Errorf("%s is a scalar of %d bytes: the declaration %s is an array of %d bytes (give a struct or ptrarray)", p.form, p.size, d, d.Size())
 	case p.size != d.Size():
 		return fmt.Errorf("%s is %d bytes: the declaration %s is %d bytes", p.form, p.size, d, d.Size())
-	case strings.HasPrefix(p.form, "f") != strings.HasPrefix(d.Type, ".f") && !strings.HasPrefix(d.Type, ".b"):
+	case strings.HasPrefix(p.form, "f") != strings.HasPrefix(d.Type, ".f") && !strings.HasPrefix(d.Type, ".b") && d.Type != ".f16":
+		// (a .f16 parameter takes its bits as a u16: there is no f16 form)
 		return fmt.Errorf("%s given for %s: floats and integers differ", p.form, d)
 	}
 	return nil

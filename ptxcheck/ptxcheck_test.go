@@ -129,7 +129,7 @@ func TestHangs(t *testing.T) {
 		if d := strings.Join(rep.Findings[0].Details, "\n"); !strings.Contains(d, line) || !strings.Contains(d, "spun for 1ms") {
 			t.Errorf("%s: the hang does not name %s after 1ms:\n%s", entry, line, d)
 		}
-		also := map[string]string{"wait_two": "4004 (00 00 00 00)", "wait_reload": ", and on ", "wait_cas_two": "4004 (00 00 00 00)"}[entry]
+		also := map[string]string{"wait_two": "flag+0x4 of rank 0 (00 00 00 00)", "wait_reload": ", and on ", "wait_cas_two": "flag+0x4 of rank 0 (00 00 00 00)"}[entry]
 		if d := strings.Join(rep.Findings[0].Details, "\n"); also != "" && !strings.Contains(d, also) {
 			t.Errorf("%s: the hang does not name the loop's other read (%q):\n%s", entry, also, d)
 		}
@@ -277,9 +277,11 @@ func TestRaisedSpinsSleep(t *testing.T) {
 	}
 }
 
-// TestRefusal: a launched entry that uses what the interpreter cannot run
-// is refused before anything runs, with every unsupported line listed;
-// the module's other entries still run.
+// TestRefusal: the module's unsupported lines are all listed (those of
+// module scope and of an entry whose parameters cannot be read included);
+// a launched entry that uses what the interpreter cannot run is refused
+// before anything runs, with its own unsupported lines listed; the
+// module's other entries still run.
 func TestRefusal(t *testing.T) {
 	src := load(t, "testdata/unsupported.ptx")
 	probs := src.Unsupported()
@@ -287,8 +289,8 @@ func TestRefusal(t *testing.T) {
 	for _, p := range probs {
 		lines = append(lines, p.Line)
 	}
-	if len(probs) != 3 || lines[0] != 19 || lines[1] != 21 || lines[2] != 23 {
-		t.Fatalf("unsupported lines %v, want 19, 21 and 23:\n%v", lines, probs)
+	if len(probs) != 5 || lines[0] != 19 || lines[1] != 21 || lines[2] != 23 || lines[3] != 41 || lines[4] != 44 {
+		t.Fatalf("unsupported lines %v, want 19, 21, 23, 41 and 44:\n%v", lines, probs)
 	}
 	harness := `{"buffers": [{"name": "b", "kind": "plain", "bytes": 64}],
 		"steps": [{"launch": {"entry": "ENTRY", "grid": 1, "block": 1, "params": [{"ptr": "b"}]}}, {"sync": true},
@@ -297,7 +299,11 @@ func TestRefusal(t *testing.T) {
 	var ref *Refusal
 	if !errors.As(err, &ref) || len(ref.Problems) != 3 || !strings.Contains(err.Error(), "wgmma.fence.sync.aligned") ||
 		!strings.Contains(err.Error(), "cp.async.bulk.commit_group") || !strings.Contains(err.Error(), "tex.1d") {
-		t.Fatalf("error %v, want a refusal listing the three lines", err)
+		t.Fatalf("error %v, want a refusal listing the lines", err)
+	}
+	if _, err := RunProgram(program(t, strings.Replace(harness, "ENTRY", "odd_params", 1)), src, Options{}); err == nil ||
+		!strings.Contains(err.Error(), ".v4") {
+		t.Fatalf("the entry with unreadable parameters: %v, want its declaration named", err)
 	}
 	rep, err := RunProgram(program(t, strings.Replace(harness, "ENTRY", "fine", 1)), src, Options{Worlds: []int{2}})
 	if err != nil || len(rep.Findings) != 0 {
@@ -409,9 +415,11 @@ func TestLoadHarnessErrors(t *testing.T) {
 
 // TestSignatures: parameter layouts follow the declarations' alignment.
 func TestSignatures(t *testing.T) {
-	sigs, err := signatures(`.visible .entry k(.param .u8 a, .param .align 16 .b8 s[20], .param .u16 b, .param .u64 .ptr .global .align 8 p) {}`)
-	if err != nil {
-		t.Fatal(err)
+	sigs := signatures(`.visible .entry k(.param .u8 a, .param .align 16 .b8 s[20], .param .u16 b, .param .u64 .ptr .global .align 8 p) {}
+.visible .entry q(.param .u64 .ptr .align 1 a, .param .u32 b) {}
+.visible .entry bad(.param .v4 .u8 x) {}`)
+	if len(sigs) != 3 || sigs[1].err != nil || sigs[1].Params[0].Align != 8 || sigs[1].Params[1].Offset != 8 || sigs[2].err == nil {
+		t.Fatalf("q and bad: %+v, %+v: want q's pointer 8-aligned (not its .ptr .align 1), bad refused alone", sigs[1], sigs[2])
 	}
 	var offs []int
 	for _, p := range sigs[0].Params {
@@ -558,5 +566,75 @@ func TestDynamicShared(t *testing.T) {
 	err = Validate(program(t, strings.Replace(harness, "SHARED", `"shared": "4*", `, 1)), src)
 	if err == nil || !strings.Contains(err.Error(), "shared") {
 		t.Errorf("a bad shared expression: %v, want an error naming it", err)
+	}
+}
+
+// TestWarpSyncOrders: bar.warp.sync orders a lane's shared-memory store
+// before its neighbour's load: no race with it, a race without it; the
+// cluster barrier (a cluster of one block) orders a store before another
+// warp's load.
+func TestWarpSyncOrders(t *testing.T) {
+	src := load(t, "testdata/warpsync.ptx")
+	harness := `{"buffers": [{"name": "out", "kind": "plain", "bytes": 128}],
+		"steps": [{"launch": {"entry": "ENTRY", "grid": 1, "block": 32, "params": [{"ptr": "out"}]}}, {"sync": true}CHECK]}`
+	check := `, {"check": {"buffer": "out", "dtype": "u32", "count": 32, "value": "(i + 1) % 32 + 100"}}`
+	rep, err := RunProgram(program(t, strings.NewReplacer("ENTRY", "with_sync", "CHECK", check).Replace(harness)), src, Options{Worlds: []int{2}, Seeds: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 0 {
+		t.Fatalf("with bar.warp.sync: %+v", rep.Findings)
+	}
+	rep, err = RunProgram(program(t, strings.NewReplacer("ENTRY", "no_sync", "CHECK", "").Replace(harness)), src, Options{Worlds: []int{2}, Seeds: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	races := 0
+	for _, f := range rep.Findings {
+		if f.Kind == "race" {
+			races++
+		}
+	}
+	if races == 0 {
+		t.Fatalf("without bar.warp.sync: no race found: %+v", rep.Findings)
+	}
+	cluster := `{"buffers": [{"name": "out", "kind": "plain", "bytes": 256}],
+		"steps": [{"launch": {"entry": "cluster_sync", "grid": 1, "block": 64, "params": [{"ptr": "out"}]}}, {"sync": true},
+		{"check": {"buffer": "out", "dtype": "u32", "count": 64, "value": "(i + 32) % 64 + 100"}}]}`
+	rep, err = RunProgram(program(t, cluster), src, Options{Worlds: []int{2}, Seeds: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 0 {
+		t.Fatalf("across barrier.cluster: %+v", *rep.Findings[0])
+	}
+	rep, err = RunProgram(program(t, strings.Replace(cluster, "cluster_sync", "cluster_relaxed", 1)), src, Options{Worlds: []int{2}, Seeds: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) == 0 || rep.Findings[0].Kind != "race" {
+		t.Fatalf("across barrier.cluster.arrive.relaxed: %+v, want a race", rep.Findings)
+	}
+}
+
+// TestPeerFilesDecode: every line of the peer kernels' PTX
+// (../shared/peers/ptx: vLLM, SGLang, FlashInfer, PyTorch, MSCCL++ at
+// compute_80, 90 and 100) is supported, and every entry's parameter list
+// is readable.
+func TestPeerFilesDecode(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "peers", "ptx", "*.ptx"))
+	if len(files) == 0 {
+		t.Skip("../shared/peers/ptx is absent")
+	}
+	for _, f := range files {
+		src := load(t, f)
+		if probs := src.Unsupported(); len(probs) > 0 {
+			t.Errorf("%s: %d unsupported lines, the first %v", filepath.Base(f), len(probs), probs[0])
+		}
+		for _, e := range src.Entries() {
+			if _, err := src.Signature(e); err != nil {
+				t.Errorf("%s: %v", filepath.Base(f), err)
+			}
+		}
 	}
 }

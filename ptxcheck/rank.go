@@ -45,6 +45,7 @@ type worldRun struct {
 	fired      []bool
 	died       []bool         // by rank: killed by a die fault
 	repeats    map[string]int // repeat counts that replace the harness's
+	layout     *layout        // where the buffers are
 }
 
 // errDied is the error of a rank a die fault killed.
@@ -94,6 +95,7 @@ type pendingWrite struct {
 // run runs the program on rank r.
 func (w *worldRun) run(r *rank.Rank) error {
 	rr := &rankRun{worldRun: w, r: r, dev: r.Device(), streams: map[int]device.Stream{0: r.Stream()}}
+	w.layout.stream(r.ID(), r.Stream(), 0)
 	if err := rr.setup(); err != nil {
 		return fmt.Errorf("rank %d: %w", r.ID(), err)
 	}
@@ -136,6 +138,7 @@ func (rr *rankRun) setup() error {
 		}
 		rr.bufs = append(rr.bufs, p)
 		rr.sizes = append(rr.sizes, uint64(n))
+		rr.layout.add(region{base: uint64(p), end: uint64(p) + uint64(n), name: b.Name, owner: rr.r.ID(), dev: rr.r.ID()})
 		if b.Kind == "signal" {
 			if err := rr.dev.Memset(rr.r.Stream(), p, 0, uint64(n)); err != nil {
 				return fmt.Errorf("buffer %s: zero: %w", b.Name, err)
@@ -160,6 +163,14 @@ func (rr *rankRun) setup() error {
 			return fmt.Errorf("buffer %s: %w", b.Name, err)
 		}
 		rr.sym[b.idx] = h
+		me := rr.r.ID()
+		for peer, p := range h.BufferPtrs() {
+			if peer != me {
+				rr.layout.add(region{base: uint64(p), end: uint64(p) + rr.sizes[b.idx], name: b.Name, owner: peer, dev: me})
+			}
+		}
+		t := uint64(h.BufferPtrsDev())
+		rr.layout.add(region{base: t, end: t + 8*uint64(rr.world), name: b.Name, owner: me, dev: me, table: true})
 	}
 	return nil
 }
@@ -471,6 +482,7 @@ func (rr *rankRun) stream(k int) (device.Stream, error) {
 		return 0, err
 	}
 	rr.streams[k] = s
+	rr.layout.stream(rr.r.ID(), s, k)
 	return s, nil
 }
 

@@ -12,6 +12,8 @@ type Signature struct {
 	Entry  string
 	Params []ParamDecl
 	Size   int // bytes of the launch's parameter block
+
+	err error // why the parameter list cannot be read; the entry is refused when launched
 }
 
 // ParamDecl is one declared parameter: ".param [.align A] .TYPE name[[N]]".
@@ -22,6 +24,9 @@ type ParamDecl struct {
 	Count  int    // 1, or N for an array
 	Align  int    // the .align, or the element size
 	Offset int    // in the parameter block
+	// Ptr is set when the declaration carries .ptr (a kernel parameter
+	// nvcc knows to be a pointer: a __grid_constant__ or restrict one).
+	Ptr bool
 }
 
 // Size is the parameter's size in bytes.
@@ -48,8 +53,9 @@ var (
 )
 
 // signatures finds every .entry's parameter list in text (debug
-// directives removed).
-func signatures(text string) ([]*Signature, error) {
+// directives removed). A list it cannot read is the error of that
+// entry's signature only, so that a harness of the other entries runs.
+func signatures(text string) []*Signature {
 	var out []*Signature
 	for _, m := range entryHeader.FindAllStringSubmatch(text, -1) {
 		sig := &Signature{Entry: m[1]}
@@ -59,7 +65,8 @@ func signatures(text string) ([]*Signature, error) {
 			}
 			p, err := paramDecl(strings.Fields(decl))
 			if err != nil {
-				return nil, fmt.Errorf("entry %s: %w", sig.Entry, err)
+				sig.err = fmt.Errorf("entry %s: %w", sig.Entry, err)
+				break
 			}
 			p.Offset = (sig.Size + p.Align - 1) / p.Align * p.Align
 			sig.Size = p.Offset + p.Size()
@@ -67,7 +74,7 @@ func signatures(text string) ([]*Signature, error) {
 		}
 		out = append(out, sig)
 	}
-	return out, nil
+	return out
 }
 
 // paramDecl parses the words of one parameter declaration.
@@ -77,7 +84,7 @@ func paramDecl(w []string) (ParamDecl, error) {
 		return ParamDecl{}, bad
 	}
 	var p ParamDecl
-	align := 0
+	align, ptr := 0, false
 	for i := 1; i < len(w); i++ {
 		switch x := w[i]; {
 		case x == ".align":
@@ -88,10 +95,15 @@ func paramDecl(w []string) (ParamDecl, error) {
 			if err != nil || n < 1 || n&(n-1) != 0 {
 				return ParamDecl{}, bad
 			}
-			align = n
+			if !ptr {
+				align = n // after .ptr, the pointee's alignment
+			}
 			i++
-		case x == ".ptr" || x == ".global" || x == ".const" || x == ".shared" || x == ".local":
+		case x == ".ptr":
+			p.Ptr = true
+		case x == ".global" || x == ".const" || x == ".shared" || x == ".local":
 			// pointer attributes: the value is still a 64-bit address
+			ptr = true
 		case typeSizes[x] > 0:
 			p.Type, p.Elem = x, typeSizes[x]
 		case strings.HasPrefix(x, "."):

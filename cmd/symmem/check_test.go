@@ -50,14 +50,16 @@ func TestCheckFindsAndReplays(t *testing.T) {
 	}
 }
 
-// TestCheckListUnsupported lists every refused line and exits non-zero,
+// TestCheckListUnsupported lists every refused line (those of module
+// scope and of a parameter list too) and exits non-zero,
 // or says that every line is supported.
 func TestCheckListUnsupported(t *testing.T) {
 	out, err := runCmd(t, "check", "--ptx", "../../ptxcheck/testdata/unsupported.ptx", "--list-unsupported")
-	if err == nil || !strings.Contains(err.Error(), "3 unsupported lines") {
+	if err == nil || !strings.Contains(err.Error(), "5 unsupported lines") {
 		t.Fatalf("error %v", err)
 	}
-	for _, want := range []string{"entries needs_more, fine", "line 19: wgmma.fence.sync.aligned;", "line 21: cp.async.bulk.commit_group;", "line 23: tex.1d"} {
+	for _, want := range []string{"entries needs_more, fine, odd_params", "line 19: wgmma.fence.sync.aligned;", "line 21: cp.async.bulk.commit_group;", "line 23: tex.1d",
+		"line 41: .global .align 4 .u32 too_many[1] = {1, 2};: module scope: too_many: more initializers", "line 44: .param .v4 .u8"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the list does not say %q:\n%s", want, out)
 		}

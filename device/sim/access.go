@@ -156,6 +156,21 @@ func BarrierPhys(launch uint64, block, id int) uint64 {
 	return 3<<62 | launch<<28 | uint64(block)<<4 | uint64(id)
 }
 
+// WarpSyncPhys is [BarrierPhys] for the bar.warp.sync of warp warp of a
+// block (barrier id ptx.NumBarriers+warp of [ptx.BarrierEnv]): the same
+// slots, under ids with bit 61 set too.
+func WarpSyncPhys(launch uint64, block, warp int) uint64 {
+	return 3<<62 | 1<<61 | launch<<28 | uint64(block)<<5 | uint64(warp)
+}
+
+// ClusterBarrierPhys is [BarrierPhys] for the cluster barrier of a block
+// (barrier.cluster, barrier id ptx.ClusterBarrierID of
+// [ptx.BarrierEnv]; a cluster is one block): the same slots, under ids
+// with bit 60 set too.
+func ClusterBarrierPhys(launch uint64, block int) uint64 {
+	return 3<<62 | 1<<60 | launch<<28 | uint64(block)
+}
+
 // BarrierSlots is how many slots a thread's arrivals at a barrier take
 // turns over (see [BarrierPhys]), which bounds what the race detector
 // keeps of them. A thread released from a phase reads an arrival's slot

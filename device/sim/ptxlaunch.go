@@ -893,7 +893,14 @@ func (l *ptxLane) Leave(id int, arrivals []ptx.Arrival, released uint64) {
 // (a release store) or of a thread released by its phase learning it (an
 // acquire load).
 func (l *ptxLane) barrierAccess(id int, a ptx.Arrival, arrive bool) Access {
-	acc := Access{Kind: Atomic, Parent: -1, Size: 4, Phys: BarrierPhys(l.l.id, l.index, id),
+	phys := BarrierPhys(l.l.id, l.index, id)
+	switch {
+	case id == ptx.ClusterBarrierID:
+		phys = ClusterBarrierPhys(l.l.id, l.index)
+	case id >= ptx.NumBarriers:
+		phys = WarpSyncPhys(l.l.id, l.index, id-ptx.NumBarriers)
+	}
+	acc := Access{Kind: Atomic, Parent: -1, Size: 4, Phys: phys,
 		PhysOffset: 4 * (a.N%BarrierSlots*uint64(l.l.threads) + uint64(a.Thread)), Owner: l.l.dev.index, Write: arrive,
 		Order: signal.Acquire, Scope: signal.Block, Line: l.th.Line()}
 	if arrive {

@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/bits"
 )
@@ -9,10 +10,16 @@ import (
 // TrapError is the error of a thread that reached trap or called
 // __assertfail: the kernel stopped itself, as on a GPU.
 type TrapError struct {
-	What string // "trap" or "assertion failed (__assertfail)"
+	What    string // "trap" or "assertion failed (__assertfail)"
+	Printed string // the text of the thread's last vprintf before it, "" if none
 }
 
-func (e *TrapError) Error() string { return e.What + " reached" }
+func (e *TrapError) Error() string {
+	if e.Printed != "" {
+		return fmt.Sprintf("%s reached (the thread printed %q)", e.What, e.Printed)
+	}
+	return e.What + " reached"
+}
 
 // errDivZero is integer division by zero, whose result the PTX ISA leaves
 // unspecified: reaching it is an error of the kernel.
@@ -47,15 +54,23 @@ func (t *Thread) alu(f *frame, in *inst) error {
 		}
 	case opCvt:
 		var w uint64
-		if in.cvt == cvtPair {
+		if in.cvt == cvtPair || in.cvt == cvtToFP8Pair {
 			w = t.value(f, &in.ops[2], in.t2)
 		}
 		v := convert(in, t.value(f, &in.ops[1], in.t2), w)
 		r[in.ops[0].reg] = extend(v, in.t, in.dstSize)
 	case opCvta:
 		r[in.ops[0].reg] = t.value(f, &in.ops[1], in.t)
-	case opNop:
-		// nanosleep: a hint of no effect on the interpreted result.
+	case opMapa:
+		// A cluster is one block: rank 0 is the block itself, whose
+		// addresses stay as they are.
+		if rank := t.value(f, &in.ops[2], tU32); uint32(rank) != 0 {
+			return fmt.Errorf("mapa to block %d of the cluster: the simulator launches clusters of one block (rank 0)", uint32(rank))
+		}
+		r[in.ops[0].reg] = t.value(f, &in.ops[1], in.t)
+	case opNop, opHint:
+		// nanosleep, prefetch, griddepcontrol: no effect on what the
+		// interpreter models (see hint).
 	default:
 		a := t.value(f, &in.ops[1], in.t)
 		var b, c, e uint64
@@ -145,6 +160,9 @@ func compute(in *inst, a, b, c, e uint64, f *frame, t *Thread) (uint64, error) {
 // operations.
 func intArith(in *inst, a, b, c uint64) (uint64, error) {
 	ty := in.t
+	if ty.simd16() {
+		return minMax16x2(in.op == opMax, ty == tS16x2, in.relu, a, b), nil
+	}
 	if ty == tPred {
 		switch in.op {
 		case opAnd:
@@ -272,6 +290,11 @@ func mul(in *inst, a, b uint64) uint64 {
 // floatOp evaluates a float instruction; packed types operate on each
 // half.
 func floatOp(in *inst, a, b, c uint64) uint64 {
+	if in.t == tF32x2 {
+		lo := floatScalar(in, tF32, a&0xffffffff, b&0xffffffff, c&0xffffffff)
+		hi := floatScalar(in, tF32, a>>32, b>>32, c>>32)
+		return hi<<32 | lo
+	}
 	if in.t.packed() {
 		lo := floatScalar(in, in.t.scalar(), a&0xffff, b&0xffff, c&0xffff)
 		hi := floatScalar(in, in.t.scalar(), a>>16&0xffff, b>>16&0xffff, c>>16&0xffff)
@@ -283,6 +306,9 @@ func floatOp(in *inst, a, b, c uint64) uint64 {
 func floatScalar(in *inst, ty typ, a, b, c uint64) uint64 {
 	fm := floatFormat(ty)
 	switch in.op {
+	case opRsqrt:
+		table, _ := rsqrtTable() // loaded when the instruction was decoded
+		return rsqrtApprox(a, in.ftz, table)
 	case opAdd:
 		if ty == tF32 && (in.rmode == rnNone || in.rmode == rnEven) && !in.ftz && !in.sat {
 			return f32Result(f32(a) + f32(b))

@@ -40,6 +40,11 @@ var ErrDeadlock = errors.New("barrier deadlock")
 // threads of the phase: a thread released from a phase learns what the
 // phase's arrivals released, nothing more.
 //
+// bar.warp.sync of warp w arrives and leaves as barrier NumBarriers+w,
+// its phase the lanes of its member mask; barrier.cluster as barrier
+// ClusterBarrierID, its phase every thread of the block that has not
+// exited.
+//
 // A barrier without a thread count (every thread of the block) does not
 // go through BarrierEnv: [Thread.Run] returns [AtBarrier] and the block
 // resumes its threads with [Thread.Release], as for __syncthreads.
@@ -248,6 +253,7 @@ func (mem *BlockMem) checkPhase(b *barState) {
 // longer waits for it. An error is the block's failure.
 func (mem *BlockMem) exited(dim Dim) {
 	mem.live--
+	mem.clusterRelease()
 	for _, b := range mem.bars {
 		if b == nil {
 			continue
@@ -302,7 +308,7 @@ func (mem *BlockMem) Deadlock() error {
 		} else {
 			fmt.Fprintf(&s, "threads %d-%d wait", wt.from, wt.to)
 		}
-		fmt.Fprintf(&s, " at barrier %d (line %d)", wt.id, wt.line)
+		fmt.Fprintf(&s, " at %s (line %d)", barrierName(wt.id), wt.line)
 	}
 	s.WriteString(", and no thread can arrive:")
 	for _, b := range mem.bars {
@@ -492,3 +498,12 @@ func checkBarOperands(in *inst) error {
 
 // maxBlockThreads is the most threads a block (CTA) has.
 const maxBlockThreads = 1024
+
+// barrierName names barrier id in messages: "barrier 3", or "the cluster
+// barrier".
+func barrierName(id int) string {
+	if id == ClusterBarrierID {
+		return "the cluster barrier"
+	}
+	return fmt.Sprintf("barrier %d", id)
+}

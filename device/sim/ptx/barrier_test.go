@@ -397,7 +397,7 @@ func TestBarrierErrors(t *testing.T) {
 		{"barrier id of a register", "\tmov.u32 %r2, 17;\n\tbar.sync %r2, 32;\n\tret;\n}\n", 32, false, []string{"barrier 17"}},
 		{"bar.arrive without a count", "\tbar.arrive 1;\n\tret;\n}\n", 32, true, []string{"line 10", "needs a thread count"}},
 		{"bar.red without an operation", "\tbar.red.u32 %r2, 1, %p1;\n\tret;\n}\n", 32, true, []string{"needs an operation"}},
-		{"bar.warp.sync", "\tbar.warp.sync -1;\n\tret;\n}\n", 32, true, []string{"line 10", "unsupported instruction bar.warp.sync"}},
+		{"bar.warp.sync without a mask", "\tbar.warp.sync;\n\tret;\n}\n", 32, true, []string{"line 10", "bar.warp.sync: unexpected operands"}},
 		{"bar.red.popc of a predicate", "\tbar.red.popc.pred %p2, 1, %p1;\n\tret;\n}\n", 32, true, []string{"bar.red.popc is .u32"}},
 		{"mismatched counts", "\t@%p1 bra.uni B;\n\tbar.sync 1, 64;\n\tret;\nB:\n\tbar.arrive 1, 96;\n\tret;\n}\n", 96,
 			false, []string{"barrier 1 expects", "in this phase, but an arrival at line", "64 threads", "96 threads"}},

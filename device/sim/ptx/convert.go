@@ -190,6 +190,8 @@ func convert(in *inst, v, w uint64) uint64 {
 			v = roundIntegral(v, f, in.rmode)
 		}
 		return postFloat(in, v, f)
+	case cvtToFP8Pair, cvtToFP8Packed, cvtFromFP8:
+		return convertFP8(in, v, w)
 	case cvtPair:
 		f := floatFormat(dst.scalar())
 		hi := postFloat(in, fromF64(toF64(v, fmtF32), f, in.rmode), f)

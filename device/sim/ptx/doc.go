@@ -9,16 +9,32 @@
 // .rp, .ftz, .sat and .NaN modifiers PTX defines for them), setp in every
 // comparison (unordered ones included), cvt between every integer and
 // float type with its rounding, saturation and .relu, mov with {a, b}
-// packing and unpacking, predicates and branches, ld/st in the global,
+// packing and unpacking (an element of the braces may be an immediate),
+// predicates and branches, ld/st in the global,
 // shared, local and param spaces with vector forms and cache hints
 // (ld.global.nc), atom and red with memory order and scope, membar/fence,
 // bar and barrier (sync, arrive, red.popc/.and/.or; see Barriers below),
-// shfl.sync, vote.sync and activemask, special
+// shfl.sync, vote.sync, activemask and bar.warp.sync, special
 // registers (%clock and %clock64 included), calls with parameters and
-// return values, trap and __assertfail (reaching them is a [TrapError]).
-// Anything else is refused when a function is decoded, never guessed:
+// return values, trap and __assertfail (reaching them is a [TrapError]),
+// vprintf (formatted, its text quoted by a [TrapError] that follows),
+// the fp8 conversions (cvt between .e4m3x2/.e5m2x2 and f16x2 or two
+// f32, with .satfinite and .relu), SIMD16 min/max (.u16x2, .s16x2,
+// .relu), .f32x2 add/sub/mul/fma, module-scope .global and .const
+// variables with their initializers (read-only, at [GlobalVarWindow]),
+// and the hints prefetch, prefetchu and griddepcontrol (no effect: the
+// simulator runs a stream's kernels one after the other). Registers
+// declared without a % (inline assembly's) are registers like others.
+// rsqrt.approx.f32 (and .ftz) runs bit for bit as an H200 computes it,
+// from a table of its results that the GPU checked against every input
+// (rsqrt.go). Anything else is refused when a function is decoded, never
+// guessed (the other approximations among it: ex2, lg2, sin, cos, tanh,
+// rcp and div .approx give the hardware's results, which no formula
+// gives bit for bit):
 // [Module.Unsupported] lists every refused statement of an entry and the
-// functions it calls, each with its line.
+// functions it calls, each with its line; a module-scope statement the
+// parser refuses does not stop the rest of the module, and
+// [Module.AllUnsupported] lists it too.
 //
 // Debug line directives (.file and .loc, as nvcc -lineinfo writes them)
 // are skipped, every other line keeping its number; declaring a register
@@ -77,7 +93,13 @@
 // is; and lanes of one warp arriving at a barrier through two different
 // instructions when either is .aligned (every bar form, and barrier with
 // .aligned: the promise that the whole warp executes that instruction).
-// bar.warp.sync and the cluster forms are refused.
+// bar.warp.sync is a meeting of the lanes of its member mask, as
+// shfl.sync is, and for the memory model a barrier of those lanes
+// (barrier NumBarriers+w of [BarrierEnv] for warp w). A block is a
+// cluster of one block: the cluster special registers have its values,
+// mapa to rank 0 keeps an address, .shared::cluster is the block's shared
+// memory, and barrier.cluster.arrive/.wait is a barrier of the block's
+// threads with a separate arrive and wait (cluster.go).
 //
 // Arithmetic is exact: every operation computes its result once, rounded
 // in its mode (the narrower formats through float64 with rounding to odd,
@@ -85,8 +107,9 @@
 // f16 and bf16 results are the canonical NaN; f64 operations propagate an
 // operand NaN quieted; conversions keep or drop NaN payloads as the GPU
 // does; .ftz flushes results that are tiny before rounding. The semantics
-// oracle (internal/oracle, testdata/oracle) holds what an H100 computed
-// for 669 instruction forms over edge values, and the tests compare the
+// oracle (internal/oracle, testdata/oracle) holds what an H200 computed
+// for 690 instruction forms over edge values (every fp8 code, every f16
+// value converted to fp8), and the tests compare the
 // interpreter with it bit for bit. Integer division by zero, whose result
 // PTX leaves unspecified, is an error of the kernel.
 //

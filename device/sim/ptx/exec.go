@@ -47,6 +47,7 @@ type BlockMem struct {
 	warps   []*warp
 
 	bars    [NumBarriers]*barState // the named barriers, made on first use
+	cluster clusterBar             // the cluster barrier (barrier.cluster)
 	live    int                    // threads that have not exited
 	running int                    // threads that neither exited, failed nor wait at a barrier
 	failure error                  // the first error of a thread of the block
@@ -136,6 +137,8 @@ type Thread struct {
 	buf    [16]byte
 	unit   int  // the element size of the ld or st that Env.Load or Env.Store serves
 	nc     bool // the ld that Env.Load serves is ld.global.nc
+	// printed is the text of the thread's last vprintf (printf.go).
+	printed string
 	// line is the source line of the last instruction that called into
 	// Env or stopped at a barrier (see [Thread.Line]).
 	line int
@@ -421,8 +424,21 @@ func (t *Thread) Run() (Stop, error) {
 			f = nf
 			heads, code, regs = f.fn.heads, f.fn.code, f.regs
 		case opTrap:
-			return 0, t.fail(f, in, &TrapError{What: in.trap})
-		case opShfl, opVote, opActivemask:
+			return 0, t.fail(f, in, &TrapError{What: in.trap, Printed: t.printed})
+		case opPrintf:
+			if err := t.printf(f, in); err != nil {
+				return 0, t.fail(f, in, err)
+			}
+		case opClusterBar:
+			left, t.line = budget, in.line
+			switch err := t.clusterBarrier(in); {
+			case err == errAbandoned:
+				t.mem.leave(t.dim, laneFailed, 0)
+				return 0, t.mem.failure
+			case err != nil:
+				return 0, t.fail(f, in, err)
+			}
+		case opShfl, opVote, opActivemask, opWarpSync:
 			left, t.line = budget, in.line
 			if err := t.warpOp(f, in); err != nil {
 				return 0, t.fail(f, in, err)
@@ -482,6 +498,8 @@ func (t *Thread) operand(f *frame, o *operand, ty typ) uint64 {
 			return SharedWindow + uint64(t.mem.dynBase)
 		case symLocal:
 			return LocalWindow + uint64(f.local+o.sym.offset)
+		case symGlobal:
+			return GlobalVarWindow + uint64(o.sym.offset)
 		}
 	}
 	return 0
@@ -517,6 +535,12 @@ func (t *Thread) special(sp special) uint64 {
 		return 0xffffffff &^ (1<<(t.dim.Tid%32+1) - 1)
 	case spLanemaskGe:
 		return 0xffffffff &^ (1<<(t.dim.Tid%32) - 1)
+	case spClusteridX:
+		return uint64(t.dim.Ctaid)
+	case spNclusteridX:
+		return uint64(t.dim.Nctaid)
+	case spOne:
+		return 1
 	}
 	return 0
 }
@@ -601,6 +625,9 @@ func (t *Thread) memory(f *frame, in *inst) error {
 	}
 	if addr >= LocalWindow && addr < LocalWindow+windowSize {
 		return errors.New("atomic on local memory")
+	}
+	if addr >= GlobalVarWindow && addr < GlobalVarWindow+windowSize {
+		return t.m.globalAccess(addr-GlobalVarWindow, nil, true)
 	}
 	old, err := t.env.Atomic(addr, in.t.size(), in.aop, in.sem, in.scope, a, b)
 	if err != nil {
@@ -706,6 +733,8 @@ func (t *Thread) addr(f *frame, o *operand) uint64 {
 			v += SharedWindow + uint64(t.mem.dynBase)
 		case symLocal:
 			v += LocalWindow + uint64(f.local+o.sym.offset)
+		case symGlobal:
+			v += GlobalVarWindow + uint64(o.sym.offset)
 		case symFrameParam:
 			v += uint64(o.sym.offset)
 		}
@@ -751,6 +780,12 @@ func (t *Thread) access(f *frame, in *inst, o *operand, buf []byte, write bool) 
 			t.env.Shared(addr, len(buf), write, false)
 		}
 		return move(t.mem.Shared, addr, buf, write, "shared")
+	}
+	if addr >= GlobalVarWindow && addr < GlobalVarWindow+windowSize {
+		return t.m.globalAccess(addr-GlobalVarWindow, buf, write)
+	}
+	if sp == spConst {
+		return fmt.Errorf("address %#x is not in the constant window", addr)
 	}
 	t.unit, t.nc = in.t.size(), in.nc
 	if write {

@@ -156,10 +156,11 @@ func (t *Thread) hoist(f *frame, ld *inst) (*inst, error) {
 	if !r.Hoist(la, ln, sa, sn) {
 		return nil, nil
 	}
-	pc := f.pc
-	f.pc = at + 1 // the store is the instruction executing
+	// The store is the instruction executing: its accesses name its line.
+	pc, line := f.pc, t.line
+	f.pc, t.line = at+1, st.line
 	err := t.memory(f, st)
-	f.pc = pc
+	f.pc, t.line = pc, line
 	if err != nil {
 		return st, err
 	}
@@ -171,7 +172,7 @@ func (t *Thread) hoist(f *frame, ld *inst) (*inst, error) {
 // barrier, branch, call or warp operation.
 func aluOnly(op opcode) bool {
 	switch op {
-	case opLd, opSt, opAtom, opMembar, opBar, opBra, opRet, opCall, opTrap, opShfl, opVote, opActivemask:
+	case opLd, opSt, opAtom, opMembar, opBar, opBra, opRet, opCall, opTrap, opShfl, opVote, opActivemask, opWarpSync, opPrintf, opClusterBar:
 		return false
 	}
 	return true
@@ -180,7 +181,7 @@ func aluOnly(op opcode) bool {
 // global reports whether a generic address is in global memory (none of
 // the parameter, shared and local windows).
 func global(a uint64) bool {
-	for _, w := range [...]uint64{ParamWindow, SharedWindow, LocalWindow} {
+	for _, w := range [...]uint64{ParamWindow, SharedWindow, LocalWindow, GlobalVarWindow} {
 		if a >= w && a < w+windowSize {
 			return false
 		}

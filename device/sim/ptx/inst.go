@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -30,6 +31,11 @@ const (
 	tPred
 	tF16x2
 	tBF16x2
+	tU16x2  // two u16 lanes (min, max)
+	tS16x2  // two s16 lanes (min, max)
+	tF32x2  // two f32 lanes in 64 bits (add, sub, mul, fma)
+	tE4M3x2 // two fp8 e4m3 values (cvt only)
+	tE5M2x2 // two fp8 e5m2 values (cvt only)
 )
 
 var typeNames = map[string]typ{
@@ -38,7 +44,11 @@ var typeNames = map[string]typ{
 	".s8": tS8, ".s16": tS16, ".s32": tS32, ".s64": tS64,
 	".f16": tF16, ".bf16": tBF16, ".f32": tF32, ".f64": tF64, ".pred": tPred,
 	".f16x2": tF16x2, ".bf16x2": tBF16x2, ".b8": tB8,
+	".u16x2": tU16x2, ".s16x2": tS16x2, ".f32x2": tF32x2,
 }
+
+// fp8Names are the fp8 pair types, which only cvt takes.
+var fp8Names = map[string]typ{"e4m3x2": tE4M3x2, "e5m2x2": tE5M2x2}
 
 // typeInfo is what the interpreter asks of a type at every instruction:
 // its size in bytes and its kind, indexed by typ (a table, as a switch
@@ -53,6 +63,8 @@ var typeInfo = [...]struct {
 	tF16: {size: 2, float: true}, tBF16: {size: 2, float: true},
 	tB32: {size: 4}, tU32: {size: 4}, tS32: {size: 4, signed: true}, tF32: {size: 4, float: true},
 	tF16x2: {size: 4, float: true}, tBF16x2: {size: 4, float: true},
+	tU16x2: {size: 4}, tS16x2: {size: 4, signed: true}, tF32x2: {size: 8, float: true},
+	tE4M3x2: {size: 2}, tE5M2x2: {size: 2},
 	tB64: {size: 8}, tU64: {size: 8}, tS64: {size: 8, signed: true}, tF64: {size: 8, float: true},
 }
 
@@ -74,9 +86,14 @@ func (t typ) scalar() typ {
 		return tF16
 	case tBF16x2:
 		return tBF16
+	case tF32x2:
+		return tF32
 	}
 	return t
 }
+
+// simd16 reports whether t is a pair of 16-bit integers in 32 bits.
+func (t typ) simd16() bool { return t == tU16x2 || t == tS16x2 }
 
 // Sem is the memory-ordering semantics of an access.
 type Sem uint8
@@ -182,6 +199,12 @@ const (
 	opActivemask
 	opTrap
 	opNop
+	opHint       // prefetch, prefetchu, griddepcontrol: no effect on what the interpreter models
+	opWarpSync   // bar.warp.sync
+	opPrintf     // a call of vprintf (printf.go)
+	opRsqrt      // rsqrt.approx.f32 (rsqrt.go)
+	opMapa       // mapa: the address of a variable in a block of the cluster
+	opClusterBar // barrier.cluster.arrive and .wait (cluster.go)
 )
 
 var opNames = map[string]opcode{
@@ -193,6 +216,7 @@ var opNames = map[string]opcode{
 	"exit": opRet, "call": opCall, "prmt": opPrmt, "lop3": opLop3, "bfe": opBfe, "bfi": opBfi,
 	"popc": opPopc, "clz": opClz, "brev": opBrev, "shfl": opShfl, "vote": opVote,
 	"activemask": opActivemask, "trap": opTrap, "nanosleep": opNop,
+	"prefetch": opHint, "prefetchu": opHint, "griddepcontrol": opHint, "rsqrt": opRsqrt, "mapa": opMapa,
 }
 
 // cmpOp is a setp comparison.
@@ -231,6 +255,7 @@ const (
 	spShared
 	spParam
 	spLocal
+	spConst
 )
 
 // Generic-address windows of the parameter, shared and local state
@@ -239,7 +264,10 @@ const (
 	ParamWindow  = 0x0000_1000_0000_0000
 	SharedWindow = 0x0000_2000_0000_0000
 	LocalWindow  = 0x0000_4000_0000_0000
-	windowSize   = 0x0000_1000_0000_0000
+	// GlobalVarWindow is where the module-scope .global and .const
+	// variables appear (read-only; see globals.go).
+	GlobalVarWindow = 0x0000_5000_0000_0000
+	windowSize      = 0x0000_1000_0000_0000
 )
 
 // special is a special register.
@@ -268,6 +296,12 @@ const (
 	spLanemaskLe
 	spLanemaskGt
 	spLanemaskGe
+	// The cluster registers, with the values of a cluster of one block
+	// (the simulator launches no explicit clusters).
+	spClusteridX
+	spNclusteridX
+	spZero // %clusterid.y/.z, %cluster_ctaid.*, %cluster_ctarank, %is_explicit_cluster
+	spOne  // %nclusterid.y/.z, %cluster_nctaid.*, %cluster_nctarank
 )
 
 var specialNames = map[string]special{
@@ -279,6 +313,11 @@ var specialNames = map[string]special{
 	"%clock": spClock, "%clock64": spClock64,
 	"%lanemask_eq": spLanemaskEq, "%lanemask_lt": spLanemaskLt, "%lanemask_le": spLanemaskLe,
 	"%lanemask_gt": spLanemaskGt, "%lanemask_ge": spLanemaskGe,
+	"%clusterid.x": spClusteridX, "%clusterid.y": spZero, "%clusterid.z": spZero,
+	"%nclusterid.x": spNclusteridX, "%nclusterid.y": spOne, "%nclusterid.z": spOne,
+	"%cluster_ctaid.x": spZero, "%cluster_ctaid.y": spZero, "%cluster_ctaid.z": spZero,
+	"%cluster_nctaid.x": spOne, "%cluster_nctaid.y": spOne, "%cluster_nctaid.z": spOne,
+	"%cluster_ctarank": spZero, "%cluster_nctarank": spOne, "%is_explicit_cluster": spZero,
 }
 
 // opKind is an operand's form.
@@ -350,6 +389,7 @@ type inst struct {
 	ftz     bool
 	sat     bool
 	relu    bool
+	satfin  bool // cvt .satfinite
 	nanOut  bool // min.NaN, max.NaN
 	cvt     cvtRule
 	space   space
@@ -461,11 +501,25 @@ func (d *decoder) mnemonic(in *inst) error {
 	}
 	in.op = op
 	in.noDst = base == "red"
+	if op == opHint {
+		return hint(in, base, mods)
+	}
+	if op == opBar && base == "barrier" && slices.Contains(mods, "cluster") {
+		return decodeClusterBar(in, mods)
+	}
+	if op == opBar && len(mods) == 2 && mods[0] == "warp" && mods[1] == "sync" && base == "bar" {
+		in.op = opWarpSync
+		return nil
+	}
 	arith := op == opAdd || op == opSub || op == opMul || op == opMad || op == opFma || op == opDiv
 	var types []typ
 	sawSem, sawScope, sawSync := false, false, false
 	for _, m := range mods {
 		if t, ok := typeNames["."+m]; ok {
+			types = append(types, t)
+			continue
+		}
+		if t, ok := fp8Names[m]; ok && op == opCvt {
 			types = append(types, t)
 			continue
 		}
@@ -481,19 +535,30 @@ func (d *decoder) mnemonic(in *inst) error {
 			if in.irnd && op != opCvt {
 				return unsupported(in)
 			}
-		case m == "ftz" && (arith || op == opMin || op == opMax || op == opAbs || op == opNeg || op == opSetp || op == opCvt):
+		case m == "ftz" && (arith || op == opMin || op == opMax || op == opAbs || op == opNeg || op == opSetp || op == opCvt || op == opRsqrt):
 			in.ftz = true
+		case m == "approx" && op == opRsqrt:
+			// The only rsqrt there is for f32 (checkModifiers).
 		case m == "sat" && (arith || op == opCvt):
 			in.sat = true
-		case m == "relu" && op == opCvt:
+		case m == "relu" && (op == opCvt || op == opMin || op == opMax):
 			in.relu = true
+		case m == "satfinite" && op == opCvt:
+			in.satfin = true
 		case m == "NaN" && (op == opMin || op == opMax):
 			in.nanOut = true
 		case m == "uni" && (op == opBra || op == opCall):
 		case m == "to" && op == opCvta:
 		case m == "global" && (op == opLd || op == opSt || op == opAtom || op == opCvta):
 			in.space = spGlobal
+		case m == "const" && (op == opLd || op == opCvta):
+			in.space = spConst
 		case m == "shared" && (op == opLd || op == opSt || op == opAtom || op == opCvta):
+			in.space = spShared
+		case (m == "shared::cta" || m == "shared::cluster") && (op == opLd || op == opSt || op == opAtom):
+			// The block's own shared memory: a cluster is one block.
+			in.space = spShared
+		case m == "shared::cluster" && op == opMapa:
 			in.space = spShared
 		case m == "param" && (op == opLd || op == opSt || op == opCvta):
 			in.space = spParam
@@ -543,6 +608,12 @@ func (d *decoder) mnemonic(in *inst) error {
 			return unsupported(in)
 		}
 		in.t, in.t2 = types[0], types[1]
+		if isFP8(in.t) || isFP8(in.t2) {
+			return decodeCvtFP8(in)
+		}
+		if in.satfin {
+			return unsupported(in)
+		}
 		if in.t == tPred || in.t2 == tPred || in.t2.packed() || in.t == tB8 || in.t2 == tB8 {
 			return unsupported(in)
 		}
@@ -583,6 +654,12 @@ func hasCmp(k string) bool { _, ok := cmpNames[k]; return ok }
 func (d *decoder) checkModifiers(in *inst, parts []string, sawSem, sawScope bool) error {
 	op, ty := in.op, in.t
 	mods := parts[1:]
+	if ty.simd16() && op != opMin && op != opMax || ty == tF32x2 && op != opAdd && op != opSub && op != opMul && op != opFma {
+		return unsupported(in)
+	}
+	if in.relu && op != opCvt && ty != tS16x2 {
+		return unsupported(in)
+	}
 	switch op {
 	case opLd, opSt:
 		if sawScope && !sawSem {
@@ -651,6 +728,9 @@ func (d *decoder) checkModifiers(in *inst, parts []string, sawSem, sawScope bool
 	case opAdd, opSub, opMul, opMad, opFma, opDiv:
 		return checkArith(in)
 	case opMin, opMax:
+		if ty.simd16() && (in.ftz || in.nanOut) {
+			return unsupported(in)
+		}
 		if ty == tPred || ty == tB8 || (in.ftz || in.nanOut) && !ty.float() || in.nanOut && ty == tF64 || in.ftz && (ty == tF64 || ty.scalar() == tBF16) {
 			return unsupported(in)
 		}
@@ -697,6 +777,17 @@ func (d *decoder) checkModifiers(in *inst, parts []string, sawSem, sawScope bool
 	case opNop:
 		if ty != tU32 {
 			return unsupported(in)
+		}
+	case opMapa:
+		if ty != tU32 && ty != tU64 {
+			return unsupported(in)
+		}
+	case opRsqrt:
+		if ty != tF32 || !slices.Contains(mods, "approx") {
+			return fmt.Errorf("line %d: %s: only rsqrt.approx{.ftz}.f32 is supported (reproduced bit for bit from an H200's results)", in.line, in.text)
+		}
+		if _, err := rsqrtTable(); err != nil {
+			return fmt.Errorf("line %d: %s: %w", in.line, in.text, err)
 		}
 	}
 	return nil
@@ -804,6 +895,21 @@ func (d *decoder) operands(ts []token, in *inst) ([]operand, error) {
 	return out, nil
 }
 
+// immReg is a register that holds immediate v, an element of a vector
+// operand of n elements of in ({0, %rs1}): the decoder sets it with a mov
+// just before in (an element of a mov is the width of the whole over n;
+// of a ld or st, the access's type).
+func (d *decoder) immReg(in *inst, v uint64, n int) int {
+	et := in.t
+	if in.op == opMov && n > 0 {
+		et = sizeType(in.t.size() / n)
+	}
+	r := d.newReg(sizeType(et.size()))
+	d.fn.code = append(d.fn.code, inst{op: opMov, t: sizeType(et.size()), guard: -1, vec: 1, line: in.line, text: "mov (an immediate of " + in.text + "'s braces)",
+		ops: []operand{{kind: oReg, reg: r}, {kind: oImm, imm: trunc(v, et)}}, dstSize: uint8(et.size())})
+	return r
+}
+
 // vecReg resolves a register of a vector operand; "_" is a sink.
 func (d *decoder) vecReg(s string) (int, bool) {
 	if s == "_" {
@@ -833,7 +939,11 @@ func (d *decoder) operand(ts []token, in *inst) (operand, error) {
 		for j := 1; j < len(ts)-1; j += 2 {
 			r, ok := d.vecReg(ts[j].s)
 			if !ok {
-				return bad()
+				v, isImm := immediate(ts[j].s)
+				if !isImm {
+					return bad()
+				}
+				r = d.immReg(in, v, len(ts)/2)
 			}
 			o.vec = append(o.vec, r)
 			if ts[j+1].s != "," && ts[j+1].s != "}" {
@@ -874,11 +984,19 @@ func (d *decoder) operand(ts []token, in *inst) (operand, error) {
 	if s == "_" {
 		return operand{kind: oReg, reg: d.sink()}, nil
 	}
+	if r, ok := d.reg(s); ok {
+		// A register declared without the % (inline assembly's
+		// "c", "low", "__$temp3").
+		return operand{kind: oReg, reg: r}, nil
+	}
 	if v, ok := immediate(s); ok {
 		return operand{kind: oImm, imm: v}, nil
 	}
 	if sym := d.sym(s); sym != nil {
 		return operand{kind: oSym, sym: sym}, nil
+	}
+	if d.m.unsupportedVar(s) {
+		return operand{}, fmt.Errorf("line %d: %s: module-scope variable %s was refused where it is declared", in.line, in.text, s)
 	}
 	return operand{kind: oLabel, name: s}, nil
 }
@@ -896,8 +1014,9 @@ func (d *decoder) address(ts []token, in *inst) (operand, error) {
 		return bad()
 	}
 	s := ts[0].s
+	_, isReg := d.reg(s)
 	switch {
-	case strings.HasPrefix(s, "%"):
+	case strings.HasPrefix(s, "%") || isReg:
 		r, ok := d.reg(s)
 		if !ok {
 			return operand{}, fmt.Errorf("line %d: %s: unknown register %s", in.line, in.text, s)
@@ -911,7 +1030,7 @@ func (d *decoder) address(ts []token, in *inst) (operand, error) {
 		o.sym = d.sym(s)
 		if o.sym == nil {
 			if d.m.unsupportedVar(s) {
-				return operand{}, fmt.Errorf("line %d: %s: module-scope variable %s is not supported (only .shared ones)", in.line, in.text, s)
+				return operand{}, fmt.Errorf("line %d: %s: module-scope variable %s was refused where it is declared", in.line, in.text, s)
 			}
 			return operand{}, fmt.Errorf("line %d: %s: unknown variable %s", in.line, in.text, s)
 		}
@@ -1002,6 +1121,12 @@ func (d *decoder) call(in *inst, ts []token) error {
 	if in.callee == "__assertfail" {
 		in.op, in.trap, in.callee = opTrap, "assertion failed (__assertfail)", ""
 	}
+	if in.callee == "vprintf" && d.m.funcs["vprintf"] == nil {
+		if len(in.rets) != 1 || len(in.ops) != 2 || in.rets[0].sym.size < 4 || in.ops[0].sym.size < 8 || in.ops[1].sym.size < 8 {
+			return fmt.Errorf("line %d: vprintf takes a 32-bit result and two 64-bit arguments (format, arguments)", in.line)
+		}
+		in.op, in.callee = opPrintf, ""
+	}
 	d.fn.code = append(d.fn.code, *in)
 	return nil
 }
@@ -1012,7 +1137,7 @@ var arity = map[opcode]int{
 	opMov: 2, opAdd: 3, opSub: 3, opMul: 3, opMad: 4, opFma: 4, opDiv: 3, opRem: 3, opMin: 3, opMax: 3,
 	opAbs: 2, opAnd: 3, opOr: 3, opXor: 3, opNot: 2, opCnot: 2, opShl: 3, opShr: 3, opNeg: 2, opSelp: 4,
 	opCvta: 2, opMembar: 0, opBra: 1, opRet: 0, opPrmt: 4, opLop3: 5, opBfe: 4, opBfi: 5,
-	opPopc: 2, opClz: 2, opBrev: 2, opActivemask: 1, opTrap: 0, opNop: 1,
+	opPopc: 2, opClz: 2, opBrev: 2, opActivemask: 1, opTrap: 0, opNop: 1, opRsqrt: 2, opMapa: 3,
 }
 
 // checkArity checks the operand count and kinds of an instruction.
@@ -1038,7 +1163,7 @@ func checkArity(in *inst) error {
 			return fmt.Errorf("line %d: %s: no second predicate for 16-bit floats", in.line, in.text)
 		}
 	case opCvt:
-		n2 := 2 + boolInt(in.cvt == cvtPair)
+		n2 := 2 + boolInt(in.cvt == cvtPair || in.cvt == cvtToFP8Pair)
 		if n != n2 || in.ops[0].kind != oReg || !plain(in.ops[1:]) {
 			return bad()
 		}
@@ -1095,6 +1220,22 @@ func checkArity(in *inst) error {
 		}
 	case opLop3:
 		if n != 5 || in.ops[4].kind != oImm || in.ops[0].kind != oReg || !plain(in.ops[1:]) {
+			return bad()
+		}
+	case opHint:
+		if in.text == "griddepcontrol.wait" || in.text == "griddepcontrol.launch_dependents" {
+			if n != 0 {
+				return bad()
+			}
+		} else if n != 1 || in.ops[0].kind != oAddr {
+			return bad()
+		}
+	case opClusterBar:
+		if n != 0 {
+			return bad()
+		}
+	case opWarpSync:
+		if n != 1 || in.ops[0].kind != oReg && in.ops[0].kind != oImm || in.ops[0].not {
 			return bad()
 		}
 	case opTrap:

@@ -15,8 +15,11 @@ type Module struct {
 	funcs   map[string]*funcSrc
 	entries []string
 
-	vars    map[string]*symbol // module-scope .shared variables
-	badVars map[string]bool    // module-scope variables of other state spaces
+	vars     map[string]*symbol // module-scope variables (.shared, .global, .const)
+	varOrder []string           // their names in declaration order
+	badVars  map[string]bool    // module-scope variables the interpreter refused
+	globals  []byte             // the image of the .global and .const variables
+	bad      []Unsupported      // module-scope statements refused
 
 	mu         sync.Mutex
 	sharedSize int // bytes of shared memory the module and its decoded functions declared
@@ -85,12 +88,15 @@ func Parse(text string) (*Module, error) {
 		switch tok.s {
 		case ";":
 			// A declaration: forward .func or module-level variable.
-			if err := m.declare(stmt); err != nil {
-				return nil, err
-			}
+			m.declare(stmt)
 			stmt = stmt[:0]
 			continue
 		case "{":
+			if len(stmt) > 0 && stmt[len(stmt)-1].s == "=" || inInit(stmt) {
+				// The braces of a variable's initializer.
+				stmt = append(stmt, tok)
+				continue
+			}
 			if err := m.define(stmt, &lx, tok.line); err != nil {
 				return nil, err
 			}
@@ -100,9 +106,44 @@ func Parse(text string) (*Module, error) {
 		stmt = append(stmt, tok)
 	}
 	if len(m.funcs) == 0 {
+		if len(m.bad) > 0 {
+			return nil, fmt.Errorf("ptx: line %d: %s", m.bad[0].Line, m.bad[0].Reason)
+		}
 		return nil, fmt.Errorf("ptx: no function definitions")
 	}
 	return m, nil
+}
+
+// inInit reports whether stmt is inside the braces of an initializer
+// ("= {" opened and not closed).
+func inInit(stmt []token) bool {
+	depth, eq := 0, false
+	for _, t := range stmt {
+		switch t.s {
+		case "=":
+			eq = true
+		case "{":
+			depth++
+		case "}":
+			depth--
+		}
+	}
+	return eq && depth > 0
+}
+
+// refuseModule records a module-scope statement the parser refused; the
+// functions that use what it declares are refused where they do.
+func (m *Module) refuseModule(stmt []token, err error) {
+	u := Unsupported{Line: lineOf(stmt), Reason: err.Error()}
+	if len(stmt) > 0 {
+		u.Inst = stmt[0].s
+	}
+	var line int
+	if n, _ := fmt.Sscanf(u.Reason, "line %d: ", &line); n == 1 {
+		u.Line = line
+		u.Reason = u.Reason[strings.Index(u.Reason, ": ")+2:]
+	}
+	m.bad = append(m.bad, u)
 }
 
 // define records the function whose header is head and whose body starts
@@ -117,12 +158,16 @@ func (m *Module) define(head []token, lx *lexer, line int) error {
 		case ".func":
 		case ".visible", ".weak", ".extern":
 		default:
-			return fmt.Errorf("ptx: line %d: unexpected %q before a function body", head[i].line, head[i].s)
+			// Not a function: skip the block, the rest of the module
+			// still loads.
+			m.refuseModule(head, fmt.Errorf("line %d: unexpected %q before a block (not a function definition)", head[i].line, head[i].s))
+			return lx.skipBlock()
 		}
 		i++
 	}
 	if i == 0 || i >= len(head) {
-		return fmt.Errorf("ptx: line %d: a block outside a function", line)
+		m.refuseModule(head, fmt.Errorf("line %d: a block outside a function", line))
+		return lx.skipBlock()
 	}
 	var rets []token
 	if head[i].s == "(" {
@@ -154,36 +199,52 @@ func (m *Module) define(head []token, lx *lexer, line int) error {
 }
 
 // declare records a module-scope declaration: a .shared variable (an
-// .extern one is the dynamic shared memory a launch sizes), or the name of
-// a variable of another state space, which the functions may not use.
-// Function prototypes and other directives are skipped.
-func (m *Module) declare(stmt []token) error {
+// .extern one is the dynamic shared memory a launch sizes), a .global or
+// .const variable (globals.go). One the interpreter refuses is a problem
+// of the module ([Module.AllUnsupported]) and its name is remembered, so
+// that a function that uses it is refused there; the rest of the module
+// loads. Function prototypes and other directives are skipped.
+func (m *Module) declare(stmt []token) {
 	i := 0
 	for i < len(stmt) && (stmt[i].s == ".visible" || stmt[i].s == ".extern" || stmt[i].s == ".weak") {
 		i++
 	}
 	if i >= len(stmt) {
-		return nil
+		return
 	}
 	extern := i > 0 && slices.ContainsFunc(stmt[:i], func(t token) bool { return t.s == ".extern" })
+	var err error
 	switch stmt[i].s {
 	case ".shared":
-		sym, err := m.varSym(stmt[i+1:], extern)
-		if err != nil {
-			return fmt.Errorf("ptx: %w", err)
+		var sym *symbol
+		if sym, err = m.varSym(stmt[i+1:], extern); err == nil {
+			m.vars[sym.name] = sym
+			m.varOrder = append(m.varOrder, sym.name)
 		}
-		m.vars[sym.name] = sym
-	case ".global", ".const", ".local":
-		for _, t := range stmt[i+1:] {
-			if !strings.HasPrefix(t.s, ".") && t.s != "[" && t.s != "]" {
-				if _, err := strconv.Atoi(t.s); err != nil {
-					m.badVars[t.s] = true
-					break
-				}
+	case ".global", ".const":
+		if extern {
+			err = fmt.Errorf("line %d: an .extern %s variable, which another module defines", stmt[i].line, stmt[i].s)
+		} else {
+			err = m.globalVar(stmt[i+1:])
+		}
+	case ".local":
+		err = fmt.Errorf("line %d: a module-scope .local variable", stmt[i].line)
+	}
+	if err == nil {
+		return
+	}
+	m.refuseModule(stmt, err)
+	for _, t := range stmt[i+1:] {
+		if t.s == "=" {
+			break
+		}
+		if !strings.HasPrefix(t.s, ".") && t.s != "[" && t.s != "]" {
+			if _, err := strconv.Atoi(t.s); err != nil {
+				m.badVars[t.s] = true
+				break
 			}
 		}
 	}
-	return nil
 }
 
 // unsupportedVar reports whether name is a module-scope variable of a
@@ -359,6 +420,7 @@ const (
 	symShared                     // a shared variable: in the block's shared memory
 	symDynShared                  // the dynamic shared memory (.extern .shared), after the static
 	symLocal                      // a local variable: in the frame's local memory
+	symGlobal                     // a module-scope .global or .const variable: in the module's image
 )
 
 // symbol is a named variable.
@@ -427,7 +489,14 @@ func (m *Module) decode(src *funcSrc) (*Func, error) {
 		labels: map[string]int{}, sinkReg: -1}
 	d.scopes = []*scope{newScope()}
 	if err := d.header(); err != nil {
-		return nil, err
+		// A parameter list it cannot read: refused at its line.
+		d.refuse(nil, err)
+		if d.bad[0].Line == 0 {
+			d.bad[0].Line = src.line
+		}
+		d.bad[0].Inst = ".param"
+		src.bad = d.bad
+		return nil, badError(d.bad)
 	}
 	for d.i < len(d.toks) {
 		start := d.i
@@ -559,8 +628,8 @@ func varSpec(ts []token, unsized bool) (name string, size, align int, err error)
 	j := 0
 	if len(ts) > 1 && ts[0].s == ".align" {
 		n, err := strconv.Atoi(ts[1].s)
-		if err != nil || n < 1 {
-			return "", 0, 0, fmt.Errorf("line %d: bad alignment %q", ts[1].line, ts[1].s)
+		if err != nil || n < 1 || n&(n-1) != 0 {
+			return "", 0, 0, fmt.Errorf("line %d: bad alignment %q (not a power of two)", ts[1].line, ts[1].s)
 		}
 		align = n
 		j = 2
@@ -573,6 +642,24 @@ func varSpec(ts []token, unsized bool) (name string, size, align int, err error)
 		return "", 0, 0, fmt.Errorf("line %d: unsupported variable type %s", ts[j].line, ts[j].s)
 	}
 	size = t.size()
+	if j+1 < len(ts) && ts[j+1].s == ".ptr" {
+		// A kernel parameter's pointer attributes (.ptr [.space]
+		// [.align N]): what the pointer points to, which changes nothing
+		// of the parameter itself.
+		j++
+		if j+1 < len(ts) && ptrSpaces[ts[j+1].s] {
+			j++
+		}
+		if j+2 < len(ts) && ts[j+1].s == ".align" {
+			if n, err := strconv.Atoi(ts[j+2].s); err != nil || n < 1 || n&(n-1) != 0 {
+				return "", 0, 0, fmt.Errorf("line %d: bad pointer alignment %q", ts[j+2].line, ts[j+2].s)
+			}
+			j += 2
+		}
+		if j+1 >= len(ts) {
+			return "", 0, 0, fmt.Errorf("line %d: bad declaration %q", lineOf(ts), joinTokens(ts))
+		}
+	}
 	align = max(align, size)
 	name = ts[j+1].s
 	count := 1
@@ -637,6 +724,9 @@ func (d *decoder) varDecl(ts []token, kind symKind) (*symbol, error) {
 	d.scopes[len(d.scopes)-1].syms[sym.name] = sym
 	return sym, nil
 }
+
+// ptrSpaces are the state spaces a .ptr parameter may point to.
+var ptrSpaces = map[string]bool{".global": true, ".shared": true, ".const": true, ".local": true}
 
 func alignUp(n, a int) int { return (n + a - 1) / a * a }
 
@@ -729,7 +819,7 @@ func (d *decoder) regDecl(ts []token) error {
 		return fmt.Errorf("line %d: bad register declaration %q", ts[0].line, joinTokens(ts))
 	}
 	rt, ok := typeNames[ts[1].s]
-	if !ok || rt == tB8 {
+	if !ok || rt == tB8 || rt.simd16() || rt == tF32x2 {
 		return fmt.Errorf("line %d: unsupported register type %s", ts[1].line, ts[1].s)
 	}
 	sc := d.scopes[len(d.scopes)-1]

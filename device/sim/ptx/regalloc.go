@@ -55,9 +55,9 @@ func (in *inst) regRefs(use, def func(r *int)) {
 	}
 	ops := in.ops
 	switch in.op {
-	case opCall, opRet, opMembar, opTrap, opBra:
+	case opCall, opRet, opMembar, opTrap, opBra, opPrintf, opClusterBar:
 		// No register operands: calls pass .param variables.
-	case opSt, opNop:
+	case opSt, opNop, opHint, opWarpSync:
 		for i := range ops {
 			useOp(&ops[i])
 		}

@@ -10,13 +10,16 @@ import (
 // to run: an instruction (or declaration) it does not implement exactly,
 // a malformed one, or a call of a function the module does not define.
 type Unsupported struct {
-	Func   string // the function holding the statement
+	Func   string // the function holding the statement ("" at module scope)
 	Line   int    // its line in the PTX text
 	Inst   string // its mnemonic or directive, e.g. "tex.2d.v4.f32.s32"
 	Reason string // why it is refused
 }
 
 func (u Unsupported) String() string {
+	if u.Func == "" {
+		return fmt.Sprintf("module scope line %d: %s: %s", u.Line, u.Inst, u.Reason)
+	}
 	return fmt.Sprintf("%s line %d: %s: %s", u.Func, u.Line, u.Inst, u.Reason)
 }
 
@@ -66,9 +69,10 @@ func (m *Module) Unsupported(entry string) ([]Unsupported, error) {
 }
 
 // AllUnsupported is [Module.Unsupported] for every function of the
-// module, called or not.
+// module, called or not, and the module-scope statements the parser
+// refused (their Func is empty).
 func (m *Module) AllUnsupported() []Unsupported {
-	var out []Unsupported
+	out := append([]Unsupported(nil), m.bad...)
 	for name := range m.funcs {
 		out = append(out, m.unsupportedIn(name)...)
 	}

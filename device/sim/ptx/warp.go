@@ -28,6 +28,7 @@ const (
 // result and releases them.
 type warp struct {
 	lanes   uint32 // the lanes that exist (a last warp may be partial)
+	base    uint32 // the thread index of lane 0
 	exited  uint32 // the lanes whose state is laneExited
 	state   [32]uint8
 	barLine [32]int
@@ -44,6 +45,13 @@ type warp struct {
 	resP    [32]bool
 	resErr  [32]error
 	done    [32]uint64 // collectives each lane completed
+
+	// bar.warp.sync: each lane's syncs so far, and what the last sync of
+	// each member mask released (its arrivals and largest token).
+	syncN   [32]uint64
+	syncArr [32][]Arrival
+	syncRel [32]uint64
+	relTok  uint64 // the largest token of the arrivals of the sync forming
 }
 
 // join registers the thread of dim with its warp.
@@ -53,6 +61,7 @@ func (mem *BlockMem) join(dim Dim) {
 		mem.warps = append(mem.warps, &warp{})
 	}
 	w := mem.warps[wi]
+	w.base = 32 * uint32(wi)
 	n := min(dim.Ntid-32*uint32(wi), 32)
 	w.lanes = uint32(1<<n - 1)
 	w.state[dim.Tid%32] = laneRunning
@@ -79,7 +88,12 @@ func (mem *BlockMem) leave(dim Dim, state uint8, line int) {
 	}
 }
 
-// warpOp executes activemask, shfl.sync and vote.sync.
+// warpOp executes activemask, shfl.sync, vote.sync and bar.warp.sync.
+// bar.warp.sync is a meeting of the lanes of its member mask like the
+// others; where the Env models barriers ([BarrierEnv]), each lane's
+// arrival releases what it did so far, and once all met, each acquires
+// what the others' arrivals released (barrier id NumBarriers+w stands for
+// warp w's).
 func (t *Thread) warpOp(f *frame, in *inst) error {
 	w := t.mem.warps[t.dim.Tid/32]
 	lane := t.dim.Tid % 32
@@ -104,15 +118,21 @@ func (t *Thread) warpOp(f *frame, in *inst) error {
 	if mask&^w.lanes != 0 {
 		return fmt.Errorf("member mask %#08x names lanes the block does not have (its warp has lanes %#08x)", mask, w.lanes)
 	}
+	benv, barriers := t.env.(BarrierEnv)
+	if in.op == opWarpSync && barriers {
+		benv.Arrive(NumBarriers+int(t.dim.Tid/32), w.syncN[lane], &w.relTok)
+	}
 	w.waiting |= 1 << lane
 	w.inst[lane] = in
 	w.mask[lane] = mask
 	w.resErr[lane] = nil
-	if in.op == opShfl {
+	switch in.op {
+	case opWarpSync:
+	case opShfl:
 		w.val[lane] = t.value(f, &in.ops[1], tB32)
 		w.b[lane] = uint32(t.value(f, &in.ops[2], tB32))
 		w.c[lane] = uint32(t.value(f, &in.ops[3], tB32))
-	} else {
+	default:
 		w.val[lane] = t.value(f, &in.ops[1], tPred)
 	}
 	before := w.done[lane]
@@ -135,6 +155,13 @@ func (t *Thread) warpOp(f *frame, in *inst) error {
 	}
 	if err := w.resErr[lane]; err != nil {
 		return err
+	}
+	if in.op == opWarpSync {
+		w.syncN[lane]++
+		if barriers {
+			benv.Leave(NumBarriers+int(t.dim.Tid/32), w.syncArr[lane], w.syncRel[lane])
+		}
+		return nil
 	}
 	d := &in.ops[0]
 	if d.kind == oVec {
@@ -159,7 +186,7 @@ func (w *warp) stuck(mask uint32) string {
 		case w.state[l] == laneExited:
 			return fmt.Sprintf("lane %d exited", l)
 		case w.state[l] == laneAtBarrier:
-			return fmt.Sprintf("lane %d waits at barrier %d (line %d)", l, w.barID[l], w.barLine[l])
+			return fmt.Sprintf("lane %d waits at %s (line %d)", l, barrierName(w.barID[l]), w.barLine[l])
 		case w.state[l] == laneFailed && failed == "":
 			failed = fmt.Sprintf("lane %d failed", l)
 		case other == "" && w.waiting>>l&1 == 1 && w.mask[l] != mask:
@@ -194,6 +221,18 @@ func (w *warp) complete(mask uint32) {
 		}
 	}
 	switch in.op {
+	case opWarpSync:
+		var arr []Arrival
+		for l := first; l < 32; l++ {
+			if mask>>l&1 == 1 {
+				arr = append(arr, Arrival{Thread: w.base + l, N: w.syncN[l]})
+			}
+		}
+		for l := first; l < 32; l++ {
+			if mask>>l&1 == 1 {
+				w.syncArr[l], w.syncRel[l] = arr, w.relTok
+			}
+		}
 	case opShfl:
 		for l := first; l < 32; l++ {
 			if mask>>l&1 == 0 {

@@ -59,15 +59,28 @@ func (r Race) String() string {
 type Error struct {
 	Races []Race // distinct races in the order found
 	Total int    // every race found, repeats included
+	// Cut counts the distinct races past the most a detector keeps
+	// (pairs of sites that Races lacks).
+	Cut int
 }
 
-// Error lists every distinct race.
+// errorListed is how many races Error's message lists.
+const errorListed = 32
+
+// Error lists the distinct races (the first 32, and how many more).
 func (e *Error) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d data races (%d distinct)", e.Total, len(e.Races))
-	for _, r := range e.Races {
+	fmt.Fprintf(&b, "%d data races (%d distinct)", e.Total, len(e.Races)+e.Cut)
+	for i, r := range e.Races {
+		if i == errorListed {
+			fmt.Fprintf(&b, "\n(%d more distinct races not listed here)", len(e.Races)-i)
+			break
+		}
 		b.WriteString("\n")
 		b.WriteString(r.String())
+	}
+	if e.Cut > 0 {
+		fmt.Fprintf(&b, "\n(%d more distinct races past the %d a run keeps)", e.Cut, maxRaces)
 	}
 	return b.String()
 }
@@ -170,10 +183,14 @@ func (d *Detector) add(w, x *rec, nc bool, missing func() string) {
 	xa.NC = nc
 	k := siteKey{siteOf(wa), siteOf(xa), nc}
 	if i, ok := d.sites[k]; ok {
-		d.races[i].Repeats++
+		if i >= 0 {
+			d.races[i].Repeats++
+		}
 		return
 	}
 	if len(d.races) >= maxRaces {
+		d.sites[k] = -1
+		d.cut++
 		return
 	}
 	lo := max(w.off, x.off)
@@ -246,7 +263,11 @@ func describeComm(c *comm, w *rec) string {
 		why = append(why, fmt.Sprintf("the %s is %s, which publishes only what preceded the writer's last fence (or its kernel's launch), and the first access came later",
 			signalOp(wr), wr.Order))
 	}
-	if !rd.Order.Acquires() {
+	switch {
+	case rd.Order.Acquires():
+	case !rd.RMW:
+		why = append(why, fmt.Sprintf("the %s is %s (no acquire: a volatile or relaxed load of a flag acquires nothing; load it with ld.acquire, or fence after it)", signalOp(rd), rd.Order))
+	default:
 		why = append(why, fmt.Sprintf("the %s is %s (no acquire)", signalOp(rd), rd.Order))
 	}
 	if need := neededBy(c.writer.org, c.reader.org); wr.Scope < need || rd.Scope < need {
@@ -255,7 +276,7 @@ func describeComm(c *comm, w *rec) string {
 	if len(why) == 0 {
 		why = append(why, "the release did not carry the first access")
 	}
-	return fmt.Sprintf("no release/acquire at system scope between device %d's %s (%s, %s) and device %d's %s (%s, %s) on phys %d + %#x: %s",
+	return fmt.Sprintf("no release/acquire at system scope between device %d's %s (%s, %s) and device %d's %s (%s, %s) of %v: %s",
 		wr.Device, signalOp(wr), wr.Order, wr.Scope, rd.Device, signalOp(rd), rd.Order, rd.Scope,
-		rd.Phys, rd.PhysOffset, strings.Join(why, "; "))
+		rd.Addr, strings.Join(why, "; "))
 }

@@ -200,6 +200,13 @@ func Forms() []*Form {
 	floatForms(add)
 	convertForms(add)
 	atomForms(add)
+	// Forms of PTX ISA 8.1 (fp8 conversions, SIMD16 min and max, brace
+	// operands with immediates).
+	n := len(fs)
+	fp8Forms(add)
+	for _, f := range fs[n:] {
+		f.Version = "8.1"
+	}
 	return fs
 }
 
@@ -429,4 +436,106 @@ func atomForms(add func(string, []int, []int, [][3]uint64)) {
 		[]int{32, 32}, []int{32}, pairs(f32Vals, f32Vals))
 	add("st.global.b32 [%po], A; red.global.max.s32 [%po], B; ld.global.b32 D, [%po]",
 		[]int{32, 32}, []int{32}, pairs(v32, v32))
+}
+
+// fp8Value is the value of fp8 code c (sign bit clear) of e4m3 (4
+// exponent bits, bias 7, no infinities) or e5m2 (5 exponent bits, bias
+// 15), computed from the definitions.
+func fp8Value(c int, e4m3 bool) float64 {
+	if e4m3 {
+		exp, man := c>>3, c&7
+		if exp == 0 {
+			return math.Ldexp(float64(man), -9)
+		}
+		return math.Ldexp(float64(8+man), exp-10)
+	}
+	exp, man := c>>2, c&3
+	if exp == 0 {
+		return math.Ldexp(float64(man), -16)
+	}
+	return math.Ldexp(float64(4+man), exp-17)
+}
+
+// fp8F32Vals are f32 values around every fp8 value of both formats: the
+// values, the midpoints between neighbours and the f32 values next to
+// them, values past the largest finite ones, and the f32 edge values.
+func fp8F32Vals() []uint64 {
+	seen := map[uint64]bool{}
+	var out []uint64
+	addF := func(x float64) {
+		for _, v := range []float32{float32(x), -float32(x)} {
+			b := uint64(math.Float32bits(v))
+			if !seen[b] {
+				seen[b] = true
+				out = append(out, b)
+			}
+		}
+	}
+	for _, e4m3 := range []bool{true, false} {
+		last := 0x7b // e5m2's largest finite code
+		if e4m3 {
+			last = 0x7e
+		}
+		for c := 0; c <= last; c++ {
+			v := fp8Value(c, e4m3)
+			addF(v)
+			next := 2 * v // past the largest: where rounding would go on
+			if c < last {
+				next = fp8Value(c+1, e4m3)
+			}
+			mid := float32((v + next) / 2)
+			addF(float64(mid))
+			addF(float64(math.Nextafter32(mid, 0)))
+			addF(float64(math.Nextafter32(mid, float32(math.Inf(1)))))
+		}
+	}
+	for _, x := range []float64{480, 500, 1e5, 61440, 65536, 1e30, math.Ldexp(1, -20), math.Ldexp(1, -40)} {
+		addF(x)
+	}
+	for _, b := range f32Vals {
+		if !seen[b] {
+			seen[b] = true
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func fp8Forms(add func(string, []int, []int, [][3]uint64)) {
+	// Every fp8 code in both halves of a pair.
+	var codes [][3]uint64
+	for c := uint64(0); c < 256; c++ {
+		codes = append(codes, [3]uint64{c | (c*37+11)&255<<8})
+	}
+	// Every f16 value once: the even codes in the low half of an f16x2,
+	// the odd ones in the high half.
+	var halves [][3]uint64
+	for h := uint64(0); h < 1<<16; h += 2 {
+		halves = append(halves, [3]uint64{h | (h^0x8000+1)<<16})
+	}
+	f32s := fp8F32Vals()
+	var f32Pairs [][3]uint64
+	for i, a := range f32s {
+		f32Pairs = append(f32Pairs, [3]uint64{a, f32s[(i*7+3)%len(f32s)]})
+	}
+	for _, f8 := range []string{"e4m3x2", "e5m2x2"} {
+		for _, relu := range []string{"", ".relu"} {
+			add("cvt.rn"+relu+".f16x2."+f8+" D, A", []int{16}, []int{32}, codes)
+			add("cvt.rn.satfinite"+relu+"."+f8+".f32 D, A, B", []int{32, 32}, []int{16}, f32Pairs)
+			in := halves
+			if relu != "" {
+				in = packedPairs(f16Vals)
+			}
+			add("cvt.rn.satfinite"+relu+"."+f8+".f16x2 D, A", []int{32}, []int{16}, in)
+		}
+	}
+	v16 := intVals(16)
+	for _, op := range []string{"min", "max"} {
+		for _, ty := range []string{".u16x2", ".s16x2", ".relu.s16x2"} {
+			add(op+ty+" D, A, B", []int{32, 32}, []int{32}, packedPairs(v16))
+		}
+	}
+	add("mov.b32 D, {0, A}", []int{16}, []int{32}, singles(v16))
+	add("mov.b32 D, {A, -1}", []int{16}, []int{32}, singles(v16))
+	add("mov.b64 D, {A, 0x1234}", []int{32}, []int{64}, singles(intVals(32)))
 }

@@ -42,6 +42,9 @@ type Form struct {
 	Out  []int // widths of D and D2
 	// Inputs are the records: A, B and C of each.
 	Inputs [][3]uint64
+	// Version is the kernel's PTX ISA version, "8.0" when empty (forms
+	// of later versions name theirs).
+	Version string
 }
 
 // Name identifies the form: its text and the widths of its operands.
@@ -58,7 +61,11 @@ func regName(slot string, width int) string {
 // runs the form over n records.
 func (f *Form) Kernel() string {
 	var b strings.Builder
-	b.WriteString(".version 8.0\n.target sm_90\n.address_size 64\n\n")
+	version := f.Version
+	if version == "" {
+		version = "8.0"
+	}
+	fmt.Fprintf(&b, ".version %s\n.target sm_90\n.address_size 64\n\n", version)
 	b.WriteString(".visible .entry oracle(\n\t.param .u64 pin,\n\t.param .u64 pout,\n\t.param .u32 pn\n)\n{\n")
 	b.WriteString("\t.reg .pred %q, %pa, %pb, %pc, %pd, %pd2;\n")
 	b.WriteString("\t.reg .b16 %ha, %hb, %hc, %hd, %hd2;\n")
