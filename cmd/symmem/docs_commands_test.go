@@ -29,6 +29,10 @@ var (
 	// long: a trailing comment "# long..." marks a command that runs for
 	// minutes (a campaign, a long sweep); it is listed, not run.
 	long = regexp.MustCompile(`\s#\s*long\b`)
+	// after: a trailing comment "# after ..." marks a step of a script
+	// that reads what the commands before it wrote (the reports of a
+	// campaign's shards); it is listed, not run.
+	after = regexp.MustCompile(`\s#\s*after\b`)
 	// exitsOne: a trailing comment "# exits 1..." marks a command that
 	// reports a failure on purpose.
 	exitsOne = regexp.MustCompile(`\s#\s*exits 1\b`)
@@ -116,8 +120,9 @@ func docPages(t *testing.T, root string) []string {
 // A command must exit 0, or 1 where its comment says "exits 1" or where
 // it is a transcript ("$ symmem ..." and what it prints), and never for its
 // command line (a flag, a missing file); one that checks a trace hash must
-// say it matches. Commands marked "# GPU" (needs a GPU) or "# long" (runs
-// for minutes) are listed and not run.
+// say it matches. Commands marked "# GPU" (needs a GPU), "# long" (runs
+// for minutes) or "# after" (a script's step that reads what the
+// commands before it wrote) are listed and not run.
 func TestDocCommandsRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command and runs the documented commands")
@@ -156,6 +161,14 @@ func TestDocCommandsRun(t *testing.T) {
 		}
 		if long.MatchString(c.text) {
 			t.Logf("%s: runs for minutes, not run: %s", where, c.text)
+			continue
+		}
+		if after.MatchString(c.text) {
+			t.Logf("%s: a step after the commands above, not run: %s", where, c.text)
+			continue
+		}
+		if strings.HasSuffix(strings.TrimSpace(commandPart(c.text)), "&") {
+			t.Errorf("%s: %q runs in the background, which this test cannot judge: mark it \"# long\" or \"# after\"", where, c.text)
 			continue
 		}
 		if strings.Contains(commandPart(c.text), "--device cuda") {
