@@ -39,15 +39,27 @@ type Program struct {
 type Buffer struct {
 	Name string `json:"name"`
 	// Kind is "symmetric" (mapped by every rank: its pointer table is
-	// available), "signal" (symmetric, zeroed) or "plain" (this rank's
-	// only).
+	// available), "signal" (symmetric, zeroed), "plain" (this rank's
+	// only) or "table" (this rank's only, holding the entries of Table).
 	Kind  string `json:"kind"`
-	Bytes Expr   `json:"bytes"`
+	Bytes Expr   `json:"bytes,omitempty"`
 	// Init, when set, is written before the ranks meet; otherwise the
 	// buffer holds garbage (but a signal buffer, zeroed), as fresh device
 	// memory does.
 	Init *Fill  `json:"init,omitempty"`
 	Note string `json:"note,omitempty"`
+	// Table gives a table buffer's contents (and its size, which Bytes
+	// must then leave out).
+	Table *Table `json:"table,omitempty"`
+}
+
+// Table is a device array of structs that the host fills once the ranks
+// have met, such as an array of channel handles that hold peers'
+// addresses: Count entries, entry i packed from the fields of Entry (as a
+// by-value struct parameter is) with i in their expressions.
+type Table struct {
+	Count Expr    `json:"count"`
+	Entry []Param `json:"entry"`
 }
 
 // Fill gives a buffer's elements: Value for each element i from Offset
@@ -418,6 +430,8 @@ type cBuffer struct {
 	idx   int
 	bytes *expr
 	init  *cFill
+	count *expr   // a table's entries
+	entry *cParam // a table's entry, a struct
 }
 
 type cFill struct {
@@ -560,10 +574,20 @@ func compile(p *Program, src *Source) (*compiled, error) {
 		if _, dup := c.bufIdx[b.Name]; dup {
 			bad("%s: name used twice", what)
 		}
-		if b.Kind != "symmetric" && b.Kind != "signal" && b.Kind != "plain" {
-			bad("%s: kind %q: want symmetric, signal or plain", what, b.Kind)
+		if b.Kind != "symmetric" && b.Kind != "signal" && b.Kind != "plain" && b.Kind != "table" {
+			bad("%s: kind %q: want symmetric, signal, plain or table", what, b.Kind)
 		}
-		cb := &cBuffer{Buffer: b, idx: i, bytes: parse(what+": bytes", b.Bytes, "")}
+		cb := &cBuffer{Buffer: b, idx: i}
+		switch {
+		case b.Kind == "table" && (b.Table == nil || len(b.Table.Entry) == 0):
+			bad("%s: a table buffer needs a table with its count and entry fields", what)
+		case b.Kind == "table" && (b.Bytes != "" || b.Init != nil):
+			bad("%s: a table buffer's size and contents are its table's: leave out bytes and init", what)
+		case b.Kind != "table" && b.Table != nil:
+			bad("%s: only a table buffer has a table", what)
+		case b.Kind != "table":
+			cb.bytes = parse(what+": bytes", b.Bytes, "")
+		}
 		if b.Init != nil {
 			f := fill(what+": init", *b.Init)
 			cb.init = &f
@@ -579,6 +603,9 @@ func compile(p *Program, src *Source) (*compiled, error) {
 		}
 		return i
 	}
+	local := func(i int) bool {
+		return i < len(c.buffers) && (c.buffers[i].Kind == "plain" || c.buffers[i].Kind == "table")
+	}
 	var param func(what string, pr Param) cParam
 	param = func(what string, pr Param) cParam {
 		cp := cParam{form: pr.Form, buf: -1}
@@ -586,14 +613,14 @@ func compile(p *Program, src *Source) (*compiled, error) {
 		case "ptr", "ptrs", "ptrarray":
 			cp.buf = buffer(what, pr.Buffer)
 			cp.size, cp.align = 8, 8
-			if cp.buf >= 0 && pr.Form != "ptr" && c.buffers[cp.buf].Kind == "plain" {
-				bad("%s: %s of plain buffer %q: only symmetric and signal buffers have a pointer table", what, pr.Form, pr.Buffer)
+			if cp.buf >= 0 && pr.Form != "ptr" && local(cp.buf) {
+				bad("%s: %s of %s buffer %q: only symmetric and signal buffers have a pointer table", what, pr.Form, c.buffers[cp.buf].Kind, pr.Buffer)
 			}
 			if pr.Form == "ptr" {
 				if pr.Rank != "" {
 					cp.rank = parse(what+": rank", pr.Rank, "")
-					if cp.buf >= 0 && c.buffers[cp.buf].Kind == "plain" {
-						bad("%s: rank of plain buffer %q: a plain buffer is not mapped by its peers", what, pr.Buffer)
+					if cp.buf >= 0 && local(cp.buf) {
+						bad("%s: rank of %s buffer %q: a %s buffer is not mapped by its peers", what, c.buffers[cp.buf].Kind, pr.Buffer, c.buffers[cp.buf].Kind)
 					}
 				}
 				if pr.Offset != "" {
@@ -625,6 +652,15 @@ func compile(p *Program, src *Source) (*compiled, error) {
 			cp.align = cp.size
 		}
 		return cp
+	}
+	for _, cb := range c.buffers {
+		if cb.Kind != "table" || cb.Table == nil || len(cb.Table.Entry) == 0 {
+			continue
+		}
+		what := fmt.Sprintf("buffer %d (%s): table", cb.idx, cb.Name)
+		cb.count = parse(what+": count", cb.Table.Count, "")
+		e := param(what+": entry", Param{Form: "struct", Fields: cb.Table.Entry})
+		cb.entry = &e
 	}
 	streamNo := func(what string, k int) {
 		if k < 0 || k > 64 {

@@ -124,9 +124,19 @@ func (rr *rankRun) local(outer map[string]float64) map[string]float64 {
 // peers to map the symmetric ones.
 func (rr *rankRun) setup() error {
 	loc := rr.local(nil)
+	counts := make([]int64, len(rr.c.buffers))
 	for _, b := range rr.c.buffers {
-		n, err := b.bytes.evalInt(rr.vars, loc)
-		if err != nil {
+		var n int64
+		var err error
+		if b.Kind == "table" {
+			if counts[b.idx], err = b.count.evalInt(rr.vars, loc); err != nil {
+				return harness(fmt.Errorf("buffer %s: table: count: %w", b.Name, err))
+			}
+			if counts[b.idx] < 1 || counts[b.idx] > 1<<20 {
+				return harness(fmt.Errorf("buffer %s: table: count %d out of range [1, 2^20]", b.Name, counts[b.idx]))
+			}
+			n = counts[b.idx] * int64(b.entry.size)
+		} else if n, err = b.bytes.evalInt(rr.vars, loc); err != nil {
 			return harness(fmt.Errorf("buffer %s: bytes: %w", b.Name, err))
 		}
 		if n < 1 || n > 1<<32 {
@@ -155,7 +165,7 @@ func (rr *rankRun) setup() error {
 	}
 	rr.sym = make([]*rank.SymmetricMemory, len(rr.bufs))
 	for _, b := range rr.c.buffers {
-		if b.Kind == "plain" {
+		if b.Kind == "plain" || b.Kind == "table" {
 			continue
 		}
 		h, err := rr.r.Rendezvous(rr.bufs[b.idx], rank.WorldGroup)
@@ -171,6 +181,28 @@ func (rr *rankRun) setup() error {
 		}
 		t := uint64(h.BufferPtrsDev())
 		rr.layout.add(region{base: t, end: t + 8*uint64(rr.world), name: b.Name, owner: me, dev: me, table: true})
+	}
+	tables := false
+	for _, b := range rr.c.buffers {
+		if b.Kind != "table" {
+			continue
+		}
+		tables = true
+		size := b.entry.size
+		data := make([]byte, counts[b.idx]*int64(size))
+		el := rr.local(loc)
+		for i := range counts[b.idx] {
+			el["i"] = float64(i)
+			if err := rr.pack(*b.entry, data[i*int64(size):(i+1)*int64(size)], el); err != nil {
+				return harness(fmt.Errorf("buffer %s: table entry %d: %w", b.Name, i, err))
+			}
+		}
+		if err := rr.dev.Write(rr.r.Stream(), rr.bufs[b.idx], data); err != nil {
+			return fmt.Errorf("buffer %s: table: %w", b.Name, err)
+		}
+	}
+	if tables {
+		return rr.r.Synchronize()
 	}
 	return nil
 }

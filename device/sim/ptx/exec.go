@@ -763,6 +763,11 @@ func (t *Thread) access(f *frame, in *inst, o *operand, buf []byte, write bool) 
 			sp, addr = spLocal, addr-LocalWindow
 		case sp == spGeneric:
 			sp = spGlobal
+		case (sp == spShared || sp == spLocal) && addr < 1<<32:
+			// An address in the state space itself, as a 32-bit register
+			// holds it (mov.u32 %r, var keeps the window's low 32 bits,
+			// which are zero): an offset in the space, as atom.shared
+			// takes it too.
 		default:
 			return fmt.Errorf("address %#x is not in the %s window", addr, map[space]string{spParam: "parameter", spShared: "shared", spLocal: "local"}[sp])
 		}
