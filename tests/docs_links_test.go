@@ -9,11 +9,6 @@ import (
 	"testing"
 )
 
-// pendingPages are docs pages that README.md links to and that land with
-// other changes; until then a link to one is reported, not failed. Once a
-// page exists, the test fails until it is taken off this list.
-var pendingPages = []string{"docs/peers.md"}
-
 var (
 	// mdLink is an inline Markdown link or image: [text](target).
 	mdLink = regexp.MustCompile(`!?\[[^\]]*\]\(([^)\s]+)\)`)
@@ -30,13 +25,6 @@ func TestDocsLinksResolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	pages = append([]string{"../README.md", "../BENCHMARKS.md"}, pages...)
-	pending := map[string]bool{}
-	for _, p := range pendingPages {
-		if _, err := os.Stat(filepath.Join("..", p)); err == nil {
-			t.Errorf("%s exists now: take it off pendingPages", p)
-		}
-		pending[p] = true
-	}
 	links := 0
 	for _, page := range pages {
 		b, err := os.ReadFile(page)
@@ -62,11 +50,7 @@ func TestDocsLinksResolve(t *testing.T) {
 				}
 				rel, _ := filepath.Rel("..", path)
 				if _, err := os.Stat(path); err != nil {
-					if pending[filepath.ToSlash(rel)] {
-						t.Logf("%s: %s does not exist yet (it lands with another change)", where, target)
-					} else {
-						t.Errorf("%s: link %s: %v", where, target, err)
-					}
+					t.Errorf("%s: link %s: %v", where, target, err)
 					continue
 				}
 				if anchor != "" && strings.HasSuffix(path, ".md") && !hasAnchor(t, path, anchor) {
