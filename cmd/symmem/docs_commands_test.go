@@ -33,6 +33,10 @@ var (
 	// that reads what the commands before it wrote (the reports of a
 	// campaign's shards); it is listed, not run.
 	after = regexp.MustCompile(`\s#\s*after\b`)
+	// needsShared: a command that reads the shared inputs beside the
+	// repository (../shared, or the peer harnesses that name its PTX) runs
+	// only where they are.
+	needsShared = regexp.MustCompile(`\.\./shared/|examples/peers/`)
 	// exitsOne: a trailing comment "# exits 1..." marks a command that
 	// reports a failure on purpose.
 	exitsOne = regexp.MustCompile(`\s#\s*exits 1\b`)
@@ -148,6 +152,8 @@ func TestDocCommandsRun(t *testing.T) {
 	if readme < 5 {
 		t.Fatalf("found %d commands in README.md; the extraction is broken", readme)
 	}
+	_, err = os.Stat(filepath.Join(root, "..", "shared"))
+	sharedThere := err == nil
 	bin := t.TempDir()
 	build := exec.Command(goTool, "build", "-o", filepath.Join(bin, "symmem"), ".")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -161,6 +167,10 @@ func TestDocCommandsRun(t *testing.T) {
 		}
 		if long.MatchString(c.text) {
 			t.Logf("%s: runs for minutes, not run: %s", where, c.text)
+			continue
+		}
+		if needsShared.MatchString(commandPart(c.text)) && !sharedThere {
+			t.Logf("%s: needs ../shared beside the repository, not run: %s", where, c.text)
 			continue
 		}
 		if after.MatchString(c.text) {
