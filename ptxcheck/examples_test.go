@@ -48,6 +48,9 @@ func TestExamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if len(rep.Notes) > 0 {
+				t.Errorf("notes on PTX built with -lineinfo: %q", rep.Notes)
+			}
 			found := false
 			for _, f := range rep.Findings {
 				if f.Runs < 1 || f.Runs > len(rep.Runs) {

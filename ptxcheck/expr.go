@@ -12,7 +12,8 @@ import (
 // float64 (+ - * / %, parentheses, unary minus, integer and decimal
 // literals such as 1024, 0x40 or 1.5e3) over variables: rank, world, i
 // (the element's index, in writes and checks), iter (the index of the
-// innermost repeat), and the harness's own vars. Functions:
+// innermost repeat), and the harness's own vars. Comparisons (== != < <=
+// > >=) bind loosest and give 1 or 0 (a step's "when"). Functions:
 // sum_ranks(e) is e summed over rank = 0..world-1, min(a, b), max(a, b)
 // and floor(e).
 type expr struct {
@@ -77,8 +78,37 @@ func (b binop) eval(ev *evaluator) float64 {
 		return l * r
 	case '/':
 		return l / r
+	case '%':
+		return math.Mod(l, r)
 	}
-	return math.Mod(l, r)
+	return truth(compare(b.op, l, r))
+}
+
+// Comparison operators, as binop ops: '=' is ==, '!' is !=, 'l' is <=, 'g'
+// is >=, '<' and '>' themselves.
+var comparisons = map[string]byte{"==": '=', "!=": '!', "<": '<', "<=": 'l', ">": '>', ">=": 'g'}
+
+func compare(op byte, l, r float64) bool {
+	switch op {
+	case '=':
+		return l == r
+	case '!':
+		return l != r
+	case '<':
+		return l < r
+	case 'l':
+		return l <= r
+	case '>':
+		return l > r
+	}
+	return l >= r
+}
+
+func truth(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (c call) eval(ev *evaluator) float64 {
@@ -114,7 +144,7 @@ var arity = map[string]int{"sum_ranks": 1, "min": 2, "max": 2, "floor": 1}
 func parseExpr(src string) (*expr, error) {
 	p := &exprParser{src: src}
 	p.next()
-	root, err := p.sum()
+	root, err := p.cmp()
 	if err != nil {
 		return nil, fmt.Errorf("expression %q: %w", src, err)
 	}
@@ -167,6 +197,11 @@ func (p *exprParser) next() {
 	switch {
 	case strings.IndexByte("+-*/%(),", c) >= 0:
 		p.pos++
+	case strings.IndexByte("=!<>", c) >= 0:
+		p.pos++
+		if p.pos < len(p.src) && p.src[p.pos] == '=' {
+			p.pos++
+		}
 	case c >= '0' && c <= '9' || c == '.':
 		for p.pos < len(p.src) {
 			c := p.src[p.pos]
@@ -188,6 +223,26 @@ func (p *exprParser) next() {
 		p.pos++
 	}
 	p.tok = p.src[start:p.pos]
+}
+
+// cmp parses a comparison of two sums (or a sum alone).
+func (p *exprParser) cmp() (node, error) {
+	l, err := p.sum()
+	if err != nil {
+		return nil, err
+	}
+	if op, ok := comparisons[p.tok]; ok {
+		p.next()
+		r, err := p.sum()
+		if err != nil {
+			return nil, err
+		}
+		if _, again := comparisons[p.tok]; again {
+			return nil, fmt.Errorf("comparisons do not chain: parenthesise one")
+		}
+		return binop{op: op, l: l, r: r}, nil
+	}
+	return l, nil
 }
 
 func (p *exprParser) sum() (node, error) {
@@ -238,7 +293,7 @@ func (p *exprParser) factor() (node, error) {
 		return unary{x}, nil
 	case t == "(":
 		p.next()
-		x, err := p.sum()
+		x, err := p.cmp()
 		if err != nil {
 			return nil, err
 		}
@@ -269,7 +324,7 @@ func (p *exprParser) factor() (node, error) {
 		p.next()
 		var args []node
 		for {
-			a, err := p.sum()
+			a, err := p.cmp()
 			if err != nil {
 				return nil, err
 			}

@@ -201,7 +201,20 @@ func (c *compiled) counts(vars env, world int, repeats map[string]int) (opCounts
 		var walk func(ss []cStep, loc map[string]float64) error
 		walk = func(ss []cStep, loc map[string]float64) error {
 			for _, s := range ss {
+				if s.when != nil {
+					v, err := s.when.eval(vars, loc)
+					if err != nil {
+						return fmt.Errorf("%s: when: %w", s.what, err)
+					}
+					if v == 0 {
+						continue
+					}
+				}
 				switch {
+				case s.graph != nil:
+					if err := walk(s.graph.steps, loc); err != nil {
+						return err
+					}
 				case s.launch != nil:
 					oc.launches[r]++
 				case s.write != nil:

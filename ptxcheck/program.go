@@ -1,6 +1,7 @@
 package ptxcheck
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,9 @@ type Program struct {
 	Timeout string   `json:"timeout,omitempty"`
 	Buffers []Buffer `json:"buffers"`
 	Steps   []Step   `json:"steps"`
+	// Note is free text for the reader, ignored (as is the "note" of a
+	// buffer, a launch or a parameter).
+	Note string `json:"note,omitempty"`
 }
 
 // Buffer is a device allocation every rank makes, of the same size.
@@ -42,7 +46,8 @@ type Buffer struct {
 	// Init, when set, is written before the ranks meet; otherwise the
 	// buffer holds garbage (but a signal buffer, zeroed), as fresh device
 	// memory does.
-	Init *Fill `json:"init,omitempty"`
+	Init *Fill  `json:"init,omitempty"`
+	Note string `json:"note,omitempty"`
 	// Table gives a table buffer's contents (and its size, which Bytes
 	// must then leave out).
 	Table *Table `json:"table,omitempty"`
@@ -66,11 +71,23 @@ type Fill struct {
 	Count  Expr   `json:"count,omitempty"`
 }
 
-// Step is one thing a rank does; exactly one field is set.
+// Step is one thing a rank does; exactly one field is set, besides When.
 type Step struct {
+	// When, if given, selects the step per rank: the rank runs it only
+	// where the expression (of rank, world, iter and the vars) is not 0,
+	// as in "rank == 0". Without it every rank runs the step.
+	When Expr `json:"when,omitempty"`
 	// Write writes host values into a buffer, after the earlier work of
-	// stream 0.
+	// its stream (0 by default), and returns once written.
 	Write *Write `json:"write,omitempty"`
+	// Memset enqueues a byte fill of a buffer on a stream, as
+	// cudaMemsetAsync does: ordered with that stream's work only.
+	Memset *Memset `json:"memset,omitempty"`
+	// Graph captures launches and memsets into a graph and replays it.
+	Graph *Graph `json:"graph,omitempty"`
+	// Wait waits on the host for the earlier work of the streams it
+	// names and reports the errors of their kernels.
+	Wait *Wait `json:"wait,omitempty"`
 	// Launch enqueues a kernel launch.
 	Launch *Launch `json:"launch,omitempty"`
 	// Sync waits for every stream the rank used and reports the errors
@@ -86,10 +103,42 @@ type Step struct {
 	Repeat *Repeat `json:"repeat,omitempty"`
 }
 
-// Write is a Step's host write into Buffer.
+// Write is a Step's host write into Buffer, on stream Stream (0: the
+// rank's own).
 type Write struct {
 	Buffer string `json:"buffer"`
+	Stream int    `json:"stream,omitempty"`
 	Fill
+}
+
+// Memset sets Bytes bytes (default: to the end) of Buffer from Offset to
+// Value (a byte, default 0), enqueued on stream Stream and ordered with
+// nothing else: not with the rank's other streams, not with any peer. With
+// Rank, it sets rank Rank's copy of a symmetric or signal buffer through
+// this rank's mapping.
+type Memset struct {
+	Buffer string `json:"buffer"`
+	Value  Expr   `json:"value,omitempty"`
+	Offset Expr   `json:"offset,omitempty"`
+	Bytes  Expr   `json:"bytes,omitempty"`
+	Rank   Expr   `json:"rank,omitempty"`
+	Stream int    `json:"stream,omitempty"`
+}
+
+// Graph captures Steps (launches and memsets, each with an optional When)
+// on stream Stream into a graph and enqueues it Replays times on that
+// stream (default 1). Every expression of the captured steps is evaluated
+// once, at capture: a parameter of iter keeps the capture's value in
+// every replay, as CUDA graph capture freezes kernel parameters.
+type Graph struct {
+	Stream  int    `json:"stream,omitempty"`
+	Replays Expr   `json:"replays,omitempty"`
+	Steps   []Step `json:"steps"`
+}
+
+// Wait names the streams whose earlier work the host waits for.
+type Wait struct {
+	Streams []int `json:"streams"`
 }
 
 // Launch is a kernel launch: Entry with Grid blocks of Block threads on
@@ -103,6 +152,7 @@ type Launch struct {
 	Shared Expr    `json:"shared,omitempty"`
 	Stream int     `json:"stream,omitempty"`
 	Params []Param `json:"params"`
+	Note   string  `json:"note,omitempty"`
 }
 
 // Check compares Count elements of Buffer from Offset with Value. A float
@@ -134,6 +184,8 @@ type Repeat struct {
 //	{"struct": [P, ...]}      a by-value struct of the values P, each at its
 //	                          natural alignment
 //
+// and optionally "note": free text for the reader, ignored.
+//
 // A parameter must have the size its declaration gives (a struct or
 // pointer array at most that size: the rest is zero).
 type Param struct {
@@ -163,7 +215,7 @@ func (p *Param) UnmarshalJSON(b []byte) error {
 	for _, k := range keys {
 		if _, ok := scalarForms[k]; ok || k == "ptr" || k == "ptrs" || k == "ptrarray" || k == "struct" {
 			form = append(form, k)
-		} else if k != "rank" && k != "offset" && k != "len" {
+		} else if k != "rank" && k != "offset" && k != "len" && k != "note" {
 			return fmt.Errorf("parameter %s: unknown key %q", b, k)
 		}
 	}
@@ -220,20 +272,109 @@ func (e *Expr) UnmarshalJSON(b []byte) error {
 }
 
 // LoadHarness reads a harness file: a Program in JSON, unknown fields
-// refused. Its PTX path is made relative to the working directory.
+// refused, and a string value still starting with "TODO" (a skeleton's
+// marker, see [Skeleton]) refused by its place. Its PTX path is made
+// relative to the working directory.
 func LoadHarness(path string) (*Program, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
-	var p Program
-	if err := jsonfile.Decode(b, &p, true); err != nil {
+	p, err := ParseHarness(b)
+	if err != nil {
 		return nil, fmt.Errorf("harness %s: %w", path, err)
 	}
 	if p.PTX != "" && !filepath.IsAbs(p.PTX) {
 		p.PTX = filepath.Join(filepath.Dir(path), p.PTX)
 	}
+	return p, nil
+}
+
+// ParseHarness decodes a harness's JSON text as [LoadHarness] does,
+// leaving its PTX path as it is.
+func ParseHarness(b []byte) (*Program, error) {
+	var p Program
+	if err := jsonfile.Decode(b, &p, true); err != nil {
+		return nil, err
+	}
+	if left := todos(b); len(left) > 0 {
+		return nil, fmt.Errorf("TODOs left to fill (%d):\n  %s", len(left), strings.Join(left, "\n  "))
+	}
 	return &p, nil
+}
+
+// todos lists the string values of the JSON text b that start with
+// "TODO", each as its path and value (`steps[1].launch.grid: "TODO:
+// blocks"`), in the order of the text. b is valid JSON.
+func todos(b []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out []string
+	// path holds one element per open object or array: the key or the
+	// index of the value being read.
+	type level struct {
+		array bool
+		key   string
+		index int
+	}
+	var path []level
+	at := func() string {
+		var s strings.Builder
+		for _, l := range path {
+			if l.array {
+				fmt.Fprintf(&s, "[%d]", l.index)
+			} else {
+				if s.Len() > 0 {
+					s.WriteByte('.')
+				}
+				s.WriteString(l.key)
+			}
+		}
+		return s.String()
+	}
+	expectKey := false
+	// value notes that a value ended at the current level.
+	value := func() {
+		if n := len(path); n > 0 {
+			if path[n-1].array {
+				path[n-1].index++
+			} else {
+				expectKey = true
+			}
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return out
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				path = append(path, level{})
+				expectKey = true
+			case '[':
+				path = append(path, level{array: true})
+				expectKey = false
+			default:
+				path = path[:len(path)-1]
+				value()
+			}
+		case string:
+			if expectKey {
+				path[len(path)-1].key = t
+				expectKey = false
+				continue
+			}
+			if strings.HasPrefix(t, "TODO") {
+				out = append(out, fmt.Sprintf("%s: %q", at(), t))
+			}
+			value()
+		default:
+			value()
+		}
+	}
 }
 
 // ParseWorlds parses "2-8" or "2,4,8".
@@ -300,6 +441,10 @@ type cFill struct {
 }
 
 type cStep struct {
+	when   *expr // nil: every rank
+	memset *cMemset
+	graph  *cGraph
+	wait   []int
 	write  *cWrite
 	launch *cLaunch
 	sync   bool
@@ -310,8 +455,21 @@ type cStep struct {
 }
 
 type cWrite struct {
-	buf  int
-	fill cFill
+	buf    int
+	stream int
+	fill   cFill
+}
+
+type cMemset struct {
+	buf                        int
+	value, offset, bytes, rank *expr // nil: 0, 0, to the end, this rank's copy
+	stream                     int
+}
+
+type cGraph struct {
+	stream  int
+	replays *expr
+	steps   []cStep
 }
 
 type cLaunch struct {
@@ -504,26 +662,82 @@ func compile(p *Program, src *Source) (*compiled, error) {
 		e := param(what+": entry", Param{Form: "struct", Fields: cb.Table.Entry})
 		cb.entry = &e
 	}
-	var steps func(where, path string, ss []Step) []cStep
-	steps = func(where, path string, ss []Step) []cStep {
+	streamNo := func(what string, k int) {
+		if k < 0 || k > 64 {
+			bad("%s: stream %d out of range [0, 64]", what, k)
+		}
+	}
+	var steps func(where, path string, ss []Step, graph *Graph) []cStep
+	steps = func(where, path string, ss []Step, graph *Graph) []cStep {
 		var out []cStep
 		for i, s := range ss {
 			n := 0
-			for _, set := range []bool{s.Write != nil, s.Launch != nil, s.Sync, s.Barrier, s.Check != nil, s.Repeat != nil} {
+			for _, set := range []bool{s.Write != nil, s.Launch != nil, s.Sync, s.Barrier, s.Check != nil, s.Repeat != nil,
+				s.Memset != nil, s.Graph != nil, s.Wait != nil} {
 				if set {
 					n++
 				}
 			}
 			what := fmt.Sprintf("%sstep %d", where, i+1)
 			if n != 1 {
-				bad("%s: want exactly one of write, launch, sync, barrier, check, repeat", what)
+				bad("%s: want exactly one of write, memset, launch, graph, sync, wait, barrier, check, repeat", what)
+				continue
+			}
+			if graph != nil && s.Launch == nil && s.Memset == nil {
+				bad("%s: a graph captures only launch and memset steps", what)
 				continue
 			}
 			cs := cStep{sync: s.Sync, bar: s.Barrier, what: what}
+			if s.When != "" {
+				cs.when = parse(what+": when", s.When, "")
+			}
 			switch {
 			case s.Write != nil:
 				cs.what += " (write " + s.Write.Buffer + ")"
-				cs.write = &cWrite{buf: buffer(cs.what, s.Write.Buffer), fill: fill(cs.what, s.Write.Fill)}
+				streamNo(cs.what, s.Write.Stream)
+				cs.write = &cWrite{buf: buffer(cs.what, s.Write.Buffer), stream: s.Write.Stream, fill: fill(cs.what, s.Write.Fill)}
+			case s.Memset != nil:
+				m := s.Memset
+				cs.what += " (memset " + m.Buffer + ")"
+				cm := &cMemset{buf: buffer(cs.what, m.Buffer), stream: m.Stream}
+				if graph != nil {
+					if m.Stream != 0 && m.Stream != graph.Stream {
+						bad("%s: stream %d: a graph's steps run on the graph's stream %d", cs.what, m.Stream, graph.Stream)
+					}
+					cm.stream = graph.Stream
+				}
+				streamNo(cs.what, m.Stream)
+				for _, f := range []struct {
+					name string
+					e    Expr
+					dst  **expr
+				}{{"value", m.Value, &cm.value}, {"offset", m.Offset, &cm.offset}, {"bytes", m.Bytes, &cm.bytes}, {"rank", m.Rank, &cm.rank}} {
+					if f.e != "" {
+						*f.dst = parse(cs.what+": "+f.name, f.e, "")
+					}
+				}
+				if m.Rank != "" && cm.buf >= 0 && c.buffers[cm.buf].Kind == "plain" {
+					bad("%s: rank of plain buffer %q: a plain buffer is not mapped by its peers", cs.what, m.Buffer)
+				}
+				cs.memset = cm
+			case s.Graph != nil:
+				g := s.Graph
+				cs.what += " (graph)"
+				streamNo(cs.what, g.Stream)
+				if len(g.Steps) == 0 {
+					bad("%s: steps: none given", cs.what)
+				}
+				cs.graph = &cGraph{stream: g.Stream, replays: parse(cs.what+": replays", g.Replays, "1"),
+					steps: steps(what+" ", path+fmt.Sprint(i+1)+".", g.Steps, g)}
+			case s.Wait != nil:
+				cs.what += " (wait)"
+				if len(s.Wait.Streams) == 0 {
+					bad("%s: streams: none given", cs.what)
+				}
+				for _, k := range s.Wait.Streams {
+					streamNo(cs.what, k)
+				}
+				cs.wait = s.Wait.Streams
 			case s.Check != nil:
 				cs.what += " (check " + s.Check.Buffer + ")"
 				if s.Check.Tolerance < 0 {
@@ -532,14 +746,18 @@ func compile(p *Program, src *Source) (*compiled, error) {
 				cs.check = &cCheck{buf: buffer(cs.what, s.Check.Buffer), fill: fill(cs.what, s.Check.Fill), tol: s.Check.Tolerance}
 			case s.Repeat != nil:
 				rp := fmt.Sprint(path, i+1)
-				cs.repeat = &cRepeat{times: parse(what+": times", s.Repeat.Times, ""), path: rp, steps: steps(what+" ", rp+".", s.Repeat.Steps)}
+				cs.repeat = &cRepeat{times: parse(what+": times", s.Repeat.Times, ""), path: rp, steps: steps(what+" ", rp+".", s.Repeat.Steps, nil)}
 			case s.Launch != nil:
 				l := s.Launch
 				cs.what += " (launch " + l.Entry + ")"
 				cl := &cLaunch{grid: parse(cs.what+": grid", l.Grid, ""), block: parse(cs.what+": block", l.Block, ""),
 					shared: parse(cs.what+": shared", l.Shared, "0"), stream: l.Stream}
-				if l.Stream < 0 || l.Stream > 64 {
-					bad("%s: stream %d out of range [0, 64]", cs.what, l.Stream)
+				streamNo(cs.what, l.Stream)
+				if graph != nil {
+					if l.Stream != 0 && l.Stream != graph.Stream {
+						bad("%s: stream %d: a graph's steps run on the graph's stream %d", cs.what, l.Stream, graph.Stream)
+					}
+					cl.stream = graph.Stream
 				}
 				sig, err := src.Signature(l.Entry)
 				if err != nil {
@@ -566,7 +784,7 @@ func compile(p *Program, src *Source) (*compiled, error) {
 		}
 		return out
 	}
-	c.steps = steps("", "", p.Steps)
+	c.steps = steps("", "", p.Steps, nil)
 	if len(p.Steps) == 0 {
 		bad("steps: none given")
 	}
@@ -592,7 +810,8 @@ func fits(p cParam, d ParamDecl) error {
 		return fmt.Errorf("%s is a scalar of %d bytes: the declaration %s is an array of %d bytes (give a struct or ptrarray)", p.form, p.size, d, d.Size())
 	case p.size != d.Size():
 		return fmt.Errorf("%s is %d bytes: the declaration %s is %d bytes", p.form, p.size, d, d.Size())
-	case strings.HasPrefix(p.form, "f") != strings.HasPrefix(d.Type, ".f") && !strings.HasPrefix(d.Type, ".b"):
+	case strings.HasPrefix(p.form, "f") != strings.HasPrefix(d.Type, ".f") && !strings.HasPrefix(d.Type, ".b") && d.Type != ".f16":
+		// (a .f16 parameter takes its bits as a u16: there is no f16 form)
 		return fmt.Errorf("%s given for %s: floats and integers differ", p.form, d)
 	}
 	return nil

@@ -45,6 +45,7 @@ type worldRun struct {
 	fired      []bool
 	died       []bool         // by rank: killed by a die fault
 	repeats    map[string]int // repeat counts that replace the harness's
+	layout     *layout        // where the buffers are
 }
 
 // errDied is the error of a rank a die fault killed.
@@ -94,6 +95,7 @@ type pendingWrite struct {
 // run runs the program on rank r.
 func (w *worldRun) run(r *rank.Rank) error {
 	rr := &rankRun{worldRun: w, r: r, dev: r.Device(), streams: map[int]device.Stream{0: r.Stream()}}
+	w.layout.stream(r.ID(), r.Stream(), 0)
 	if err := rr.setup(); err != nil {
 		return fmt.Errorf("rank %d: %w", r.ID(), err)
 	}
@@ -146,13 +148,14 @@ func (rr *rankRun) setup() error {
 		}
 		rr.bufs = append(rr.bufs, p)
 		rr.sizes = append(rr.sizes, uint64(n))
+		rr.layout.add(region{base: uint64(p), end: uint64(p) + uint64(n), name: b.Name, owner: rr.r.ID(), dev: rr.r.ID()})
 		if b.Kind == "signal" {
 			if err := rr.dev.Memset(rr.r.Stream(), p, 0, uint64(n)); err != nil {
 				return fmt.Errorf("buffer %s: zero: %w", b.Name, err)
 			}
 		}
 		if b.init != nil {
-			if err := rr.write(b.idx, *b.init, loc); err != nil {
+			if err := rr.write(b.idx, 0, *b.init, loc); err != nil {
 				return fmt.Errorf("buffer %s: init: %w", b.Name, err)
 			}
 		}
@@ -170,6 +173,14 @@ func (rr *rankRun) setup() error {
 			return fmt.Errorf("buffer %s: %w", b.Name, err)
 		}
 		rr.sym[b.idx] = h
+		me := rr.r.ID()
+		for peer, p := range h.BufferPtrs() {
+			if peer != me {
+				rr.layout.add(region{base: uint64(p), end: uint64(p) + rr.sizes[b.idx], name: b.Name, owner: peer, dev: me})
+			}
+		}
+		t := uint64(h.BufferPtrsDev())
+		rr.layout.add(region{base: t, end: t + 8*uint64(rr.world), name: b.Name, owner: me, dev: me, table: true})
 	}
 	tables := false
 	for _, b := range rr.c.buffers {
@@ -199,14 +210,26 @@ func (rr *rankRun) setup() error {
 // steps runs ss with the variables loc.
 func (rr *rankRun) steps(ss []cStep, loc map[string]float64) error {
 	for _, s := range ss {
+		if on, err := rr.selected(s, loc); err != nil || !on {
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.what, err)
+			}
+			continue
+		}
 		var err error
 		switch {
 		case s.write != nil:
-			err = rr.write(s.write.buf, s.write.fill, loc)
+			err = rr.write(s.write.buf, s.write.stream, s.write.fill, loc)
+		case s.memset != nil:
+			err = rr.memset(s.memset, loc)
 		case s.launch != nil:
 			err = rr.launch(s.launch, loc)
+		case s.graph != nil:
+			err = rr.graph(s.graph, loc)
 		case s.sync:
 			err = rr.syncAll(s.what)
+		case s.wait != nil:
+			err = rr.wait(s.wait)
 		case s.bar:
 			err = rr.hostBarrier()
 		case s.check != nil:
@@ -229,6 +252,110 @@ func (rr *rankRun) steps(ss []cStep, loc map[string]float64) error {
 		}
 	}
 	return nil
+}
+
+// selected reports whether the rank runs step s: its when is not 0.
+func (rr *rankRun) selected(s cStep, loc map[string]float64) (bool, error) {
+	if s.when == nil {
+		return true, nil
+	}
+	v, err := s.when.eval(rr.vars, loc)
+	if err != nil {
+		return false, harness(fmt.Errorf("when: %w", err))
+	}
+	return v != 0, nil
+}
+
+// graph captures g's steps on its stream, evaluating their expressions
+// now, and enqueues the graph as often as it replays.
+func (rr *rankRun) graph(g *cGraph, loc map[string]float64) error {
+	n, err := g.replays.evalInt(rr.vars, loc)
+	if err != nil {
+		return harness(fmt.Errorf("replays: %w", err))
+	}
+	if n < 0 || n > 1<<20 {
+		return harness(fmt.Errorf("%d replays out of range [0, %d]", n, 1<<20))
+	}
+	s, err := rr.stream(g.stream)
+	if err != nil {
+		return err
+	}
+	if err := rr.dev.BeginCapture(s); err != nil {
+		return err
+	}
+	capErr := rr.steps(g.steps, loc)
+	gr, err := rr.dev.EndCapture(s)
+	if capErr != nil || err != nil {
+		return errors.Join(capErr, err)
+	}
+	for range n {
+		if err := rr.dev.LaunchGraph(gr, s); err != nil {
+			return err
+		}
+	}
+	return rr.dev.DestroyGraph(gr)
+}
+
+// memset enqueues a byte fill on its stream, ordered with nothing else.
+func (rr *rankRun) memset(m *cMemset, loc map[string]float64) error {
+	ev := func(x *expr, def int64) (int64, error) {
+		if x == nil {
+			return def, nil
+		}
+		return x.evalInt(rr.vars, loc)
+	}
+	v, err := ev(m.value, 0)
+	if err != nil {
+		return harness(fmt.Errorf("value: %w", err))
+	}
+	if v < 0 || v > 255 {
+		return harness(fmt.Errorf("value %d out of the range of a byte [0, 255]", v))
+	}
+	off, err := ev(m.offset, 0)
+	if err != nil {
+		return harness(fmt.Errorf("offset: %w", err))
+	}
+	size := rr.sizes[m.buf]
+	if off < 0 || uint64(off) > size {
+		return harness(fmt.Errorf("offset %d outside the %d-byte buffer %s", off, size, rr.c.buffers[m.buf].Name))
+	}
+	n, err := ev(m.bytes, int64(size)-off)
+	if err != nil {
+		return harness(fmt.Errorf("bytes: %w", err))
+	}
+	if n < 0 || uint64(off)+uint64(n) > size {
+		return harness(fmt.Errorf("%d bytes at offset %d overrun the %d-byte buffer %s", n, off, size, rr.c.buffers[m.buf].Name))
+	}
+	dst := rr.bufs[m.buf]
+	if m.rank != nil {
+		peer, err := m.rank.evalInt(rr.vars, loc)
+		if err != nil {
+			return harness(fmt.Errorf("rank: %w", err))
+		}
+		if peer < 0 || peer >= int64(rr.world) {
+			return harness(fmt.Errorf("rank %d out of range [0, %d)", peer, rr.world))
+		}
+		dst = rr.sym[m.buf].BufferPtrs()[peer]
+	}
+	s, err := rr.stream(m.stream)
+	if err != nil || n == 0 {
+		return err
+	}
+	return rr.dev.Memset(s, dst.Add(uint64(off)), byte(v), uint64(n))
+}
+
+// wait waits for the earlier work of the streams named, in order,
+// joining their errors; a stream not used yet has none.
+func (rr *rankRun) wait(streams []int) error {
+	var errs []error
+	for _, k := range streams {
+		if s, ok := rr.streams[k]; ok {
+			if err := rr.dev.Synchronize(s); err != nil {
+				errs = append(errs, fmt.Errorf("stream %d: %w", k, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // span resolves a fill's element range in buffer b; its errors are the
@@ -261,8 +388,8 @@ func (rr *rankRun) spanOf(b int, f cFill, loc map[string]float64) (off uint64, c
 	return uint64(o), int(n), nil
 }
 
-// write writes a fill into buffer b after stream 0's earlier work.
-func (rr *rankRun) write(b int, f cFill, loc map[string]float64) error {
+// write writes a fill into buffer b after the earlier work of stream k.
+func (rr *rankRun) write(b, k int, f cFill, loc map[string]float64) error {
 	off, n, err := rr.span(b, f, loc)
 	if err != nil {
 		return err
@@ -280,10 +407,14 @@ func (rr *rankRun) write(b int, f cFill, loc map[string]float64) error {
 			return harness(fmt.Errorf("element %d: %w", i, err))
 		}
 	}
-	k := rr.writes
+	st, err := rr.stream(k)
+	if err != nil {
+		return err
+	}
+	nth := rr.writes
 	rr.writes++
 	dst := rr.bufs[b].Add(off)
-	if i := rr.due(rr.r.ID(), k, false); i >= 0 {
+	if i := rr.due(rr.r.ID(), nth, false); i >= 0 {
 		rr.fire(i)
 		if rr.plan[i].Kind == LoseWrite {
 			return nil
@@ -293,7 +424,7 @@ func (rr *rankRun) write(b int, f cFill, loc map[string]float64) error {
 	if n == 0 {
 		return nil
 	}
-	return rr.dev.Write(rr.r.Stream(), dst, data)
+	return rr.dev.Write(st, dst, data)
 }
 
 // redeliver delivers the duplicated writes again.
@@ -383,6 +514,7 @@ func (rr *rankRun) stream(k int) (device.Stream, error) {
 		return 0, err
 	}
 	rr.streams[k] = s
+	rr.layout.stream(rr.r.ID(), s, k)
 	return s, nil
 }
 

@@ -76,6 +76,9 @@ type Report struct {
 	Shapes   []string
 	Runs     []Run
 	Findings []*Finding // distinct findings, in the order found
+	// Notes are remarks on the check itself (one line each), such as PTX
+	// without line information.
+	Notes []string
 }
 
 // Run is one world and seed.
@@ -92,7 +95,7 @@ type Run struct {
 // Finding is one distinct problem: a race, a hang, a failure of a kernel
 // or of the program, or a wrong result.
 type Finding struct {
-	Kind    string   // "race", "hang", "error", "result"
+	Kind    string   // "race", "nc", "hang", "error", "result"
 	Title   string   // one line
 	Details []string // more lines
 	World   int      // the first run that found it
@@ -110,7 +113,8 @@ type Finding struct {
 func (f *Finding) Key() string { return f.key }
 
 // Refusal is the error of a program whose PTX uses what the interpreter
-// cannot run: every refused line is listed.
+// cannot run: every refused line of the entries it launches (and of the
+// functions they call) is listed.
 type Refusal struct {
 	Source   string
 	Entries  []string // the launched entries that cannot run
@@ -140,6 +144,7 @@ func Validate(prog *Program, src *Source) error {
 // runnable refuses the program when a launched entry cannot be decoded.
 func (c *compiled) runnable() error {
 	var bad []string
+	var probs []Problem // the refused entries' own lines
 	seen := map[string]bool{}
 	var walk func([]cStep)
 	walk = func(ss []cStep) {
@@ -154,6 +159,11 @@ func (c *compiled) runnable() error {
 			seen[e] = true
 			if _, err := c.src.Module.NewBlockMem(e, nil); err != nil {
 				bad = append(bad, e)
+				own := c.src.EntryUnsupported(e)
+				if len(own) == 0 {
+					own = []Problem{{Text: e, Err: err.Error()}}
+				}
+				probs = append(probs, own...)
 			}
 		}
 	}
@@ -161,7 +171,7 @@ func (c *compiled) runnable() error {
 	if len(bad) == 0 {
 		return nil
 	}
-	return &Refusal{Source: c.src.Name, Entries: bad, Problems: c.src.Unsupported()}
+	return &Refusal{Source: c.src.Name, Entries: bad, Problems: probs}
 }
 
 // RunProgram runs prog on the PTX of src at every world over the seeds of
@@ -176,6 +186,9 @@ func RunProgram(prog *Program, src *Source, opts Options) (*Report, error) {
 	}
 	caps := sim.Kernels{MaxThreads: opts.MaxThreads, MaxBlocks: opts.MaxBlocks}
 	rep := &Report{Source: src.Name, Worlds: worlds, Seeds: opts.Seeds, Cap: caps.Capped()}
+	if !src.HasLineInfo() {
+		rep.Notes = append(rep.Notes, "note: the PTX has no .loc lines, so findings name PTX lines only: build it with nvcc -lineinfo to have them name CUDA lines too")
+	}
 	byKey := map[string]*Finding{}
 	shapes := map[string]bool{}
 	outs := c.runAll(worlds, opts)
@@ -394,13 +407,17 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 		plan = drawPlan(opts.Faults, world, seed, counts)
 	}
 	w := &worldRun{c: c, world: world, vars: vars, mismatches: make([][]Mismatch, world), shapes: shapes, caps: caps,
-		plan: plan, fired: make([]bool, len(plan)), died: make([]bool, world), repeats: opts.Repeats}
+		plan: plan, fired: make([]bool, len(plan)), died: make([]bool, world), repeats: opts.Repeats, layout: newLayout()}
 	maxSteps := opts.MaxSteps
 	if maxSteps <= 0 {
 		maxSteps = DefaultMaxSteps
 	}
 	cfg := simjob.Config{World: world, Seed: seed, MaxSteps: maxSteps, RaceDetector: !opts.NoRace,
-		Device: sim.Config{Kernels: caps}, Setup: func(j simjob.Job) error { w.sched = j.Scheduler; return nil }}
+		Device: sim.Config{Kernels: caps}, Setup: func(j simjob.Job) error {
+			w.sched = j.Scheduler
+			j.World.Observe(func(a *sim.Access) { w.layout.observe(c, a) })
+			return nil
+		}}
 	cfg.Strategy = actor.NewRandomWalk(seed)
 	switch {
 	case opts.Decisions != nil:
@@ -439,9 +456,14 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 	var found []*Finding
 	if res.Races != nil {
 		for _, r := range res.Races.Races {
-			found = append(found, c.raceFinding(r))
+			found = append(found, c.raceFinding(w.layout, r))
+		}
+		if n := res.Races.Cut; n > 0 {
+			found = append(found, &Finding{Kind: "race", key: "race cut",
+				Title: fmt.Sprintf("data races past the most a run keeps: %d more distinct pairs of accesses race, not explained here (fix the races listed and run again)", n)})
 		}
 	}
+	found = append(found, w.layout.strayFindings(c)...)
 	var spins []*sim.SpinError
 	var waits, others []error
 	for r, err := range res.Errs {
@@ -462,11 +484,11 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 	}
 	hung := len(spins) > 0 || simErr != nil || len(waits) > 0
 	if hung {
-		found = append(found, c.hangFinding(spins, waits, simErr, res.Hang))
+		found = append(found, c.hangFinding(w.layout, spins, waits, simErr, res.Hang))
 	}
 	if len(spins) == 0 && simErr == nil {
 		for _, err := range others {
-			found = append(found, c.errorFinding(err))
+			found = append(found, c.errorFinding(w.layout, err))
 		}
 	}
 	// A hung run's output is no verdict: results are judged only in a run
@@ -524,8 +546,9 @@ func (c *compiled) where(n int) string {
 	return s
 }
 
-// access describes one access of a race.
-func (c *compiled) access(a sim.Access) string {
+// access describes one access of a race, naming its address by buffer
+// and offset and its stream as the harness numbers it.
+func (c *compiled) access(l *layout, a sim.Access) string {
 	var who string
 	if a.Kernel != "" && a.Block >= 0 {
 		who = fmt.Sprintf("device %d %s#%d block %d", a.Device, a.Kernel, a.Launch, a.Block)
@@ -533,26 +556,37 @@ func (c *compiled) access(a sim.Access) string {
 			who += fmt.Sprintf(" thread %d", a.Lane)
 		}
 	} else {
-		who = fmt.Sprintf("device %d stream %d %s (op %d)", a.Device, a.Stream, a.Op, a.Seq)
+		who = fmt.Sprintf("device %d stream %d %s (op %d)", a.Device, l.streamOf(a.Device, a.Stream), a.Op, a.Seq)
 	}
 	what := a.Kind.String()
 	if a.Kind == sim.Atomic {
 		what = fmt.Sprintf("strong %s (%s, %s)", map[bool]string{true: "write", false: "read"}[a.Write], a.Order, a.Scope)
 	}
-	s := fmt.Sprintf("%s: %s of %d bytes at %v", who, what, a.Size, a.Addr)
+	s := fmt.Sprintf("%s: %s of %d bytes at %s", who, what, a.Size, l.name(uint64(a.Addr)))
 	if w := c.where(a.Line); w != "" {
 		s += "\n      at " + w
 	}
 	return s
 }
 
-func (c *compiled) raceFinding(r race.Race) *Finding {
+func (c *compiled) raceFinding(l *layout, r race.Race) *Finding {
 	a, b := c.site(r.First), c.site(r.Second)
+	if r.NC {
+		return &Finding{Kind: "nc", Title: fmt.Sprintf("non-coherent load: %s (ld.global.nc) reads bytes written during its kernel by %s", b, a),
+			key: "nc " + a + " / " + b, Details: []string{
+				"write: " + c.access(l, r.First),
+				"nc load: " + c.access(l, r.Second),
+				"why: " + l.rewrite(r.Missing),
+			}}
+	}
+	// A race and its mirror (the same two sites, met in the other order)
+	// are one finding.
+	lo, hi := min(a, b), max(a, b)
 	return &Finding{Kind: "race", Title: fmt.Sprintf("data race between %s and %s", a, b),
-		key: "race " + a + " / " + b, Details: []string{
-			"first:  " + c.access(r.First),
-			"second: " + c.access(r.Second),
-			"missing edge: " + r.Missing,
+		key: "race " + lo + " / " + hi, Details: []string{
+			"first:  " + c.access(l, r.First),
+			"second: " + c.access(l, r.Second),
+			"missing edge: " + l.rewrite(r.Missing),
 		}}
 }
 
@@ -579,12 +613,12 @@ func (c *compiled) site(a sim.Access) string {
 
 // hangFinding describes a hang: threads that spun, host waits that timed
 // out (a peer that never arrived), or a run that could not go on.
-func (c *compiled) hangFinding(spins []*sim.SpinError, waits []error, simErr error, wf *race.WaitFor) *Finding {
+func (c *compiled) hangFinding(l *layout, spins []*sim.SpinError, waits []error, simErr error, wf *race.WaitFor) *Finding {
 	f := &Finding{Kind: "hang"}
 	lines := map[int]bool{}
 	for _, s := range spins {
 		lines[s.Line] = true
-		f.Details = append(f.Details, fmt.Sprintf("%s %s\n      at %s", s.Thread(), s.Spin(), c.where(s.Line)))
+		f.Details = append(f.Details, fmt.Sprintf("%s %s\n      at %s", s.Thread(), l.rewrite(s.Spin()), c.where(s.Line)))
 	}
 	var ls []int
 	for l := range lines {
@@ -624,7 +658,7 @@ func (c *compiled) hangFinding(spins []*sim.SpinError, waits []error, simErr err
 		}
 	}
 	if wf != nil && len(wf.Waits) > 0 {
-		f.Details = append(f.Details, wf.String())
+		f.Details = append(f.Details, l.rewrite(wf.String()))
 	}
 	return f
 }
@@ -697,12 +731,13 @@ func someOf(names []string, n int) string {
 	return fmt.Sprintf("%s, and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
-func (c *compiled) errorFinding(err error) *Finding {
-	msg := err.Error()
+func (c *compiled) errorFinding(l *layout, err error) *Finding {
+	msg := l.rewrite(err.Error())
 	f := &Finding{Kind: "error", Title: "failure: " + firstLine(msg), key: "error " + rankPrefix.ReplaceAllString(msg, "")}
 	var ex *ptx.ExecError
 	if errors.As(err, &ex) {
-		f.key = fmt.Sprintf("error %s:%d %v", ex.Func, ex.Line, ex.Err)
+		// The same failure on every device is one finding.
+		f.key = fmt.Sprintf("error %s:%d %s", ex.Func, ex.Line, devicePlaces.ReplaceAllString(ex.Err.Error(), "#"))
 		f.Details = append(f.Details, "at "+c.where(ex.Line))
 	}
 	if strings.Contains(msg, "\n") {
@@ -710,6 +745,10 @@ func (c *compiled) errorFinding(err error) *Finding {
 	}
 	return f
 }
+
+// devicePlaces are the parts of an error that name a device or an
+// address.
+var devicePlaces = regexp.MustCompile(`device \d+|0x[0-9a-f]+`)
 
 // rankPrefix is the "rank N: " an error of rank N starts with.
 var rankPrefix = regexp.MustCompile(`^rank \d+: `)

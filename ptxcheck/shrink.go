@@ -3,10 +3,11 @@ package ptxcheck
 import (
 	"errors"
 	"fmt"
-	"github.com/symmem/symmem/internal/minimize"
 	"maps"
+	"slices"
 
 	"github.com/symmem/symmem/fuzz"
+	"github.com/symmem/symmem/internal/minimize"
 )
 
 // DefaultShrinkRuns bounds the runs one shrink takes.
@@ -30,8 +31,9 @@ type Shrunk struct {
 
 // Shrink reduces the run that found f (a finding of RunProgram(prog, src,
 // opts)) to a smaller one that still finds it: the same kind and the same
-// sites. In turn it drops faults of the run's plan, tries smaller worlds
-// (a fault of rank r moves to rank r mod the world), runs each repeat step
+// sites. In turn it drops faults of the run's plan, tries the smaller
+// worlds the harness declares (never another: a fault of rank r moves to
+// rank r mod the world), runs each repeat step
 // fewer times, and, replaying the run's scheduling
 // decisions with a [fuzz.Replay], drops decisions (the tail first, then
 // by delta debugging). A candidate that no longer finds f is discarded;
@@ -105,7 +107,17 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, budget int) (*
 		ok, _ := finds(o)
 		return ok
 	})
-	for w := 2; w < f.World; w++ {
+	// Only the worlds the harness declares: a kernel built for a fixed
+	// number of GPUs may mean nothing in another world.
+	declared, err := ParseWorlds(prog.Worlds)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(declared)
+	for _, w := range declared {
+		if w >= f.World {
+			break
+		}
 		o := cur
 		o.Worlds = []int{w}
 		// A fault of a rank the smaller world lacks moves to rank r mod w.

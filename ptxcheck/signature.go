@@ -24,6 +24,9 @@ type ParamDecl struct {
 	Count  int    // 1, or N for an array
 	Align  int    // the .align, or the element size
 	Offset int    // in the parameter block
+	// Ptr is set when the declaration carries .ptr (a kernel parameter
+	// nvcc knows to be a pointer: a __grid_constant__ or restrict one).
+	Ptr bool
 }
 
 // Size is the parameter's size in bytes.
@@ -96,7 +99,9 @@ func paramDecl(w []string) (ParamDecl, error) {
 				align = n // after .ptr, the pointee's alignment
 			}
 			i++
-		case x == ".ptr" || x == ".global" || x == ".const" || x == ".shared" || x == ".local":
+		case x == ".ptr":
+			p.Ptr = true
+		case x == ".global" || x == ".const" || x == ".shared" || x == ".local":
 			// pointer attributes: the value is still a 64-bit address
 			ptr = true
 		case typeSizes[x] > 0:

@@ -57,16 +57,34 @@ func LoadFile(path string) (*Source, error) {
 // interpreter, every line keeping its number.
 func Parse(name, text string) (*Source, error) {
 	clean, locs := debugLines(text)
-	s := &Source{Name: name, Text: text, locs: locs, entries: map[string]*Signature{}}
-	for _, sig := range signatures(clean) {
-		s.entries[sig.Entry] = sig
-		s.order = append(s.order, sig.Entry)
-	}
+	s := readSignatures(name, text, clean)
+	s.locs = locs
 	var err error
 	if s.Module, err = ptx.Parse(clean); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return s, nil
+}
+
+// ParseSignatures reads only the entry points' parameter lists of PTX
+// text, as [Skeleton] needs them: the Source it returns has no Module (it
+// cannot run) and no line table, and text the interpreter cannot parse
+// is no error. An entry whose parameter list cannot be read is refused
+// when it is asked for, by [Source.Signature].
+func ParseSignatures(name, text string) *Source {
+	clean, _ := debugLines(text)
+	return readSignatures(name, text, clean)
+}
+
+// readSignatures makes the Source of text, whose debug lines are blanked
+// in clean, with its entries' parameter lists.
+func readSignatures(name, text, clean string) *Source {
+	s := &Source{Name: name, Text: text, entries: map[string]*Signature{}}
+	for _, sig := range signatures(clean) {
+		s.entries[sig.Entry] = sig
+		s.order = append(s.order, sig.Entry)
+	}
+	return s
 }
 
 // Entries lists the module's entry points in the order of the text.
@@ -91,6 +109,17 @@ func (s *Source) Loc(n int) Loc {
 		return Loc{}
 	}
 	return s.locs[n]
+}
+
+// HasLineInfo reports whether the text has .loc directives (PTX built
+// with nvcc -lineinfo), which name the CUDA lines of the PTX lines.
+func (s *Source) HasLineInfo() bool {
+	for _, l := range s.locs {
+		if l.Line > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Line is the text of PTX line n, trimmed.
@@ -194,14 +223,58 @@ func (s *Source) Unsupported() []Problem {
 		}
 		return []Problem{{Line: n, Text: s.Line(n), Err: err.Error()}}
 	}
+	return s.problems(m.AllUnsupported())
+}
+
+// EntryUnsupported lists the lines that the interpreter refuses in entry
+// and the functions it calls, in line order: nil when it can run them
+// all, or when the module cannot be read or has no such entry.
+func (s *Source) EntryUnsupported(entry string) []Problem {
+	if s.Module == nil {
+		return nil
+	}
+	us, err := s.Module.Unsupported(entry)
+	if err != nil {
+		return nil
+	}
+	return s.problems(us)
+}
+
+// problems turns the interpreter's refusals into Problems, in line order.
+func (s *Source) problems(us []ptx.Unsupported) []Problem {
 	var out []Problem
-	for _, u := range m.AllUnsupported() {
+	for _, u := range us {
 		where := u.Func
 		if where == "" {
 			where = "module scope"
 		}
-		out = append(out, Problem{Line: u.Line, Text: s.Line(u.Line), Err: where + ": " + u.Reason})
+		out = append(out, Problem{Line: u.Line, Text: s.Line(u.Line), Err: where + ": " + explainReason(u.Reason)})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
 	return out
+}
+
+// badOperand is the interpreter's reason for an operand it cannot read.
+var badOperand = regexp.MustCompile(`bad operand "([^"]*)"`)
+
+// explainReason says what an operand the interpreter could not read is,
+// after its reason.
+func explainReason(r string) string {
+	m := badOperand.FindStringSubmatch(r)
+	if m == nil {
+		return r
+	}
+	op := strings.TrimSpace(m[1])
+	var what string
+	switch {
+	case strings.HasPrefix(op, "{"):
+		what = "a brace-packed vector operand (registers or constants packed into one wider value, as mov.b32 %r, {lo, hi} does), which the interpreter does not read in this place"
+	case strings.HasPrefix(op, "%"):
+		what = "a register or special register the interpreter does not know"
+	case strings.HasPrefix(op, "["):
+		what = "an address form the interpreter does not read"
+	default:
+		what = "an operand form the interpreter does not read (a symbol or constant expression)"
+	}
+	return r + ": " + what
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"sort"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 type checkFlags struct {
 	ptx        string
 	listUnsupp bool
+	init       string
 	seeds      int
 	firstSeed  uint64
 	seed       int64
@@ -46,7 +48,7 @@ type checkFlags struct {
 func newCheckCmd(a *app) *cobra.Command {
 	f := &checkFlags{}
 	cmd := &cobra.Command{
-		Use:   "check HARNESS.json | --ptx FILE --list-unsupported",
+		Use:   "check HARNESS.json | --ptx FILE --list-unsupported | --init PTX [ENTRY]",
 		Short: "Run any PTX kernel from a harness file on simulated GPUs and report races, hangs, failures and wrong results",
 		Long: `check runs the program of a harness file (docs/check.md) on simulated GPUs:
 every rank allocates the buffers, launches the PTX entry points with the
@@ -74,7 +76,9 @@ the faults of every run instead (KIND:RANK:AT, stall:RANK:AT:DURATION,
 comma-separated), as replay commands do.
 
 With --list-unsupported it prints every line of --ptx that the simulator
-cannot run, and runs nothing.`,
+cannot run, and runs nothing. With --init it prints a harness skeleton for
+an entry of the PTX file (the only one, or the one named), with TODOs to
+fill; for a module of several entries without one named, it lists them.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
@@ -86,6 +90,7 @@ cannot run, and runs nothing.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.ptx, "ptx", "", "PTX file (with --list-unsupported; a harness names its own)")
 	fl.BoolVar(&f.listUnsupp, "list-unsupported", false, "print every line of --ptx the simulator cannot run, run nothing")
+	fl.StringVar(&f.init, "init", "", "print a harness skeleton for an entry of this PTX file (--init PTX [ENTRY]), run nothing")
 	fl.IntVar(&f.seeds, "seeds", 20, "seeds to run at each world")
 	fl.Uint64Var(&f.firstSeed, "first-seed", 0, "the first seed")
 	fl.Int64Var(&f.seed, "seed", 0, "run this one seed (the replay of a finding)")
@@ -114,6 +119,12 @@ const maxCheckJobs = 256
 
 // runCheck runs symmem check.
 func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed, planSet, decided bool) error {
+	if f.init != "" {
+		if f.listUnsupp || f.ptx != "" {
+			return errors.New("--init PTX [ENTRY] takes no --ptx or --list-unsupported")
+		}
+		return initHarness(out, f.init, args)
+	}
 	if f.listUnsupp {
 		if f.ptx == "" || len(args) > 0 {
 			return errors.New("--list-unsupported takes --ptx FILE and no harness")
@@ -252,6 +263,45 @@ func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed, planSet, dec
 	return nil
 }
 
+// initHarness prints a harness skeleton for the entry of the PTX file
+// named in args, or its only entry; with several and none named, its
+// error lists them.
+func initHarness(out io.Writer, path string, args []string) error {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("ptx: %w", err)
+	}
+	// The parameter lists are all a skeleton needs: a module the
+	// simulator cannot run yet gets one too.
+	src := ptxcheck.ParseSignatures(path, string(text))
+	entries := src.Entries()
+	var entry string
+	switch {
+	case len(args) == 1:
+		entry = args[0]
+	case len(args) > 1:
+		return errors.New("--init PTX [ENTRY]: give one entry at most")
+	case len(entries) == 1:
+		entry = entries[0]
+	case len(entries) == 0:
+		return fmt.Errorf("%s: no .entry to make a harness for", path)
+	default:
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s has %d entries: name one (symmem check --init %s ENTRY):", path, len(entries), path)
+		for _, e := range entries {
+			sig, _ := src.Signature(e)
+			fmt.Fprintf(&b, "\n  %s (%d parameters, %d bytes)", e, len(sig.Params), sig.Size)
+		}
+		return errors.New(b.String())
+	}
+	sk, err := ptxcheck.Skeleton(src, entry, path)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(out, sk)
+	return err
+}
+
 // listUnsupported prints every line of a PTX file the simulator refuses.
 func listUnsupported(out io.Writer, path string) error {
 	src, err := ptxcheck.LoadFile(path)
@@ -291,6 +341,9 @@ func printCheck(out io.Writer, rep *ptxcheck.Report, f *checkFlags, harness stri
 		harness, rep.Source, strings.Join(worlds, ","), rep.Seeds, strategy, faults, rep.Cap)
 	for _, s := range rep.Shapes {
 		fmt.Fprintf(out, "launch %s\n", s)
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintln(out, n)
 	}
 	if runs {
 		for _, r := range rep.Runs {

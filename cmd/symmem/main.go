@@ -103,6 +103,7 @@ func newRootApp(a *app) *cobra.Command {
 	root.AddCommand(newVersionCmd(), newAllReduceCmd(a), newLaunchCmd(a), newSelftestCmd(a), newTopoCmd())
 	root.AddCommand(newBenchCmd(a))
 	root.AddCommand(newFuzzCmd(a), newReplayCmd(a), newCheckCmd(a), newLitmusCmd(a), newMergeCmd(a))
+	root.AddCommand(newCLIReferenceCmd())
 	return root
 }
 

@@ -102,6 +102,10 @@ type Access struct {
 	// Line is the PTX source line of the instruction that made a PTX
 	// thread's access; 0 for every other access.
 	Line int
+	// NC marks a plain Load made by ld.global.nc, the non-coherent
+	// (read-only) path: valid only of bytes that nothing writes while
+	// the load's kernel runs.
+	NC bool
 }
 
 // StoreUnknown in [Access].From is a unit that read a value no numbered

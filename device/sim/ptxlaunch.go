@@ -442,6 +442,19 @@ func (l *ptxLane) emitSeg(kind AccessKind, sg segment, write bool, order signal.
 	l.emit(a)
 }
 
+// emitLoad emits a plain load of sg, nc telling whether it is an
+// ld.global.nc.
+func (l *ptxLane) emitLoad(sg segment, nc bool) {
+	if l.l.dev.w.observe == nil {
+		return
+	}
+	a := l.l.dev.w.scratchAccess()
+	*a = segAccess(Load, sg, false, signal.Relaxed, signal.Block, 0, 0)
+	a.Line = l.th.Line()
+	a.NC = nc
+	l.emit(a)
+}
+
 // point is the scheduling point of a global access: every strong one,
 // and a plain one as Kernels.PlainYield says.
 func (l *ptxLane) point(strong bool, what string) {
@@ -552,7 +565,7 @@ func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error
 			l.emitStrong(sg, false, order(sem), scope(sc), unit, 0, from)
 		} else {
 			l.wv.plainLoad(sg)
-			l.emitSeg(Load, sg, false, signal.Relaxed, signal.Block)
+			l.emitLoad(sg, l.th.NonCoherent())
 		}
 		at += n
 	}

@@ -135,7 +135,8 @@ type Thread struct {
 	// taken spends the length of the code it jumps back over.
 	Budget int
 	buf    [16]byte
-	unit   int // the element size of the ld or st that Env.Load or Env.Store serves
+	unit   int  // the element size of the ld or st that Env.Load or Env.Store serves
+	nc     bool // the ld that Env.Load serves is ld.global.nc
 	// printed is the text of the thread's last vprintf (printf.go).
 	printed string
 	// line is the source line of the last instruction that called into
@@ -791,7 +792,7 @@ func (t *Thread) access(f *frame, in *inst, o *operand, buf []byte, write bool) 
 	if sp == spConst {
 		return fmt.Errorf("address %#x is not in the constant window", addr)
 	}
-	t.unit = in.t.size()
+	t.unit, t.nc = in.t.size(), in.nc
 	if write {
 		return t.env.Store(addr, buf, in.sem, in.scope)
 	}

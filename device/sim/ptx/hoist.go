@@ -156,10 +156,11 @@ func (t *Thread) hoist(f *frame, ld *inst) (*inst, error) {
 	if !r.Hoist(la, ln, sa, sn) {
 		return nil, nil
 	}
-	pc := f.pc
-	f.pc = at + 1 // the store is the instruction executing
+	// The store is the instruction executing: its accesses name its line.
+	pc, line := f.pc, t.line
+	f.pc, t.line = at+1, st.line
 	err := t.memory(f, st)
-	f.pc = pc
+	f.pc, t.line = pc, line
 	if err != nil {
 		return st, err
 	}

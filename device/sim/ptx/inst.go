@@ -398,6 +398,7 @@ type inst struct {
 	vec     int // 1, 2 or 4
 	aop     AtomOp
 	noDst   bool  // red: an atom without a result
+	nc      bool  // ld.global.nc: a load through the non-coherent path
 	bar     uint8 // opBar: barSync, barArrive or barRed
 	aligned bool  // opBar: bar, or barrier.aligned (the warp executes this very instruction)
 	mode    uint8 // prmt, shfl or vote mode; bar.red's operation
@@ -564,6 +565,7 @@ func (d *decoder) mnemonic(in *inst) error {
 		case m == "local" && (op == opLd || op == opSt || op == opCvta):
 			in.space = spLocal
 		case m == "nc" && op == opLd:
+			in.nc = true
 		case cacheHints[m] && (op == opLd || op == opSt):
 		case (m == "v2" || m == "v4") && (op == opLd || op == opSt):
 			in.vec = int(m[1] - '0')

@@ -17,9 +17,11 @@ const granule = 4
 // commRing is how many signal communications are kept to explain races.
 const commRing = 1024
 
-// maxRaces bounds the distinct races a detector keeps; later ones are only
-// counted.
-const maxRaces = 32
+// maxRaces bounds the distinct races (pairs of code sites) a detector
+// keeps, each explained; past it, new pairs are only counted
+// ([Error].Cut). A program has few code sites, so a run reaches it only
+// when nearly every access races.
+const maxRaces = 4096
 
 // Detector is a happens-before race detector fed by a [sim.World]'s
 // observer. It is not safe for concurrent use; in a simulation only one task
@@ -63,8 +65,9 @@ type Detector struct {
 	comms []*comm   // ring of recent signal communications
 	sc    []release // what sc fences released, per scope and place
 	races []Race
-	sites map[siteKey]int // index in races
+	sites map[siteKey]int // index in races, -1 for a pair cut
 	total int
+	cut   int    // distinct pairs of sites past maxRaces
 	pairs []*rec // first accesses already reported for the current access
 }
 
@@ -111,7 +114,11 @@ type thread struct {
 	relFence [signal.System + 1]vclock
 	// pend is what the thread's strong reads observed from releases, for
 	// its later fences to acquire; nil until one observed any.
-	pend  *pending
+	pend *pending
+	// ended is, in a block or a stream worker, what the strong reads of
+	// its ended children (lanes, blocks) observed from releases: the
+	// kernel's end acquires it (see joinParent); nil when none.
+	ended *pending
 	snap  vclock       // the clock the current batch of children forks from
 	label *actor.Label // the task's label, once an access needed it
 	// wsnap is the clock shared by the records of the thread's relaxed
@@ -164,6 +171,23 @@ type pending struct {
 	// change and vc[s] only grows, so joining it again, as a thread
 	// polling a word does, changes nothing.
 	last [signal.System + 1]vclock
+}
+
+// merge returns p with what o observed joined in (p is nil when both
+// are: nothing observed). p's clocks are its own: o's are copied.
+func (p *pending) merge(o *pending) *pending {
+	if o == nil {
+		return p
+	}
+	if p == nil {
+		p = &pending{}
+	}
+	for s := range o.vc {
+		if o.vc[s] != nil {
+			p.vc[s].join(o.vc[s])
+		}
+	}
+	return p
 }
 
 // at is what the strong reads observed from releases that need scope s;
@@ -538,7 +562,7 @@ func (d *Detector) Err() error {
 	if len(d.races) == 0 {
 		return nil
 	}
-	return &Error{Races: d.Races(), Total: d.total}
+	return &Error{Races: d.Races(), Total: d.total, Cut: d.cut}
 }
 
 func (d *Detector) current() *thread {
@@ -725,6 +749,16 @@ func (d *Detector) observe(a *sim.Access) {
 		d.opStart(a)
 	case sim.OpEnd:
 		t := d.self(a.Task)
+		if t.ended != nil {
+			// The kernel's end is a system-scope fence after every
+			// access of its threads: it acquires what their strong reads
+			// observed (the stream's next op, and a host that learns the
+			// kernel completed, know it).
+			for s := signal.Block; s <= signal.System; s++ {
+				t.learn(t.ended.vc[s])
+			}
+			t.ended = nil
+		}
 		t.step()
 		sc := d.stream(a.Device, a.Stream)
 		sc.last = t.clock().clone()
@@ -843,9 +877,12 @@ func (d *Detector) join(a *sim.Access) {
 const maxSpareThreads = 4096
 
 // joinParent makes t's parent, which waited for t to end, know what t
-// knew.
+// knew, and keeps what t's strong reads observed for the kernel's end.
 func (t *thread) joinParent() {
 	p := t.parent
+	if p != nil {
+		p.ended = p.ended.merge(t.pend).merge(t.ended)
+	}
 	switch {
 	case p == nil:
 	case t.shared:
@@ -873,6 +910,10 @@ func (d *Detector) access(a *sim.Access) {
 	at := sh.places.of(a)
 	lo, hi := a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule
 	sh.grow(hi)
+	if a.NC {
+		v := d.recOf(a, t, at, nil)
+		d.checkNC(sh, &v, t, lo, hi)
+	}
 	var x *rec
 	if a.Kind == sim.Load {
 		v := d.recOf(a, t, at, nil)
@@ -907,12 +948,7 @@ func (d *Detector) access(a *sim.Access) {
 				}
 			}
 		}
-		if w := first.lastWrite(); a.Write && w != nil && w.kind.atomic() && w.ep.slot != x.ep.slot {
-			d.comms = append(d.comms, &comm{writer: w, reader: x})
-			if len(d.comms) > 2*commRing {
-				d.comms = append(d.comms[:0], d.comms[len(d.comms)-commRing:]...)
-			}
-		}
+		d.communicate(first.lastWrite(), x, a)
 		if a.Write {
 			if a.Order.Releases() {
 				x.vc = t.clock().clone()
@@ -981,6 +1017,44 @@ func (d *Detector) access(a *sim.Access) {
 		d.moved = d.moved[:0]
 		clear(d.movedIdx)
 	}
+}
+
+// communicate records a communication, for reports to explain races by:
+// a strong write, or a strong load (a flag's poll), x of a that follows
+// another thread's strong write w (nil: none). A thread polling one
+// write keeps one communication, its latest read.
+func (d *Detector) communicate(w, x *rec, a *sim.Access) {
+	if !(a.Write || !a.RMW) || w == nil || !w.kind.atomic() || w.ep.slot == x.ep.slot {
+		return
+	}
+	if n := len(d.comms); n > 0 && !a.Write && d.comms[n-1].writer == w && d.comms[n-1].reader.ep.slot == x.ep.slot && !d.comms[n-1].reader.write {
+		d.comms[n-1].reader = x
+		return
+	}
+	d.comms = append(d.comms, &comm{writer: w, reader: x})
+	if len(d.comms) > 2*commRing {
+		d.comms = append(d.comms[:0], d.comms[len(d.comms)-commRing:]...)
+	}
+}
+
+// checkNC reports the writes of the bytes that the ld.global.nc x reads
+// which x's kernel's start does not follow: bytes written while the kernel
+// ran, by any thread, op or peer, ordered with x or not.
+func (d *Detector) checkNC(sh *shadow, x *rec, t *thread, lo, hi uint64) {
+	d.pairs = d.pairs[:0]
+	sh.each(lo, hi, func(s *state) {
+		if s == nil {
+			return
+		}
+		for _, y := range s.accs {
+			if !y.write() || y.clock <= t.fence.get(y.slot()) {
+				continue
+			}
+			if w := y.r; w.shared == x.shared && w.off < x.off+x.size && x.off < w.off+w.size {
+				d.reportNC(w, x)
+			}
+		}
+	})
 }
 
 // move is a state that the current access replaced in some of its
@@ -1475,8 +1549,8 @@ func (d *Detector) release(t *thread, rel []release, a *sim.Access, vc vclock) [
 // slabs hands out records (plain and atomic) and states carved from
 // arrays (package slab). Most records and states live as long as the
 // detector (a granule keeps its accesses until a later one supersedes
-// them), so an array seldom outlives its last user by long (BENCHMARKS.md
-// has the heap's peaks before and after).
+// them), so an array seldom outlives its last user by long (the heap's
+// peaks before and after are in the git history of BENCHMARKS.md).
 type slabs struct {
 	recs    slab.Slab[rec]
 	atomics slab.Slab[atomicRec]

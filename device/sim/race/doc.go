@@ -78,26 +78,37 @@
 //
 // # The kernel boundary
 //
-// The SPEC asks for a start barrier of "put relaxed, wait acquire, so peers'
-// writes from earlier kernels are visible", and says the older
-// relaxed/relaxed form "relies on an undocumented kernel-boundary effect".
-// Both statements hold at once only if the documented effect is on the
-// writer's side: a kernel launch behaves as a system-scope release fence.
-// Everything ordered before the launch on that device (earlier ops of the
-// stream, host writes, earlier kernels whatever they wrote) is released by
-// it, and a release fence followed by a relaxed atomic write synchronises
-// with an acquire that reads that write (the C++ and PTX fence rule). So a
-// relaxed put at a kernel's start publishes the rank's earlier writes to
-// any peer whose wait acquires it, and the current start barrier is
-// correct: it is not flagged. Nothing is implied on the reader's side: a
-// relaxed wait acquires nothing, so a peer's later loads are unordered with
-// the writes the put published, and the relaxed/relaxed form is flagged as
-// a race, as the SPEC wants. A relaxed put does not publish accesses made
-// inside the kernel before it, which is why the middle barrier (after the
-// kernel's own writes) must put with release, and why the end barrier,
-// which orders a peer's reads before this rank's next rewrite, needs
-// release and acquire too (writes of a collective kernel reach peers by the
-// end barrier, not the next kernel's start).
+// CUDA orders the work of one stream: a kernel starts after the stream's
+// previous op completed, and a kernel's completion means every memory
+// operation of its threads is done. So the boundary between two kernels
+// of a stream (and the end of a kernel, for whatever follows it on the
+// stream or learns that it completed) is modelled as a system-scope fence
+// on the device, both ways:
+//
+//   - a launch releases: everything ordered before it on that device
+//     (earlier ops of the stream, host writes, earlier kernels, whatever
+//     they wrote) is released by it, and a release fence followed by a
+//     relaxed atomic write synchronises with an acquire that reads that
+//     write (the C++ and PTX fence rule). So a relaxed put at a kernel's
+//     start publishes the rank's earlier writes to a peer whose wait
+//     acquires it: the SPEC's start barrier (put relaxed, wait acquire) is
+//     correct;
+//   - a kernel's end acquires: what its threads' strong reads observed
+//     from releases (a relaxed wait that read a peer's release put) is
+//     acquired at the end, as a fence after the read would, so the next op
+//     of the stream is ordered after the peer's accesses that preceded its
+//     put. PyTorch's end barrier (release put, relaxed wait) therefore
+//     orders the next kernel's overwrite of a buffer after the peers'
+//     reads of it.
+//
+// Nothing else is implied: the boundary orders nothing on another device.
+// A relaxed wait acquires nothing within its own kernel, so the
+// relaxed/relaxed start barrier is flagged as a race (a peer's write
+// before its launch, this rank's loads after the wait), as the SPEC wants;
+// a relaxed put publishes no access made inside the kernel before it, so
+// a barrier whose peers read or write the buffer in the same kernel must
+// put with release, and an end barrier whose put is relaxed does not
+// order the peers' reads before this rank's next rewrite.
 //
 // # Reports
 //

@@ -23,6 +23,11 @@ type Race struct {
 	Owner        int
 	// Missing names the edge that would have ordered the accesses.
 	Missing string
+	// NC marks, instead of a race, a load by ld.global.nc (Second) of
+	// bytes that First wrote after the load's kernel began: the
+	// non-coherent path may return what the bytes held before, whatever
+	// orders the two. Missing then says so.
+	NC bool
 	// Repeats counts later races between the same two code sites (same
 	// devices, ops or kernels and kinds of access), not listed separately.
 	Repeats int
@@ -32,10 +37,13 @@ type Race struct {
 // missing edge.
 func (r Race) String() string {
 	var b strings.Builder
-	if r.First.Shared {
+	switch {
+	case r.NC:
+		fmt.Fprintf(&b, "non-coherent load of %d bytes written during its kernel, of device %d's memory (phys %d + %#x):\n", r.Size, r.Owner, r.Phys, r.Offset)
+	case r.First.Shared:
 		fmt.Fprintf(&b, "data race on %d bytes of the shared memory of device %d %s#%d block %d (offset %#x):\n",
 			r.Size, r.First.Device, r.First.Kernel, r.First.Launch, r.First.Block, r.Offset)
-	} else {
+	default:
 		fmt.Fprintf(&b, "data race on %d bytes of device %d's memory (phys %d + %#x):\n", r.Size, r.Owner, r.Phys, r.Offset)
 	}
 	fmt.Fprintf(&b, "  first:  %s\n", Describe(r.First, r.FirstTask.Name))
@@ -51,15 +59,28 @@ func (r Race) String() string {
 type Error struct {
 	Races []Race // distinct races in the order found
 	Total int    // every race found, repeats included
+	// Cut counts the distinct races past the most a detector keeps
+	// (pairs of sites that Races lacks).
+	Cut int
 }
 
-// Error lists every distinct race.
+// errorListed is how many races Error's message lists.
+const errorListed = 32
+
+// Error lists the distinct races (the first 32, and how many more).
 func (e *Error) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d data races (%d distinct)", e.Total, len(e.Races))
-	for _, r := range e.Races {
+	fmt.Fprintf(&b, "%d data races (%d distinct)", e.Total, len(e.Races)+e.Cut)
+	for i, r := range e.Races {
+		if i == errorListed {
+			fmt.Fprintf(&b, "\n(%d more distinct races not listed here)", len(e.Races)-i)
+			break
+		}
 		b.WriteString("\n")
 		b.WriteString(r.String())
+	}
+	if e.Cut > 0 {
+		fmt.Fprintf(&b, "\n(%d more distinct races past the %d a run keeps)", e.Cut, maxRaces)
 	}
 	return b.String()
 }
@@ -114,6 +135,7 @@ func signalOp(a sim.Access) string {
 // many bytes, iterations, blocks and lanes is listed once.
 type siteKey struct {
 	first, second site
+	nc            bool
 }
 
 type site struct {
@@ -136,6 +158,20 @@ func siteOf(a sim.Access) site {
 // report records a race between the earlier access w and the access x that
 // thread t is making.
 func (d *Detector) report(w, x *rec, t *thread) {
+	d.add(w, x, false, func() string { return d.explain(w, x, t) })
+}
+
+// reportNC records that the ld.global.nc x read bytes that w wrote after
+// x's kernel began.
+func (d *Detector) reportNC(w, x *rec) {
+	d.add(w, x, true, func() string {
+		return "ld.global.nc reads bytes written after its kernel began: the non-coherent path may return what they held before, whatever orders the two (load them with ld.global, ld.relaxed or ld.acquire)"
+	})
+}
+
+// add records a finding between w and x once per pair of sites, missing
+// naming what is wrong.
+func (d *Detector) add(w, x *rec, nc bool, missing func() string) {
 	for _, r := range d.pairs {
 		if r == w {
 			return // already reported for another word of this access
@@ -144,12 +180,17 @@ func (d *Detector) report(w, x *rec, t *thread) {
 	d.pairs = append(d.pairs, w)
 	d.total++
 	wa, xa := w.access(), x.access()
-	k := siteKey{siteOf(wa), siteOf(xa)}
+	xa.NC = nc
+	k := siteKey{siteOf(wa), siteOf(xa), nc}
 	if i, ok := d.sites[k]; ok {
-		d.races[i].Repeats++
+		if i >= 0 {
+			d.races[i].Repeats++
+		}
 		return
 	}
 	if len(d.races) >= maxRaces {
+		d.sites[k] = -1
+		d.cut++
 		return
 	}
 	lo := max(w.off, x.off)
@@ -162,7 +203,7 @@ func (d *Detector) report(w, x *rec, t *thread) {
 	d.races = append(d.races, Race{
 		First: wa, Second: xa, FirstTask: labelOf(w.org.label), SecondTask: labelOf(x.org.label),
 		Phys: x.at.phys, Offset: lo, Size: hi - lo, Owner: x.at.owner,
-		Missing: d.explain(w, x, t),
+		Missing: missing(), NC: nc,
 	})
 }
 
@@ -222,7 +263,11 @@ func describeComm(c *comm, w *rec) string {
 		why = append(why, fmt.Sprintf("the %s is %s, which publishes only what preceded the writer's last fence (or its kernel's launch), and the first access came later",
 			signalOp(wr), wr.Order))
 	}
-	if !rd.Order.Acquires() {
+	switch {
+	case rd.Order.Acquires():
+	case !rd.RMW:
+		why = append(why, fmt.Sprintf("the %s is %s (no acquire: a volatile or relaxed load of a flag acquires nothing; load it with ld.acquire, or fence after it)", signalOp(rd), rd.Order))
+	default:
 		why = append(why, fmt.Sprintf("the %s is %s (no acquire)", signalOp(rd), rd.Order))
 	}
 	if need := neededBy(c.writer.org, c.reader.org); wr.Scope < need || rd.Scope < need {
@@ -231,7 +276,7 @@ func describeComm(c *comm, w *rec) string {
 	if len(why) == 0 {
 		why = append(why, "the release did not carry the first access")
 	}
-	return fmt.Sprintf("no release/acquire at system scope between device %d's %s (%s, %s) and device %d's %s (%s, %s) on phys %d + %#x: %s",
+	return fmt.Sprintf("no release/acquire at system scope between device %d's %s (%s, %s) and device %d's %s (%s, %s) of %v: %s",
 		wr.Device, signalOp(wr), wr.Order, wr.Scope, rd.Device, signalOp(rd), rd.Order, rd.Scope,
-		rd.Phys, rd.PhysOffset, strings.Join(why, "; "))
+		rd.Addr, strings.Join(why, "; "))
 }

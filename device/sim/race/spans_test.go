@@ -142,12 +142,7 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 		default:
 			d.observeRelease(t, st.rel, &a)
 		}
-		if w := st.lastWrite(); a.Write && w != nil && w.kind.atomic() && w.ep.slot != x.ep.slot {
-			d.comms = append(d.comms, &comm{writer: w, reader: x})
-			if len(d.comms) > 2*commRing {
-				d.comms = append(d.comms[:0], d.comms[len(d.comms)-commRing:]...)
-			}
-		}
+		d.communicate(st.lastWrite(), x, &a)
 		if a.Write {
 			x.vc = t.clock().clone()
 			x.fence = t.relFence[a.Scope]

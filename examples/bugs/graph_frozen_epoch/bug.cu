@@ -1,0 +1,50 @@
+// graph_frozen_epoch, the bug: a one-shot gather-and-sum across ranks whose
+// barrier epoch is a kernel parameter. Called from a CUDA graph, the
+// parameter is frozen at capture: every replay waits for the epoch the
+// first run already reached, so its barriers do not wait, and a rank reads
+// a peer's buffer while the peer overwrites it for the next replay.
+//
+// data[r] is rank r's symmetric buffer of n floats; flags[r] is rank r's
+// signal pad: slot p holds the latest barrier value rank p raised for it.
+
+__device__ __forceinline__ void put_flag(unsigned* p, unsigned v)
+{
+    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ unsigned get_flag(const unsigned* p)
+{
+    unsigned v;
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// barrier raises v in every peer's pad and waits until every peer raised
+// at least v in ours.
+__device__ void barrier(unsigned* const* flags, int rank, int world, unsigned v)
+{
+    __syncthreads();
+    int t = threadIdx.x;
+    if (t < world) {
+        put_flag(&flags[t][rank], v);
+        while (get_flag(&flags[rank][t]) < v) {
+        }
+    }
+    __syncthreads();
+}
+
+extern "C" __global__ void gather_sum(float* const* data, unsigned* const* flags, const float* in, float* out,
+                                      int rank, int world, int n, unsigned epoch)
+{
+    float* mine = data[rank];
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        mine[i] = in[i];
+    barrier(flags, rank, world, 2 * epoch + 1); // BUG: epoch is the capture's, in every replay
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float s = 0.0f;
+        for (int r = 0; r < world; ++r)
+            s += data[r][i];
+        out[i] = s;
+    }
+    barrier(flags, rank, world, 2 * epoch + 2);
+}
