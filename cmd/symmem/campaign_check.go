@@ -73,6 +73,7 @@ const (
 	checkRuns   = "runs"
 	checkShapes = "shapes"
 	checkHeader = "header"
+	checkNotes  = "notes"
 )
 
 // finishCheckShard writes the report of a check's shard: its findings,
@@ -106,7 +107,7 @@ func finishCheckShard(c *checkShard, rep *ptxcheck.Report, f *checkFlags, harnes
 	sum := campaign.Summary{
 		Counts: map[string]int64{checkRuns: int64(len(rep.Runs))},
 		Sets:   map[string][]string{checkShapes: rep.Shapes},
-		Fixed:  map[string][]string{checkHeader: {header}},
+		Fixed:  map[string][]string{checkHeader: {header}, checkNotes: rep.Notes},
 	}
 	return c.finish(findings, sum, false, nil)
 }
@@ -131,6 +132,9 @@ func printMergedCheck(out io.Writer, m *campaign.Merged) error {
 	fmt.Fprintln(out, header[0])
 	for _, s := range m.Sets[checkShapes] {
 		fmt.Fprintf(out, "launch %s\n", s)
+	}
+	for _, n := range m.Fixed[checkNotes] {
+		fmt.Fprintln(out, n)
 	}
 	runs := m.Counts[checkRuns]
 	fmt.Fprintf(out, "%d runs, %d distinct findings\n", runs, len(m.Findings))

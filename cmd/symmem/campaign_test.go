@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -56,6 +57,7 @@ func shardCampaign(t *testing.T, n int, args ...string) (merged, status string, 
 // prints, but for times, and exit with the same status.
 func TestMergedCampaignsEqualOneProcess(t *testing.T) {
 	const harness = "../../examples/kernels/cas_exchange_relaxed_wait.json"
+	bare := bareHarness(t, harness)
 	for _, c := range []struct {
 		name   string
 		shards int
@@ -73,6 +75,10 @@ func TestMergedCampaignsEqualOneProcess(t *testing.T) {
 			"failures: 0 cases, 0 distinct"},
 		{"check", 2, []string{"check", harness, "--worlds", "2", "--seeds", "2", "--var", "n=128", "--first-seed", "7", "--shrink-runs", "8"},
 			"   found at world 2 seed 7, after 1 schedules of that world; in 2 of 2 runs"},
+		// The check's notes (here: the PTX has no .loc lines) are the
+		// merged report's too.
+		{"check notes", 2, []string{"check", bare, "--worlds", "2", "--seeds", "2", "--var", "n=128", "--shrink=false"},
+			"note: the PTX has no .loc lines"},
 		{"litmus", 2, []string{"litmus", "../../litmus/testdata/A-fence-after-data.litmus", "../../litmus/testdata/LB-control-dependency.litmus", "--seeds", "30"},
 			"  operational model, 30 seeds (30 finished): 3 outcomes, 0 allowed ones not reached"},
 	} {
@@ -94,6 +100,42 @@ func TestMergedCampaignsEqualOneProcess(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bareHarness copies harness and its PTX, without the PTX's debug lines
+// (.loc, .file), into a temporary folder and returns the copy's path.
+func bareHarness(t *testing.T, harness string) string {
+	t.Helper()
+	text, err := os.ReadFile(harness)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct {
+		PTX string `json:"ptx"`
+	}
+	if err := json.Unmarshal(text, &h); err != nil {
+		t.Fatal(err)
+	}
+	ptx, err := os.ReadFile(filepath.Join(filepath.Dir(harness), h.PTX))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, l := range strings.Split(string(ptx), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && (f[0] == ".loc" || f[0] == ".file") {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, h.PTX), []byte(strings.Join(kept, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, filepath.Base(harness))
+	if err := os.WriteFile(out, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestShardFromTheEnvironment: without --shard the command takes its
