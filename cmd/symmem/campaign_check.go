@@ -139,9 +139,7 @@ func printMergedCheck(out io.Writer, m *campaign.Merged) error {
 	runs := m.Counts[checkRuns]
 	fmt.Fprintf(out, "%d runs, %d distinct findings\n", runs, len(m.Findings))
 	for i, x := range m.Findings {
-		fmt.Fprintf(out, "\n%d. %s\n", i+1, x.Title)
-		fmt.Fprintf(out, "   found at world %d seed %d, after %d schedules of that world; in %d of %d runs\n",
-			x.World, x.Seed, x.Seed-m.Campaign.First+1, x.Count, runs)
+		printFindingHead(out, i+1, x.Title, x.World, x.Seed, int64(x.Seed-m.Campaign.First+1), int64(x.Count), runs)
 		for _, l := range x.Lines {
 			fmt.Fprintf(out, "   %s\n", l)
 		}

@@ -356,9 +356,7 @@ func printCheck(out io.Writer, rep *ptxcheck.Report, f *checkFlags, harness stri
 	}
 	fmt.Fprintf(out, "%d runs, %d distinct findings\n", len(rep.Runs), len(rep.Findings))
 	for i, x := range rep.Findings {
-		fmt.Fprintf(out, "\n%d. %s\n", i+1, x.Title)
-		fmt.Fprintf(out, "   found at world %d seed %d, after %d schedules of that world; in %d of %d runs\n",
-			x.World, x.Seed, x.Schedules, x.Runs, len(rep.Runs))
+		printFindingHead(out, i+1, x.Title, x.World, x.Seed, int64(x.Schedules), int64(x.Runs), int64(len(rep.Runs)))
 		if x.Plan != nil {
 			fmt.Fprintf(out, "   faults: %s\n", orNone(x.Plan.String()))
 		}
@@ -367,6 +365,14 @@ func printCheck(out io.Writer, rep *ptxcheck.Report, f *checkFlags, harness stri
 		}
 		fmt.Fprintf(out, "   replay: %s\n", replayCommand(harness, f, x.World, x.Seed, x.Plan, opts))
 	}
+}
+
+// printFindingHead prints finding n's title and where it was first found,
+// as one process's report and a merged campaign's both do.
+func printFindingHead(out io.Writer, n int, title string, world int, seed uint64, schedules, runs, of int64) {
+	fmt.Fprintf(out, "\n%d. %s\n", n, title)
+	fmt.Fprintf(out, "   found at world %d seed %d, after %d schedules of that world; in %d of %d runs\n",
+		world, seed, schedules, runs, of)
 }
 
 // printShrunk prints the reproduction a shrink found for finding i.
