@@ -341,13 +341,21 @@ func (e coopEnv) WaitWarp(what string, ready func() bool) error {
 // runWarp runs n threads of entry k with buffer buf.
 func runWarp(t *testing.T, text string, n int, buf []byte) []error {
 	t.Helper()
+	return runThreads(t, text, n, buf, func(c coopEnv) Env { return c })
+}
+
+// runThreads runs n threads of entry k with buffer buf, one goroutine
+// each, one at a time under the lock of the environment that env makes
+// from the cooperative one.
+func runThreads(t *testing.T, text string, n int, buf []byte, env func(coopEnv) Env) []error {
+	t.Helper()
 	m, err := Parse(header + text)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const base = 0x7000_0000_0000
 	var mu sync.Mutex
-	env := coopEnv{&sliceEnv{regions: []region{{base, buf}}}, &mu}
+	e := env(coopEnv{&sliceEnv{regions: []region{{base, buf}}}, &mu})
 	mem, err := m.NewBlockMem("k", binary.LittleEndian.AppendUint64(nil, base))
 	if err != nil {
 		t.Fatal(err)
@@ -355,7 +363,7 @@ func runWarp(t *testing.T, text string, n int, buf []byte) []error {
 	errs := make([]error, n)
 	ths := make([]*Thread, n)
 	for i := range ths {
-		th, err := m.NewThread("k", env, mem, Dim{Tid: uint32(i), Ntid: uint32(n), Nctaid: 1})
+		th, err := m.NewThread("k", e, mem, Dim{Tid: uint32(i), Ntid: uint32(n), Nctaid: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -122,38 +121,12 @@ func TestWarpSync(t *testing.T) {
 	ret;
 }
 `
-	m, err := Parse(header + text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const base = 0x7000_0000_0000
 	buf := make([]byte, 256)
-	var mu sync.Mutex
-	env := &syncEnv{coopEnv: coopEnv{&sliceEnv{regions: []region{{base, buf}}}, &mu}, arrived: map[int]int{}, left: map[int]int{}}
-	mem, err := m.NewBlockMem("k", binary.LittleEndian.AppendUint64(nil, base))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, 64)
-	ths := make([]*Thread, 64)
-	for i := range ths {
-		th, err := m.NewThread("k", env, mem, Dim{Tid: uint32(i), Ntid: 64, Nctaid: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ths[i] = th
-	}
-	for i, th := range ths {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			mu.Lock()
-			defer mu.Unlock()
-			_, errs[i] = th.Run()
-		}()
-	}
-	wg.Wait()
+	var env *syncEnv
+	errs := runThreads(t, text, 64, buf, func(c coopEnv) Env {
+		env = &syncEnv{coopEnv: c, arrived: map[int]int{}, left: map[int]int{}}
+		return env
+	})
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("thread %d: %v", i, err)
@@ -306,38 +279,12 @@ DONE:
 	ret;
 }
 `
-	m, err := Parse(header + text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const base = 0x7000_0000_0000
 	buf := make([]byte, 512)
-	var mu sync.Mutex
-	env := &syncEnv{coopEnv: coopEnv{&sliceEnv{regions: []region{{base, buf}}}, &mu}, arrived: map[int]int{}, left: map[int]int{}}
-	mem, err := m.NewBlockMem("k", binary.LittleEndian.AppendUint64(nil, base))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, 96)
-	ths := make([]*Thread, 96)
-	for i := range ths {
-		th, err := m.NewThread("k", env, mem, Dim{Tid: uint32(i), Ntid: 96, Nctaid: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ths[i] = th
-	}
-	for i, th := range ths {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			mu.Lock()
-			defer mu.Unlock()
-			_, errs[i] = th.Run()
-		}()
-	}
-	wg.Wait()
+	var env *syncEnv
+	errs := runThreads(t, text, 96, buf, func(c coopEnv) Env {
+		env = &syncEnv{coopEnv: c, arrived: map[int]int{}, left: map[int]int{}}
+		return env
+	})
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("thread %d: %v", i, err)
