@@ -14,8 +14,9 @@ import (
 // (the element's index, in writes and checks), iter (the index of the
 // innermost repeat), and the harness's own vars. Comparisons (== != < <=
 // > >=) bind loosest and give 1 or 0 (a step's "when"). Functions:
-// sum_ranks(e) is e summed over rank = 0..world-1, min(a, b), max(a, b)
-// and floor(e).
+// sum_ranks(e) is e summed over rank = 0..world-1, sum(k, a, b, e) is e
+// summed over the integers k = a..b (k a name of the caller's choosing,
+// bound in e only), min(a, b), max(a, b), floor(e) and sqrt(e).
 type expr struct {
 	src  string
 	root node
@@ -130,6 +131,26 @@ func (c call) eval(ev *evaluator) float64 {
 			delete(ev.local, "rank")
 		}
 		return s
+	case "sum":
+		name := string(c.args[0].(variable))
+		lo, hi := math.Ceil(c.args[1].eval(ev)), c.args[2].eval(ev)
+		if ev.local == nil {
+			ev.local = map[string]float64{}
+		}
+		saved, had := ev.local[name]
+		var s float64
+		for k := lo; k <= hi; k++ {
+			ev.local[name] = k
+			s += c.args[3].eval(ev)
+		}
+		if had {
+			ev.local[name] = saved
+		} else {
+			delete(ev.local, name)
+		}
+		return s
+	case "sqrt":
+		return math.Sqrt(c.args[0].eval(ev))
 	case "min":
 		return math.Min(c.args[0].eval(ev), c.args[1].eval(ev))
 	case "max":
@@ -138,7 +159,7 @@ func (c call) eval(ev *evaluator) float64 {
 	return math.Floor(c.args[0].eval(ev))
 }
 
-var arity = map[string]int{"sum_ranks": 1, "min": 2, "max": 2, "floor": 1}
+var arity = map[string]int{"sum_ranks": 1, "sum": 4, "min": 2, "max": 2, "floor": 1, "sqrt": 1}
 
 // parseExpr parses an expression.
 func parseExpr(src string) (*expr, error) {
@@ -340,6 +361,15 @@ func (p *exprParser) factor() (node, error) {
 		p.next()
 		if len(args) != n {
 			return nil, fmt.Errorf("%s takes %d arguments, got %d", t, n, len(args))
+		}
+		if t == "sum" {
+			v, ok := args[0].(variable)
+			if !ok {
+				return nil, fmt.Errorf("sum's first argument must be the name it binds, as in sum(k, 0, 7, k*k)")
+			}
+			if builtin[string(v)] {
+				return nil, fmt.Errorf("sum cannot bind %s, a built-in variable", v)
+			}
 		}
 		return call{fn: t, args: args}, nil
 	}

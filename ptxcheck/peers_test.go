@@ -112,6 +112,7 @@ var (
 		fi + "trtllm_allreduce.cuh:1434", fi + "trtllm_allreduce.cuh:1438", // two-shot gather's copy to the output
 		fi + "../vec_dtypes.cuh:1814", fi + "../vec_dtypes.cuh:1820", // vec_t<bf16, 8> load, store
 		fi + "../vec_dtypes.cuh:2202", fi + "../vec_dtypes.cuh:2208", // vec_t<float, 4> load, store
+		fi + "trtllm_allreduce.cuh:909", // one_shot_all_reduce_norm_kernel's copy of the input
 	}
 	trtllmRace   = explained{name: "block-barrier", kind: "race", sites: trtllmSites}
 	trtllmResult = explained{name: "block-barrier", kind: "result"}
@@ -142,6 +143,15 @@ var (
 	sglangTmp     = explained{"tmp", "race", []string{"between the load at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:420 and the store at ../sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:405"}, nil}
 )
 
+// sm80and100 names the compute_80 and compute_100 PTX of a family whose
+// entries have the same names there.
+var sm80and100 = []string{"_sm80.ptx", "_sm100.ptx"}
+
+// lamportSmall is the small size of FlashInfer's Lamport harnesses: one
+// token of 256 elements (the smallest hidden size the host sends to the
+// Lamport kernel), one block of 32 threads.
+var lamportSmall = map[string]Expr{"tokens": "1", "hidden": "256"}
+
 // peerFamilies are the kernel families of ../shared/peers with a harness
 // in examples/peers: every finding a run makes must be one the docs
 // explain, and the default run (the first harness at the small vars) must
@@ -153,7 +163,7 @@ var peerFamilies = []struct {
 	// smallWorlds are the worlds of the default run of a harness that
 	// names several (nil: the harness's).
 	smallWorlds []int
-	archs       bool // the compute_80 and compute_100 PTX have the same entry names (SYMMEM_LONG=1 runs them too)
+	archs       []string // PTX of other architectures with the same entry names (SYMMEM_LONG=1 runs them too)
 	// bigPTX marks a family whose PTX alone takes the race detector tens
 	// of seconds to parse: the default run under -race leaves it out.
 	bigPTX    bool
@@ -164,7 +174,7 @@ var peerFamilies = []struct {
 		family:    "vllm 1stage",
 		harnesses: []string{"vllm_1stage_w2", "vllm_1stage_w4", "vllm_1stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
-		archs:     true,
+		archs:     sm80and100,
 		explained: []explained{vllmStart, vllmEnd, vllmFlag, vllmHang},
 		must:      []explained{vllmStart, vllmEnd, vllmFlag},
 	},
@@ -172,7 +182,7 @@ var peerFamilies = []struct {
 		family:    "vllm 2stage",
 		harnesses: []string{"vllm_2stage_w2", "vllm_2stage_w4", "vllm_2stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
-		archs:     true,
+		archs:     sm80and100,
 		explained: []explained{vllmStart, vllmTmp},
 		must:      []explained{vllmStart, vllmTmp},
 	},
@@ -180,7 +190,7 @@ var peerFamilies = []struct {
 		family:    "sglang 1stage",
 		harnesses: []string{"sglang_1stage_w2", "sglang_1stage_w4", "sglang_1stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
-		archs:     true,
+		archs:     sm80and100,
 		explained: []explained{sglangStart, sglangEnd},
 		must:      []explained{sglangStart, sglangEnd},
 	},
@@ -188,7 +198,7 @@ var peerFamilies = []struct {
 		family:    "sglang 2stage",
 		harnesses: []string{"sglang_2stage_w2", "sglang_2stage_w4", "sglang_2stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
-		archs:     true,
+		archs:     sm80and100,
 		explained: []explained{sglangStart, sglangTmp},
 		must:      []explained{sglangStart, sglangTmp},
 	},
@@ -228,7 +238,7 @@ var peerFamilies = []struct {
 		family:    "flashinfer trtllm one-shot copy",
 		harnesses: []string{"trtllm_oneshot_copy_w2", "trtllm_oneshot_copy_w4", "trtllm_oneshot_copy_w8"},
 		small:     map[string]Expr{"n": "256"},
-		archs:     true,
+		archs:     sm80and100,
 		explained: []explained{trtllmRace, trtllmResult},
 		must:      []explained{trtllmRace, trtllmResult},
 	},
@@ -236,13 +246,13 @@ var peerFamilies = []struct {
 		family:    "flashinfer trtllm one-shot memcpy",
 		harnesses: []string{"trtllm_oneshot_memcpy_w2", "trtllm_oneshot_memcpy_w4", "trtllm_oneshot_memcpy_w8"},
 		small:     map[string]Expr{"n": "256"},
-		archs:     true,
+		archs:     sm80and100,
 	},
 	{
 		family:    "flashinfer trtllm one-shot push",
 		harnesses: []string{"trtllm_oneshot_push_w2", "trtllm_oneshot_push_w4", "trtllm_oneshot_push_w8"},
 		small:     map[string]Expr{"n": "256"},
-		archs:     true,
+		archs:     sm80and100,
 		explained: []explained{trtllmRace, trtllmResult},
 		must:      []explained{trtllmRace, trtllmResult},
 	},
@@ -250,7 +260,7 @@ var peerFamilies = []struct {
 		family:    "flashinfer trtllm two-shot copy",
 		harnesses: []string{"trtllm_twoshot_copy_w2", "trtllm_twoshot_copy_w4", "trtllm_twoshot_copy_w8"},
 		small:     map[string]Expr{"n": "256*world"},
-		archs:     true,
+		archs:     sm80and100,
 		explained: []explained{trtllmRace, trtllmResult},
 		must:      []explained{trtllmRace, trtllmResult},
 	},
@@ -258,7 +268,7 @@ var peerFamilies = []struct {
 		family:    "flashinfer trtllm two-shot memcpy",
 		harnesses: []string{"trtllm_twoshot_memcpy_w2", "trtllm_twoshot_memcpy_w4", "trtllm_twoshot_memcpy_w8"},
 		small:     map[string]Expr{"n": "256*world"},
-		archs:     true,
+		archs:     sm80and100,
 		explained: []explained{trtllmRace, trtllmResult},
 		must:      []explained{trtllmRace, trtllmResult},
 	},
@@ -266,7 +276,7 @@ var peerFamilies = []struct {
 		family:    "flashinfer trtllm two-shot push",
 		harnesses: []string{"trtllm_twoshot_push_w2", "trtllm_twoshot_push_w4", "trtllm_twoshot_push_w8"},
 		small:     map[string]Expr{"n": "256*world"},
-		archs:     true,
+		archs:     sm80and100,
 		explained: []explained{trtllmRace, trtllmResult},
 		must:      []explained{trtllmRace, trtllmResult},
 	},
@@ -288,13 +298,13 @@ var peerFamilies = []struct {
 		family:    "mscclpp rsag",
 		harnesses: []string{"mscclpp_rsag_w2", "mscclpp_rsag_w4", "mscclpp_rsag_w8"},
 		small:     map[string]Expr{"n": "128*world", "blocks": "2", "threads": "64"},
-		archs:     true,
+		archs:     sm80and100,
 	},
 	{
 		family:    "mscclpp allpair",
 		harnesses: []string{"mscclpp_allpair_w2", "mscclpp_allpair_w4", "mscclpp_allpair_w8"},
 		small:     map[string]Expr{"n": "256", "blocks": "world - 1", "threads": "32*(world - 1)"},
-		archs:     true,
+		archs:     sm80and100,
 		explained: []explained{torn},
 		must:      []explained{torn},
 	},
@@ -302,7 +312,7 @@ var peerFamilies = []struct {
 		family:    "mscclpp packet",
 		harnesses: []string{"mscclpp_packet_w2", "mscclpp_packet_w4", "mscclpp_packet_w8"},
 		small:     map[string]Expr{"n": "64*world", "blocks": "world - 1", "threads": "32"},
-		archs:     true,
+		archs:     sm80and100,
 		explained: []explained{plainPacket, torn, sharedHandles},
 		must:      []explained{plainPacket},
 	},
@@ -315,10 +325,24 @@ var peerFamilies = []struct {
 		must:      []explained{sharedHandles},
 	},
 	{
+		family:    "flashinfer trtllm lamport all-reduce + RMSNorm",
+		harnesses: []string{"flashinfer_trtllm_lamport_norm_w2", "flashinfer_trtllm_lamport_norm_w4", "flashinfer_trtllm_lamport_norm_w8"},
+		small:     lamportSmall,
+		archs:     []string{"_sm100.ptx"}, // empty at compute_80 (its body needs __CUDA_ARCH__ >= 900)
+	},
+	{
+		family:    "flashinfer trtllm fused all-reduce + RMSNorm",
+		harnesses: []string{"flashinfer_trtllm_fused_norm_w2", "flashinfer_trtllm_fused_norm_w4", "flashinfer_trtllm_fused_norm_w8"},
+		small:     map[string]Expr{"tokens": "2", "hidden": "128"},
+		archs:     sm80and100,
+		explained: []explained{trtllmRace, trtllmResult},
+		must:      []explained{trtllmRace, trtllmResult},
+	},
+	{
 		family:    "flashinfer vllm 1stage",
 		harnesses: []string{"flashinfer_vllm_1stage_w2", "flashinfer_vllm_1stage_w4", "flashinfer_vllm_1stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
-		archs:     true,
+		archs:     sm80and100,
 		explained: []explained{fiVLLMStart, fiVLLMEnd},
 		must:      []explained{fiVLLMStart, fiVLLMEnd},
 	},
@@ -326,7 +350,7 @@ var peerFamilies = []struct {
 		family:    "flashinfer vllm 2stage",
 		harnesses: []string{"flashinfer_vllm_2stage_w2", "flashinfer_vllm_2stage_w4", "flashinfer_vllm_2stage_w8"},
 		small:     map[string]Expr{"packs": "64"},
-		archs:     true,
+		archs:     sm80and100,
 		explained: []explained{fiVLLMStart, fiVLLMTmp},
 		must:      []explained{fiVLLMStart, fiVLLMTmp},
 	},
@@ -379,10 +403,8 @@ func TestPeers(t *testing.T) {
 						runs = append(runs, run{h, "", 3, nil, nil})
 					}
 				}
-				if fam.archs {
-					for _, a := range []string{"_sm80.ptx", "_sm100.ptx"} {
-						runs = append(runs, run{fam.harnesses[0], a, 1, fam.small, fam.smallWorlds})
-					}
+				for _, a := range fam.archs {
+					runs = append(runs, run{fam.harnesses[0], a, 1, fam.small, fam.smallWorlds})
 				}
 				if raceOn {
 					t.Log("the race detector is on: the harnesses of worlds 2 and 4 at the small sizes, 1 seed (every harness at its own size, 3 seeds, runs without -race)")

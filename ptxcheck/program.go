@@ -252,8 +252,8 @@ func (p *Param) UnmarshalJSON(b []byte) error {
 }
 
 // Expr is an expression (see docs/check.md): arithmetic on numbers over
-// rank, world, i, iter and the program's vars, with sum_ranks, min, max
-// and floor; written in JSON as a string or a number.
+// rank, world, i, iter and the program's vars, with sum_ranks, sum, min,
+// max, floor and sqrt; written in JSON as a string or a number.
 type Expr string
 
 // UnmarshalJSON accepts a string or a number.

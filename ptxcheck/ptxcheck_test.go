@@ -438,6 +438,8 @@ func TestExpressions(t *testing.T) {
 		"sum_ranks(rank)": 6, "sum_ranks(rank*10 + i)": 60 + 4*2, "min(3, 4) + max(3, 4) + floor(2.7)": 9,
 		"rank == 2": 1, "rank != 2": 0, "world - 1 < 3": 0, "world - 1 <= 3": 1, "i > 1": 1, "i >= 3": 0,
 		"(i == 2) + (i == 2) * 2": 3, "max(i == 2, 0)": 1,
+		"sum(k, 0, 3, k*k)": 14, "sum(k, 1, world, k)": 10, "sum(k, 0, i, sum(j, 0, k, 1))": 6, "sum(k, 3, 2, 1)": 0,
+		"sum(k, 0.5, 2, k)": 3, "sqrt(16) + sqrt(world)": 6, "sum(rank_, 0, 1, sum_ranks(rank_ + rank))": 2*6 + 4,
 	} {
 		x, err := parseExpr(src)
 		if err != nil {
@@ -448,7 +450,8 @@ func TestExpressions(t *testing.T) {
 			t.Errorf("%s = %v (%v), want %v", src, got, err, want)
 		}
 	}
-	for _, bad := range []string{"1 +", "foo(1)", "min(1)", "(1", "1 $ 2", "1 = 2", "1 < 2 < 3", "rank ==", "!1"} {
+	for _, bad := range []string{"1 +", "foo(1)", "min(1)", "(1", "1 $ 2", "1 = 2", "1 < 2 < 3", "rank ==", "!1",
+		"sum(1, 0, 3, 1)", "sum(k, 0, 3)", "sum(i, 0, 3, i)", "sqrt(1, 2)"} {
 		if _, err := parseExpr(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
@@ -456,6 +459,11 @@ func TestExpressions(t *testing.T) {
 	x, _ := parseExpr("nope + 1")
 	if _, err := x.eval(e, nil); err == nil || !strings.Contains(err.Error(), `unknown variable "nope"`) {
 		t.Errorf("unknown variable: %v", err)
+	}
+	// A name sum binds is bound in its term only.
+	x, _ = parseExpr("sum(k, 0, 1, k) + k")
+	if _, err := x.eval(e, nil); err == nil || !strings.Contains(err.Error(), `unknown variable "k"`) {
+		t.Errorf("sum's name outside its term: %v", err)
 	}
 	// Integers: int64's range, its ends included, and nothing past them.
 	for src, want := range map[string]int64{"-9223372036854775808": math.MinInt64, "7/2*2": 7, "2.5": 0,
