@@ -114,7 +114,11 @@ var (
 		fi + "../vec_dtypes.cuh:2202", fi + "../vec_dtypes.cuh:2208", // vec_t<float, 4> load, store
 		fi + "trtllm_allreduce.cuh:909", // one_shot_all_reduce_norm_kernel's copy of the input
 	}
-	trtllmRace   = explained{name: "block-barrier", kind: "race", sites: trtllmSites}
+	trtllmRace = explained{name: "block-barrier", kind: "race", sites: trtllmSites}
+	// FlashInfer's TensorRT-LLM Lamport kernel clears the buffer of the
+	// call before for its own token count: when the count changes, values
+	// of an older call stay in the buffer and read as arrived (L).
+	lamportStale = explained{name: "stale-clear", kind: "result"}
 	trtllmResult = explained{name: "block-barrier", kind: "result"}
 	// SGLang JIT's pull kernels: a relaxed start barrier (A), a relaxed
 	// one-shot end barrier (B), and the start barrier's atom.global.add at
@@ -329,6 +333,14 @@ var peerFamilies = []struct {
 		harnesses: []string{"flashinfer_trtllm_lamport_norm_w2", "flashinfer_trtllm_lamport_norm_w4", "flashinfer_trtllm_lamport_norm_w8"},
 		small:     lamportSmall,
 		archs:     []string{"_sm100.ptx"}, // empty at compute_80 (its body needs __CUDA_ARCH__ >= 900)
+	},
+	{
+		family:    "flashinfer trtllm lamport all-reduce + RMSNorm, token count changing",
+		harnesses: []string{"flashinfer_trtllm_lamport_norm_tokens_w2"},
+		small:     map[string]Expr{"tokens": "2", "hidden": "256"},
+		archs:     []string{"_sm100.ptx"},
+		explained: []explained{lamportStale},
+		must:      []explained{lamportStale},
 	},
 	{
 		family:    "flashinfer trtllm fused all-reduce + RMSNorm",
