@@ -125,6 +125,10 @@ func TestLamportNegativeZeroInput(t *testing.T) {
 		}
 		zero := Step{When: "(rank == 1)*(iter == 0)", Write: &Write{Buffer: "in", Fill: Fill{DType: "f16", Value: Expr(c.value), Offset: "2", Count: "1"}}}
 		calls.Steps = slices.Insert(calls.Steps, 1, zero)
+		// A poll waits microseconds of virtual time for a peer's push; a
+		// second's spin is a hang, and a shorter one than the default
+		// costs less real time (minutes under the race detector).
+		p.Timeout = "1s"
 		rep, err := RunProgram(p, src, Options{Seeds: 1, Vars: lamportSmall, Jobs: 2})
 		if err != nil {
 			t.Fatalf("input %s: %v", c.value, err)
@@ -149,7 +153,7 @@ func TestLamportNegativeZeroInput(t *testing.T) {
 		details := strings.Join(hangs[0].Details, "\n")
 		// Rank 0 polls rank 1's slot of its ping buffer (flag 1: lam1),
 		// which keeps holding the pushed 0x8000.
-		if !strings.Contains(details, "spun for 10s on lam1+") || !strings.Contains(details, "which kept holding 00 80") {
+		if !strings.Contains(details, "spun for 1s on lam1+") || !strings.Contains(details, "which kept holding 00 80") {
 			t.Errorf("input %s: the hang is not rank 0's poll of lam1 holding -0.0:\n%s", c.value, details)
 		}
 	}
