@@ -58,6 +58,26 @@ var bugPairs = map[string]struct {
 		{"bounds", []string{"slot_index_wrong_factor/bug.cu:37"}}}},
 	"nc_load_of_peer_data": {want: []pairFinding{
 		{"nc", []string{"nc_load_of_peer_data/bug.cu:42", "nc_load_of_peer_data/bug.cu:29"}}}},
+	"counter_wrap": {want: []pairFinding{
+		{"race", []string{"counter_wrap/bug.cu:43", "counter_wrap/bug.cu:48"}}},
+		may: resultFromRace},
+	// The hang names the poll of bug.cu:46 (get_value inlined there).
+	"sentinel_negative_zero": {want: []pairFinding{
+		{"hang", []string{"sentinel_negative_zero/bug.cu:46"}}}},
+	// The race names the memset's step and put_flag's store (bug.cu:18).
+	"memset_after_peer_signal": {want: []pairFinding{
+		{"race", []string{"the host's memset (store) of step 1 step 1 (memset flags)", "memset_after_peer_signal/bug.cu:18"}}}},
+	"missing_exit_barrier": {want: []pairFinding{
+		{"race", []string{"missing_exit_barrier/bug.cu:41", "missing_exit_barrier/bug.cu:46"}}},
+		may: resultFromRace},
+	// The two calls' stores of bug.cu:49 race with each other and with
+	// the loads of bug.cu:54.
+	"two_calls_two_streams": {want: []pairFinding{
+		{"race", []string{"two_calls_two_streams/bug.cu:49"}}},
+		may: resultFromRace},
+	"ranks_in_different_order": {want: []pairFinding{
+		{"race", []string{"ranks_in_different_order/bug.cu:56", "ranks_in_different_order/bug.cu:61"}}},
+		may: resultFromRace},
 }
 
 // TestBugPairs: every pair of examples/bugs, built by nvcc from CUDA, is

@@ -217,6 +217,7 @@ func (rr *rankRun) steps(ss []cStep, loc map[string]float64) error {
 			continue
 		}
 		var err error
+		restore := rr.layout.running(rr.r.ID(), s.what)
 		switch {
 		case s.write != nil:
 			err = rr.write(s.write.buf, s.write.stream, s.write.fill, loc)
@@ -247,6 +248,7 @@ func (rr *rankRun) steps(ss []cStep, loc map[string]float64) error {
 				}
 			}
 		}
+		restore()
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.what, err)
 		}

@@ -557,6 +557,9 @@ func (c *compiled) access(l *layout, a sim.Access) string {
 		}
 	} else {
 		who = fmt.Sprintf("device %d stream %d %s (op %d)", a.Device, l.streamOf(a.Device, a.Stream), a.Op, a.Seq)
+		if step := l.opStep(a.Device, a.Stream, a.Seq); step != "" {
+			who += " of " + step
+		}
 	}
 	what := a.Kind.String()
 	if a.Kind == sim.Atomic {
@@ -570,7 +573,7 @@ func (c *compiled) access(l *layout, a sim.Access) string {
 }
 
 func (c *compiled) raceFinding(l *layout, r race.Race) *Finding {
-	a, b := c.site(r.First), c.site(r.Second)
+	a, b := c.hostSite(l, r.First), c.hostSite(l, r.Second)
 	if r.NC {
 		return &Finding{Kind: "nc", Title: fmt.Sprintf("non-coherent load: %s (ld.global.nc) reads bytes written during its kernel by %s", b, a),
 			key: "nc " + a + " / " + b, Details: []string{
@@ -611,6 +614,20 @@ func (c *compiled) site(a sim.Access) string {
 	return fmt.Sprintf("the host's %s (%s)", a.Op, kind)
 }
 
+// hostSite is site, with a memset named by the harness step that enqueued
+// it: "the host's memset (store) of step 2 (memset flags)". A write's
+// title stays "the host's write"; the details name the step of every host
+// operation.
+func (c *compiled) hostSite(l *layout, a sim.Access) string {
+	s := c.site(a)
+	if a.Line <= 0 && a.Kernel == "" && a.Op == "memset" {
+		if step := l.opStep(a.Device, a.Stream, a.Seq); step != "" {
+			s += " of " + step
+		}
+	}
+	return s
+}
+
 // hangFinding describes a hang: threads that spun, host waits that timed
 // out (a peer that never arrived), or a run that could not go on.
 func (c *compiled) hangFinding(l *layout, spins []*sim.SpinError, waits []error, simErr error, wf *race.WaitFor) *Finding {
@@ -636,7 +653,17 @@ func (c *compiled) hangFinding(l *layout, spins []*sim.SpinError, waits []error,
 	sort.Strings(steps)
 	switch {
 	case len(spins) > 0:
-		f.Title = fmt.Sprintf("hang: threads spin on bytes that never change (PTX lines %s)", joinInts(ls))
+		var locs []string
+		for _, n := range ls {
+			if loc := c.src.Loc(n); loc.Line > 0 && !slices.Contains(locs, loc.String()) {
+				locs = append(locs, loc.String())
+			}
+		}
+		from := ""
+		if len(locs) > 0 {
+			from = " from " + strings.Join(locs, ", ")
+		}
+		f.Title = fmt.Sprintf("hang: threads spin on bytes that never change (PTX lines %s%s)", joinInts(ls), from)
 		f.key = "hang spin " + joinInts(ls)
 	case simErr == nil:
 		f.Title = "hang: host waits timed out at " + strings.Join(steps, ", ")
