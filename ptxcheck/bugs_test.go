@@ -15,6 +15,10 @@ var bugPairs = map[string]struct {
 	lines []string
 }{
 	"graph_frozen_epoch": {"race", []string{"graph_frozen_epoch/bug.cu:41", "graph_frozen_epoch/bug.cu:46"}},
+	// The hang names the occupancy and the spin of the grid barrier (the
+	// load of bug.cu:20 inlined into the loop of bug.cu:61).
+	"grid_barrier_not_resident": {"hang", []string{"blocks wait for blocks that cannot be resident", "1 SM x 5 blocks, bounded by shared memory",
+		"grid_barrier_not_resident/bug.cu:61"}},
 }
 
 // TestBugPairs: every pair of examples/bugs, built by nvcc from CUDA, is

@@ -113,7 +113,11 @@ func (r Residency) Why() string {
 	if r.ByBlocks == r.PerSM {
 		why = append(why, fmt.Sprintf("the limit of %d blocks an SM", r.occ.BlocksPerSM))
 	}
-	return fmt.Sprintf("%d SMs x %d blocks, bounded by %s", r.SMs, r.PerSM, strings.Join(why, " and "))
+	sms := "SMs"
+	if r.SMs == 1 {
+		sms = "SM"
+	}
+	return fmt.Sprintf("%d %s x %d blocks, bounded by %s", r.SMs, sms, r.PerSM, strings.Join(why, " and "))
 }
 
 func (r Residency) warps() int { return (r.Threads + warpSize - 1) / warpSize }

@@ -91,7 +91,7 @@ func TestResident(t *testing.T) {
 		{"dynamic shared", Occupancy{SMs: 3}, ptx.Resources{StaticShared: 1000}, 128, 100000, 2, 6, "shared memory (102144 bytes a block"},
 		{"given limit", Occupancy{ResidentBlocks: 7}, ptx.Resources{}, 64, 0, 32, 7, "the given limit of 7 resident blocks"},
 		{"given limit below the SMs'", Occupancy{SMs: 1, ResidentBlocks: 3}, ptx.Resources{}, 64, 0, 32, 3, "the given limit of 3"},
-		{"SMs below the given limit", Occupancy{SMs: 1, ResidentBlocks: 3}, ptx.Resources{StaticShared: 100 << 10}, 32, 0, 2, 2, "1 SMs x 2 blocks, bounded by shared memory"},
+		{"SMs below the given limit", Occupancy{SMs: 1, ResidentBlocks: 3}, ptx.Resources{StaticShared: 100 << 10}, 32, 0, 2, 2, "1 SM x 2 blocks, bounded by shared memory"},
 		// Per-SM limits given: 1024 threads an SM and 16 blocks.
 		{"smaller SM", Occupancy{SMs: 1, ThreadsPerSM: 1024, BlocksPerSM: 16}, ptx.Resources{}, 32, 0, 16, 16, "the limit of 16 blocks an SM"},
 		{"smaller SM threads", Occupancy{SMs: 1, ThreadsPerSM: 1024}, ptx.Resources{}, 256, 0, 4, 4, "threads (8 warps a block of 32 an SM)"},
@@ -254,7 +254,7 @@ func TestGridBarrierHangsOnlyWithOccupancy(t *testing.T) {
 		why string
 	}{
 		{&Occupancy{ResidentBlocks: 2}, "the given limit of 2 resident blocks"},
-		{&Occupancy{SMs: 1}, "1 SMs x 2 blocks, bounded by shared memory (104448 bytes a block of 233472 an SM)"},
+		{&Occupancy{SMs: 1}, "1 SM x 2 blocks, bounded by shared memory (104448 bytes a block of 233472 an SM)"},
 	} {
 		for seed := uint64(1); seed <= 3; seed++ {
 			_, err := runGridBarrier(t, c.occ, 3, map[bool]int{true: 0, false: 100 << 10}[c.occ.SMs == 0], true, seed)

@@ -1,4 +1,10 @@
-// Occupancy queries only: no kernel is launched.
+// The source of h200.txt: what cudaOccupancyMaxActiveBlocksPerMultiprocessor
+// reports on an H200 for kernels of several register counts and static and
+// dynamic shared memory sizes, with the device's limits. Occupancy queries
+// only: no kernel is launched. Built with a copy of
+// examples/bugs/grid_barrier_not_resident/bug.cu beside it:
+//
+//     nvcc -O3 -arch=sm_90 occ.cu -o occ && ./occ > h200.txt
 #include <cstdio>
 #include "bug.cu"
 
