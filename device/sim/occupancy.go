@@ -235,8 +235,9 @@ type OccupancyError struct {
 	// Residency is how many blocks can be resident at once, and why.
 	Residency Residency
 	// Started is how many blocks started (0 to Started-1, in order):
-	// blocks Started to Grid-1 never did. Exited is how many of those
-	// that started exited, each leaving its place to the next block.
+	// blocks Started to Grid-1 never did. Exited is how many blocks
+	// exited and left their place to the next block (Started minus the
+	// blocks that started at once).
 	Started, Exited int
 	// Hung is the blocks that were resident at the end and failed (their
 	// threads spun until the timeout), in order.
@@ -344,12 +345,10 @@ func (d *simDevice) runResident(ln *launch, r Residency, body func(ctx *blockCtx
 	}
 	var hung []int
 	var spins []error
-	exited := 0
 	for b, err := range errs[:started] {
 		var se *SpinError
 		switch {
 		case err == nil:
-			exited++
 		case errors.As(err, &se):
 			hung = append(hung, b)
 			spins = append(spins, err)
@@ -358,5 +357,5 @@ func (d *simDevice) runResident(ln *launch, r Residency, body func(ctx *blockCtx
 		}
 	}
 	return &OccupancyError{Device: d.index, Kernel: ln.kernel, Launch: ln.id, Grid: ln.grid, Residency: r,
-		Started: started, Exited: exited, Hung: hung, Err: errors.Join(spins...)}
+		Started: started, Exited: started - r.Blocks, Hung: hung, Err: errors.Join(spins...)}
 }

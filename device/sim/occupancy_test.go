@@ -131,9 +131,11 @@ func TestResident(t *testing.T) {
 }
 
 // gridBarrierPTX: thread 0 of every block takes a ticket (the count of
-// blocks that arrived before it) from word 0 of its parameter, stores it
-// in word 1+ctaid, and, when wait is not 0, spins until every block of the
-// grid arrived: a software grid barrier. 1 KiB of static shared memory.
+// blocks that arrived before it) from word 0 of its first parameter,
+// stores it in word 1+ctaid, and, when its block is not below the second
+// parameter (from), spins until every block of the grid arrived: a
+// software grid barrier of blocks from to the last. 1 KiB of static shared
+// memory.
 const gridBarrierPTX = `
 .version 8.0
 .target sm_90
@@ -155,7 +157,7 @@ const gridBarrierPTX = `
 	add.s64 %rd3, %rd1, %rd2;
 	st.global.u32 [%rd3+4], %r2;
 	ld.param.u32 %r5, [gridbar_param_1];
-	setp.eq.u32 %p2, %r5, 0;
+	setp.lt.u32 %p2, %r3, %r5;
 	@%p2 bra DONE;
 	mov.u32 %r4, %nctaid.x;
 WAIT:
@@ -167,11 +169,12 @@ DONE:
 }
 `
 
-// runGridBarrier launches gridbar with grid blocks of 32 threads and
-// shared bytes of dynamic shared memory on a device of one rank, with occ
-// as its occupancy (nil: none), and returns the tickets the blocks took
-// (in block order) and the launch's error.
-func runGridBarrier(t *testing.T, occ *Occupancy, grid, shared int, wait bool, seed uint64) ([]uint32, error) {
+// runGridBarrier launches gridbar with grid blocks of 32 threads, of which
+// blocks from to the last wait for every block, and shared bytes of
+// dynamic shared memory on a device of one rank, with occ as its occupancy
+// (nil: none), and returns the tickets the blocks took (in block order)
+// and the launch's error.
+func runGridBarrier(t *testing.T, occ *Occupancy, grid, shared, from int, seed uint64) ([]uint32, error) {
 	t.Helper()
 	m, err := ptx.Parse(gridBarrierPTX)
 	if err != nil {
@@ -210,9 +213,7 @@ func runGridBarrier(t *testing.T, occ *Occupancy, grid, shared int, wait bool, s
 			}
 			params := make([]byte, 12)
 			binary.LittleEndian.PutUint64(params, uint64(p))
-			if wait {
-				params[8] = 1
-			}
+			binary.LittleEndian.PutUint32(params[8:], uint32(from))
 			if err := d.(PTXLauncher).LaunchPTX(st, PTXLaunch{Module: m, Entry: "gridbar", Params: params, Grid: grid, Block: 32,
 				Shared: shared, Occupancy: occ}); err != nil {
 				return err
@@ -245,7 +246,7 @@ func runGridBarrier(t *testing.T, occ *Occupancy, grid, shared int, wait bool, s
 // KiB dynamic and 1 KiB reserved a block: 2 in an SM's 228 KiB).
 func TestGridBarrierHangsOnlyWithOccupancy(t *testing.T) {
 	for _, occ := range []*Occupancy{nil, {SMs: 2}, {ResidentBlocks: 3}} {
-		if _, err := runGridBarrier(t, occ, 3, 100<<10, true, 1); err != nil {
+		if _, err := runGridBarrier(t, occ, 3, 100<<10, 0, 1); err != nil {
 			t.Errorf("occupancy %+v: %v", occ, err)
 		}
 	}
@@ -257,7 +258,7 @@ func TestGridBarrierHangsOnlyWithOccupancy(t *testing.T) {
 		{&Occupancy{SMs: 1}, "1 SM x 2 blocks, bounded by shared memory (104448 bytes a block of 233472 an SM)"},
 	} {
 		for seed := uint64(1); seed <= 3; seed++ {
-			_, err := runGridBarrier(t, c.occ, 3, map[bool]int{true: 0, false: 100 << 10}[c.occ.SMs == 0], true, seed)
+			_, err := runGridBarrier(t, c.occ, 3, map[bool]int{true: 0, false: 100 << 10}[c.occ.SMs == 0], 0, seed)
 			var oe *OccupancyError
 			if !errors.As(err, &oe) {
 				t.Fatalf("occupancy %+v seed %d: %v, want an *OccupancyError", *c.occ, seed, err)
@@ -274,17 +275,39 @@ func TestGridBarrierHangsOnlyWithOccupancy(t *testing.T) {
 	}
 }
 
+// TestExitedBlocksLeaveTheirPlace: blocks 0 and 1 of 5 count in and exit,
+// blocks 2 to 4 wait for all 5; with 2 resident, blocks 2 and 3 take the
+// places 0 and 1 left and hang, waiting for block 4, which never starts.
+func TestExitedBlocksLeaveTheirPlace(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		_, err := runGridBarrier(t, &Occupancy{ResidentBlocks: 2}, 5, 0, 2, seed)
+		var oe *OccupancyError
+		if !errors.As(err, &oe) {
+			t.Fatalf("seed %d: %v, want an *OccupancyError", seed, err)
+		}
+		want := "blocks 2-3 (resident) wait for block 4, which never started: 2 of the grid's 5 blocks can be resident at once " +
+			"(the given limit of 2 resident blocks); 2 blocks exited before, each leaving its place to the next"
+		if oe.Summary() != want || oe.Started != 4 || oe.Exited != 2 {
+			t.Errorf("seed %d: %q (started %d, exited %d)\nwant %q", seed, oe.Summary(), oe.Started, oe.Exited, want)
+		}
+	}
+	// Without the occupancy the same grid finishes.
+	if _, err := runGridBarrier(t, nil, 5, 0, 2, 1); err != nil {
+		t.Errorf("every block resident: %v", err)
+	}
+}
+
 // TestBlocksStartInOrder: with one block resident at a time, the blocks
 // run one after the other in block order (their tickets are their
 // indices), and with 2 resident every block still runs; a grid that waits
 // for no other block finishes under any residency.
 func TestBlocksStartInOrder(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
-		tickets, err := runGridBarrier(t, &Occupancy{ResidentBlocks: 1}, 5, 0, false, seed)
+		tickets, err := runGridBarrier(t, &Occupancy{ResidentBlocks: 1}, 5, 0, 5, seed)
 		if err != nil || !slices.Equal(tickets, []uint32{0, 1, 2, 3, 4}) {
 			t.Errorf("seed %d: tickets %v (%v), want 0 to 4 in block order", seed, tickets, err)
 		}
-		tickets, err = runGridBarrier(t, &Occupancy{ResidentBlocks: 2}, 5, 0, false, seed)
+		tickets, err = runGridBarrier(t, &Occupancy{ResidentBlocks: 2}, 5, 0, 5, seed)
 		slices.Sort(tickets)
 		if err != nil || !slices.Equal(tickets, []uint32{0, 1, 2, 3, 4}) {
 			t.Errorf("seed %d, 2 resident: tickets %v (%v), want each of 0 to 4 once", seed, tickets, err)
@@ -295,7 +318,7 @@ func TestBlocksStartInOrder(t *testing.T) {
 // TestLaunchRefusedByOccupancy: a launch whose block cannot fit on a
 // multiprocessor fails when launched, naming why.
 func TestLaunchRefusedByOccupancy(t *testing.T) {
-	_, err := runGridBarrier(t, &Occupancy{SMs: 1}, 2, 227<<10, true, 1)
+	_, err := runGridBarrier(t, &Occupancy{SMs: 1}, 2, 227<<10, 0, 1)
 	if err == nil || !strings.Contains(err.Error(), "launch gridbar: 233472 bytes of shared memory a block (1024 static, 232448 dynamic)") {
 		t.Errorf("%v, want the launch refused for its shared memory", err)
 	}
