@@ -78,6 +78,11 @@ var bugPairs = map[string]struct {
 	"ranks_in_different_order": {want: []pairFinding{
 		{"race", []string{"ranks_in_different_order/bug.cu:56", "ranks_in_different_order/bug.cu:61"}}},
 		may: resultFromRace},
+	// The hang names the occupancy and the spin of the grid barrier (the
+	// load of bug.cu:20 inlined into the loop of bug.cu:61).
+	"grid_barrier_not_resident": {want: []pairFinding{
+		{"hang", []string{"blocks wait for blocks that cannot be resident", "1 SM x 5 blocks, bounded by shared memory",
+			"grid_barrier_not_resident/bug.cu:61"}}}},
 }
 
 // TestBugPairs: every pair of examples/bugs, built by nvcc from CUDA, is

@@ -465,10 +465,15 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 	}
 	found = append(found, w.layout.strayFindings(c)...)
 	var spins []*sim.SpinError
+	var occs []*sim.OccupancyError
 	var waits, others []error
 	for r, err := range res.Errs {
 		if err == nil || (r < world && w.died[r]) {
 			continue
+		}
+		var oe *sim.OccupancyError
+		if errors.As(err, &oe) {
+			occs = append(occs, oe)
 		}
 		if s := spinErrors(err); len(s) > 0 {
 			spins = append(spins, s...)
@@ -484,7 +489,7 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 	}
 	hung := len(spins) > 0 || simErr != nil || len(waits) > 0
 	if hung {
-		found = append(found, c.hangFinding(w.layout, spins, waits, simErr, res.Hang))
+		found = append(found, c.hangFinding(w.layout, spins, occs, waits, simErr, res.Hang))
 	}
 	if len(spins) == 0 && simErr == nil {
 		for _, err := range others {
@@ -532,6 +537,15 @@ func spinErrors(err error) []*sim.SpinError {
 	}
 	walk(err)
 	return out
+}
+
+// line names the PTX line n by its CUDA place when the PTX has one
+// ("k.cu:40"), else as "PTX line n".
+func (c *compiled) line(n int) string {
+	if loc := c.src.Loc(n); loc.Line > 0 {
+		return loc.String()
+	}
+	return fmt.Sprintf("PTX line %d", n)
 }
 
 // where describes the PTX line n and its CUDA place.
@@ -628,10 +642,15 @@ func (c *compiled) hostSite(l *layout, a sim.Access) string {
 	return s
 }
 
-// hangFinding describes a hang: threads that spun, host waits that timed
-// out (a peer that never arrived), or a run that could not go on.
-func (c *compiled) hangFinding(l *layout, spins []*sim.SpinError, waits []error, simErr error, wf *race.WaitFor) *Finding {
+// hangFinding describes a hang: threads that spun (resident blocks that
+// spun while others could not start, when occs has launches that did),
+// host waits that timed out (a peer that never arrived), or a run that
+// could not go on.
+func (c *compiled) hangFinding(l *layout, spins []*sim.SpinError, occs []*sim.OccupancyError, waits []error, simErr error, wf *race.WaitFor) *Finding {
 	f := &Finding{Kind: "hang"}
+	for _, o := range occs {
+		f.Details = append(f.Details, fmt.Sprintf("device %d %s#%d: %s", o.Device, o.Kernel, o.Launch, o.Summary()))
+	}
 	lines := map[int]bool{}
 	for _, s := range spins {
 		lines[s.Line] = true
@@ -652,6 +671,15 @@ func (c *compiled) hangFinding(l *layout, spins []*sim.SpinError, waits []error,
 	}
 	sort.Strings(steps)
 	switch {
+	case len(occs) > 0:
+		o := occs[0]
+		var at []string
+		for _, n := range ls {
+			at = append(at, c.line(n))
+		}
+		f.Title = fmt.Sprintf("hang: blocks wait for blocks that cannot be resident: in %s, %s; they spin at %s",
+			o.Kernel, o.Summary(), strings.Join(at, ", "))
+		f.key = "hang occupancy " + o.Kernel + " " + joinInts(ls)
 	case len(spins) > 0:
 		var locs []string
 		for _, n := range ls {
