@@ -264,8 +264,8 @@ func TestRefusalListsTheEntrysLines(t *testing.T) {
 
 // TestFindingsNamePlaces: the races of the volatile-flag example name
 // addresses by buffer, offset and rank, the host's write by the
-// harness's stream number, and the missing edge by the flag load that
-// does not acquire.
+// harness's stream number and the step that made it, and the missing edge
+// by the flag load that does not acquire.
 func TestFindingsNamePlaces(t *testing.T) {
 	p, err := LoadHarness("../examples/kernels/twostage_volatile.json")
 	if err != nil {
@@ -278,7 +278,7 @@ func TestFindingsNamePlaces(t *testing.T) {
 	all := dumpFindings(rep)
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`store of 4 bytes at data\+0x[0-9a-f]+ of rank [01]\n`),
-		regexp.MustCompile(`device [01] stream 0 write \(op \d+\): store of 768 bytes at data\+0x0 of rank [01]`),
+		regexp.MustCompile(`device [01] stream 0 write \(op \d+\) of step 1 step 1 \(write data\): store of 768 bytes at data\+0x0 of rank [01]`),
 		regexp.MustCompile(`strong load \(relaxed, system\) of flags\+0x[0-9a-f]+ of rank [01]: the strong load is relaxed \(no acquire: a volatile or relaxed load of a flag acquires nothing`),
 	} {
 		if !want.MatchString(all) {

@@ -24,6 +24,18 @@ type layout struct {
 	// the order first met.
 	stray map[string]*strayAccess
 	order []string
+	// step is the harness step each device's host is running; ops the
+	// step that enqueued each host operation (a memset, a write), so a
+	// report names it.
+	step map[int]string
+	ops  map[opKey]string
+}
+
+// opKey names a stream operation of a device.
+type opKey struct {
+	dev    int
+	stream device.Stream
+	seq    uint64
 }
 
 // region is one declared buffer of one rank as one device maps it, or
@@ -49,7 +61,23 @@ type strayAccess struct {
 }
 
 func newLayout() *layout {
-	return &layout{streams: map[streamKey]int{}, stray: map[string]*strayAccess{}}
+	return &layout{streams: map[streamKey]int{}, stray: map[string]*strayAccess{}, step: map[int]string{}, ops: map[opKey]string{}}
+}
+
+// running records that device dev's host runs step what (a step's
+// description, "step 2 (memset flags)"), and returns what restores the
+// step it ran before.
+func (l *layout) running(dev int, what string) (restore func()) {
+	prev := l.step[dev]
+	l.step[dev] = what
+	return func() { l.step[dev] = prev }
+}
+
+// opStep is the harness step that enqueued a host operation, "" when not
+// known (the setup's zeroing of signal buffers, for one). An operation of
+// a captured graph is its replay's, which the graph step enqueues.
+func (l *layout) opStep(dev int, s device.Stream, seq uint64) string {
+	return l.ops[opKey{dev, s, seq}]
 }
 
 // add records a region.
@@ -177,6 +205,12 @@ func (l *layout) rewrite(s string) string {
 // observe checks an access of a kernel thread against the regions: one
 // not wholly inside one region is recorded under its site.
 func (l *layout) observe(c *compiled, a *sim.Access) {
+	if a.Kind == sim.Enqueue && a.Kernel == "" {
+		if step := l.step[a.Device]; step != "" {
+			l.ops[opKey{a.Device, a.Stream, a.Seq}] = step
+		}
+		return
+	}
 	if a.Kind != sim.Load && a.Kind != sim.Store && a.Kind != sim.Atomic || a.Size == 0 ||
 		a.Kernel == "" || a.Block < 0 || a.Shared || a.Phys>>62 != 0 {
 		return

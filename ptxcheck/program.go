@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/internal/jsonfile"
 )
 
@@ -27,12 +28,54 @@ type Program struct {
 	Vars map[string]Expr `json:"vars,omitempty"`
 	// Timeout is how long (virtual time) a thread may spin on unchanged
 	// bytes before the run counts as a hang (default 10s).
-	Timeout string   `json:"timeout,omitempty"`
-	Buffers []Buffer `json:"buffers"`
-	Steps   []Step   `json:"steps"`
+	Timeout string `json:"timeout,omitempty"`
+	// Occupancy is the device the launches' blocks must fit on (nil:
+	// an H200, 132 SMs). See [Occupancy].
+	Occupancy *Occupancy `json:"occupancy,omitempty"`
+	Buffers   []Buffer   `json:"buffers"`
+	Steps     []Step     `json:"steps"`
 	// Note is free text for the reader, ignored (as is the "note" of a
 	// buffer, a launch or a parameter).
 	Note string `json:"note,omitempty"`
+}
+
+// Occupancy is the device every launch's blocks must fit on: its
+// multiprocessor count and what each holds, or directly how many blocks
+// of a launch may be resident at once. A launch runs that many blocks at
+// once; the others start, in block order, as resident blocks exit, and
+// resident blocks that spin on blocks that never start are a hang that
+// names the occupancy. A zero field takes the H200's value (132 SMs of
+// 2048 threads, 32 blocks, 65536 registers and 228 KiB of shared memory,
+// 227 KiB a block, 1 KiB reserved a block); resident_blocks alone bounds
+// the resident blocks by itself, without multiprocessors.
+type Occupancy struct {
+	SMs            int `json:"sms,omitempty"`
+	ThreadsPerSM   int `json:"threads_per_sm,omitempty"`
+	BlocksPerSM    int `json:"blocks_per_sm,omitempty"`
+	RegistersPerSM int `json:"registers_per_sm,omitempty"`
+	SharedPerSM    int `json:"shared_per_sm,omitempty"`
+	SharedPerBlock int `json:"shared_per_block,omitempty"`
+	ReservedShared int `json:"reserved_shared,omitempty"`
+	// Registers is the registers a thread of every launched entry has, as
+	// ptxas -v reports them (default: the entry's .maxnreg, else 32,
+	// which never bounds the resident blocks).
+	Registers      int    `json:"registers,omitempty"`
+	ResidentBlocks int    `json:"resident_blocks,omitempty"`
+	Note           string `json:"note,omitempty"`
+}
+
+// device is the simulator's occupancy of o (nil: the H200's).
+func (o *Occupancy) device() *sim.Occupancy {
+	if o == nil {
+		return &sim.Occupancy{SMs: sim.H200SMs}
+	}
+	d := &sim.Occupancy{SMs: o.SMs, ThreadsPerSM: o.ThreadsPerSM, BlocksPerSM: o.BlocksPerSM, RegistersPerSM: o.RegistersPerSM,
+		SharedPerSM: o.SharedPerSM, SharedPerBlock: o.SharedPerBlock, ReservedShared: o.ReservedShared, Registers: o.Registers,
+		ResidentBlocks: o.ResidentBlocks}
+	if d.SMs == 0 && d.ResidentBlocks == 0 {
+		d.SMs = sim.H200SMs
+	}
+	return d
 }
 
 // Buffer is a device allocation every rank makes, of the same size.
@@ -411,13 +454,14 @@ func ParseWorlds(s string) ([]int, error) {
 
 // compiled is a Program checked against its PTX, its expressions parsed.
 type compiled struct {
-	prog    *Program
-	src     *Source
-	timeout time.Duration
-	vars    []namedExpr
-	buffers []*cBuffer
-	bufIdx  map[string]int
-	steps   []cStep
+	prog      *Program
+	src       *Source
+	timeout   time.Duration
+	occupancy *sim.Occupancy
+	vars      []namedExpr
+	buffers   []*cBuffer
+	bufIdx    map[string]int
+	steps     []cStep
 }
 
 type namedExpr struct {
@@ -516,6 +560,22 @@ func compile(p *Program, src *Source) (*compiled, error) {
 		}
 		c.timeout = d
 	}
+	if o := p.Occupancy; o != nil {
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"sms", o.SMs}, {"threads_per_sm", o.ThreadsPerSM}, {"blocks_per_sm", o.BlocksPerSM}, {"registers_per_sm", o.RegistersPerSM},
+			{"shared_per_sm", o.SharedPerSM}, {"shared_per_block", o.SharedPerBlock}, {"reserved_shared", o.ReservedShared},
+			{"registers", o.Registers}, {"resident_blocks", o.ResidentBlocks}} {
+			if f.v < 0 {
+				bad("occupancy: %s: negative (%d)", f.name, f.v)
+			}
+		}
+		if o.Registers > 255 {
+			bad("occupancy: registers: %d, more than a thread may have (255)", o.Registers)
+		}
+	}
+	c.occupancy = p.Occupancy.device()
 	if _, err := ParseWorlds(p.Worlds); err != nil {
 		errs = append(errs, err)
 	}

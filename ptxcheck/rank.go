@@ -217,6 +217,7 @@ func (rr *rankRun) steps(ss []cStep, loc map[string]float64) error {
 			continue
 		}
 		var err error
+		restore := rr.layout.running(rr.r.ID(), s.what)
 		switch {
 		case s.write != nil:
 			err = rr.write(s.write.buf, s.write.stream, s.write.fill, loc)
@@ -247,6 +248,7 @@ func (rr *rankRun) steps(ss []cStep, loc map[string]float64) error {
 				}
 			}
 		}
+		restore()
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.what, err)
 		}
@@ -579,16 +581,22 @@ func (rr *rankRun) launch(l *cLaunch, loc map[string]float64) error {
 		return fmt.Errorf("device %d cannot launch PTX", rr.r.ID())
 	}
 	ran := fmt.Sprintf("%s: grid %d x block %d", l.sig.Entry, grid, block)
-	if g, b := capped(int(grid), int(block), rr.caps); g != int(grid) || b != int(block) {
+	g, b := capped(int(grid), int(block), rr.caps)
+	if g != int(grid) || b != int(block) {
 		ran += fmt.Sprintf(" (ran %d x %d: capped)", g, b)
+	}
+	if res, err := rr.c.src.Module.Resources(l.sig.Entry); err == nil {
+		if r, err := rr.c.occupancy.Resident(res, int(block), int(shared)); err == nil && r.Blocks < g {
+			ran += fmt.Sprintf(", %d blocks resident at once (%s)", r.Blocks, r.Why())
+		}
 	}
 	rr.shapes[ran] = true
 	if err := rr.faultLaunch(); err != nil {
 		return err
 	}
 	if err := launcher.LaunchPTX(s, sim.PTXLaunch{Module: rr.c.src.Module, Entry: l.sig.Entry, Params: params,
-		Grid: int(grid), Block: int(block), Shared: int(shared), Timeout: rr.c.timeout}); err != nil {
-		return harness(err) // the launch's checks: its shape, its timeout
+		Grid: int(grid), Block: int(block), Shared: int(shared), Timeout: rr.c.timeout, Occupancy: rr.c.occupancy}); err != nil {
+		return harness(err) // the launch's checks: its shape, its timeout, its block fitting on an SM
 	}
 	return rr.redeliver()
 }

@@ -465,10 +465,15 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 	}
 	found = append(found, w.layout.strayFindings(c)...)
 	var spins []*sim.SpinError
+	var occs []*sim.OccupancyError
 	var waits, others []error
 	for r, err := range res.Errs {
 		if err == nil || (r < world && w.died[r]) {
 			continue
+		}
+		var oe *sim.OccupancyError
+		if errors.As(err, &oe) {
+			occs = append(occs, oe)
 		}
 		if s := spinErrors(err); len(s) > 0 {
 			spins = append(spins, s...)
@@ -484,7 +489,7 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 	}
 	hung := len(spins) > 0 || simErr != nil || len(waits) > 0
 	if hung {
-		found = append(found, c.hangFinding(w.layout, spins, waits, simErr, res.Hang))
+		found = append(found, c.hangFinding(w.layout, spins, occs, waits, simErr, res.Hang))
 	}
 	if len(spins) == 0 && simErr == nil {
 		for _, err := range others {
@@ -534,6 +539,15 @@ func spinErrors(err error) []*sim.SpinError {
 	return out
 }
 
+// line names the PTX line n by its CUDA place when the PTX has one
+// ("k.cu:40"), else as "PTX line n".
+func (c *compiled) line(n int) string {
+	if loc := c.src.Loc(n); loc.Line > 0 {
+		return loc.String()
+	}
+	return fmt.Sprintf("PTX line %d", n)
+}
+
 // where describes the PTX line n and its CUDA place.
 func (c *compiled) where(n int) string {
 	if n <= 0 {
@@ -557,6 +571,9 @@ func (c *compiled) access(l *layout, a sim.Access) string {
 		}
 	} else {
 		who = fmt.Sprintf("device %d stream %d %s (op %d)", a.Device, l.streamOf(a.Device, a.Stream), a.Op, a.Seq)
+		if step := l.opStep(a.Device, a.Stream, a.Seq); step != "" {
+			who += " of " + step
+		}
 	}
 	what := a.Kind.String()
 	if a.Kind == sim.Atomic {
@@ -570,7 +587,7 @@ func (c *compiled) access(l *layout, a sim.Access) string {
 }
 
 func (c *compiled) raceFinding(l *layout, r race.Race) *Finding {
-	a, b := c.site(r.First), c.site(r.Second)
+	a, b := c.hostSite(l, r.First), c.hostSite(l, r.Second)
 	if r.NC {
 		return &Finding{Kind: "nc", Title: fmt.Sprintf("non-coherent load: %s (ld.global.nc) reads bytes written during its kernel by %s", b, a),
 			key: "nc " + a + " / " + b, Details: []string{
@@ -611,10 +628,29 @@ func (c *compiled) site(a sim.Access) string {
 	return fmt.Sprintf("the host's %s (%s)", a.Op, kind)
 }
 
-// hangFinding describes a hang: threads that spun, host waits that timed
-// out (a peer that never arrived), or a run that could not go on.
-func (c *compiled) hangFinding(l *layout, spins []*sim.SpinError, waits []error, simErr error, wf *race.WaitFor) *Finding {
+// hostSite is site, with a memset named by the harness step that enqueued
+// it: "the host's memset (store) of step 2 (memset flags)". A write's
+// title stays "the host's write"; the details name the step of every host
+// operation.
+func (c *compiled) hostSite(l *layout, a sim.Access) string {
+	s := c.site(a)
+	if a.Line <= 0 && a.Kernel == "" && a.Op == "memset" {
+		if step := l.opStep(a.Device, a.Stream, a.Seq); step != "" {
+			s += " of " + step
+		}
+	}
+	return s
+}
+
+// hangFinding describes a hang: threads that spun (resident blocks that
+// spun while others could not start, when occs has launches that did),
+// host waits that timed out (a peer that never arrived), or a run that
+// could not go on.
+func (c *compiled) hangFinding(l *layout, spins []*sim.SpinError, occs []*sim.OccupancyError, waits []error, simErr error, wf *race.WaitFor) *Finding {
 	f := &Finding{Kind: "hang"}
+	for _, o := range occs {
+		f.Details = append(f.Details, fmt.Sprintf("device %d %s#%d: %s", o.Device, o.Kernel, o.Launch, o.Summary()))
+	}
 	lines := map[int]bool{}
 	for _, s := range spins {
 		lines[s.Line] = true
@@ -635,8 +671,27 @@ func (c *compiled) hangFinding(l *layout, spins []*sim.SpinError, waits []error,
 	}
 	sort.Strings(steps)
 	switch {
+	case len(occs) > 0:
+		o := occs[0]
+		var at []string
+		for _, n := range ls {
+			at = append(at, c.line(n))
+		}
+		f.Title = fmt.Sprintf("hang: blocks wait for blocks that cannot be resident: in %s, %s; they spin at %s",
+			o.Kernel, o.Summary(), strings.Join(at, ", "))
+		f.key = "hang occupancy " + o.Kernel + " " + joinInts(ls)
 	case len(spins) > 0:
-		f.Title = fmt.Sprintf("hang: threads spin on bytes that never change (PTX lines %s)", joinInts(ls))
+		var locs []string
+		for _, n := range ls {
+			if loc := c.src.Loc(n); loc.Line > 0 && !slices.Contains(locs, loc.String()) {
+				locs = append(locs, loc.String())
+			}
+		}
+		from := ""
+		if len(locs) > 0 {
+			from = " from " + strings.Join(locs, ", ")
+		}
+		f.Title = fmt.Sprintf("hang: threads spin on bytes that never change (PTX lines %s%s)", joinInts(ls), from)
 		f.key = "hang spin " + joinInts(ls)
 	case simErr == nil:
 		f.Title = "hang: host waits timed out at " + strings.Join(steps, ", ")

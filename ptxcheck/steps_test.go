@@ -51,9 +51,10 @@ func TestGraphFreezesParameters(t *testing.T) {
 
 // TestUnorderedMemset: a memset of rank 1's signal pad on rank 1's stream
 // is ordered with nothing rank 0 does, so rank 0's kernel storing into
-// that pad races with it, and the race names the host's memset; after a
-// sync and a barrier (the harness's own ordering) the same two are clean.
-// The steps differ by rank through "when".
+// that pad races with it, and the race names the host's memset by the
+// harness step that made it; after a sync and a barrier (the harness's own
+// ordering) the same two are clean. The steps differ by rank through
+// "when".
 func TestUnorderedMemset(t *testing.T) {
 	const harness = `{"buffers": [{"name": "pad", "kind": "signal", "bytes": 64}],
 	  "steps": [
@@ -63,12 +64,19 @@ func TestUnorderedMemset(t *testing.T) {
 	    {"sync": true}
 	  ]}`
 	got := findings(t, strings.Replace(harness, "ORDER", "", 1), 4)
-	if len(got) != 1 || !strings.HasPrefix(got[0], "race:") || !strings.Contains(got[0], "the host's memset") ||
+	if len(got) != 1 || !strings.HasPrefix(got[0], "race:") || !strings.Contains(got[0], "the host's memset (store) of step 1 (memset pad)") ||
 		!strings.Contains(got[0], "PTX line 43") {
-		t.Fatalf("unordered memset: %q, want one race between the host's memset and the store at PTX line 43", got)
+		t.Fatalf("unordered memset: %q, want one race between the host's memset of step 1 and the store at PTX line 43", got)
 	}
 	if got := findings(t, strings.Replace(harness, "ORDER", `{"sync": true}, {"barrier": true},`, 1), 4); len(got) != 0 {
 		t.Fatalf("memset ordered by a sync and a barrier: %q, want none", got)
+	}
+	// A memset captured in a graph is its replay's: the graph step's.
+	graph := strings.Replace(harness, `{"when": "rank == 1", "memset": {"buffer": "pad", "value": 0, "bytes": 4}}`,
+		`{"when": "rank == 1", "graph": {"steps": [{"memset": {"buffer": "pad", "value": 0, "bytes": 4}}]}}`, 1)
+	got = findings(t, strings.Replace(graph, "ORDER", "", 1), 4)
+	if len(got) != 1 || !strings.Contains(got[0], "the host's memset (store) of step 1 (graph)") {
+		t.Fatalf("unordered memset of a graph: %q, want one race naming the host's memset of step 1 (graph)", got)
 	}
 }
 

@@ -21,6 +21,21 @@
 // runs the op at its head to completion. A kernel op starts one task per
 // block, all at once (a device with enough multiprocessors), and completes
 // when every block has returned; a block's signalling lanes are tasks too.
+//
+// Occupancy. A PTX launch may give the device its blocks must fit on
+// ([PTXLaunch].Occupancy, occupancy.go): a multiprocessor count with the
+// limits of each (the H200's by default) or a direct limit of resident
+// blocks. [Occupancy.Resident] computes how many blocks are resident at
+// once from the block's threads, registers (given, the entry's .maxnreg,
+// or [DefaultRegisters]) and shared memory (the static .shared the PTX
+// declares, [ptx.Module.Resources], plus the launch's dynamic), by the
+// rules of CUDA's occupancy calculator for sm_90. The launch starts that
+// many blocks; each later one starts, in block order (CUDA leaves the order
+// unspecified), when a resident block exits, ordered after it by nothing.
+// Once a block failed no block starts, and a launch whose resident blocks
+// spun past their timeout while blocks had not started fails with an
+// [*OccupancyError] naming the residency, the hung blocks and those that
+// never started. Without an occupancy every block is resident, as before.
 // Synchronize, Read and Write block the calling task (which must be a
 // scheduler task) through the scheduler. Errors raised by ops, such as a
 // *device.KernelError when a signal wait times out, are reported by the next

@@ -26,6 +26,12 @@ type PTXLaunch struct {
 	// compare-and-swap that keeps failing) for that long fails the launch
 	// with a [*SpinError]. 0 means DefaultPTXSpinTimeout.
 	Timeout time.Duration
+	// Occupancy, when set, is the device the blocks must fit on: at most
+	// as many blocks as it holds at once run, the others start as those
+	// exit, and a launch whose resident blocks spin on blocks that never
+	// start fails with an [*OccupancyError] (occupancy.go). nil: every
+	// block is resident.
+	Occupancy *Occupancy
 }
 
 // PTXLauncher is implemented by the simulated devices: it runs any PTX
@@ -118,11 +124,21 @@ func (d *simDevice) LaunchPTX(s device.Stream, l PTXLaunch) error {
 	if _, err := l.Module.NewBlockMem(l.Entry, nil); err != nil {
 		return fmt.Errorf("device %d: launch %s: %w", d.index, l.Entry, err)
 	}
+	all := Residency{Blocks: l.Grid}
+	if l.Occupancy != nil {
+		res, err := l.Module.Resources(l.Entry)
+		if err == nil {
+			all, err = l.Occupancy.Resident(res, l.Block, l.Shared)
+		}
+		if err != nil {
+			return fmt.Errorf("device %d: launch %s: %w", d.index, l.Entry, err)
+		}
+	}
 	l.Params = append([]byte(nil), l.Params...)
 	d.submit(st, func(st *stream) {
 		d.w.launches++
 		id := d.w.launches
-		d.enqueue(st, "kernel", l.Entry, func(o *op) error { return d.runEntry(o, id, l) })
+		d.enqueue(st, "kernel", l.Entry, func(o *op) error { return d.runEntry(o, id, l, all) })
 	})
 	return nil
 }
@@ -134,8 +150,9 @@ const maxPTXThreads = 1024
 // block: what an sm_90 block may opt in to.
 const MaxDynamicShared = 227 << 10
 
-// runEntry runs a PTX launch's blocks, capped as the device's Kernels say.
-func (d *simDevice) runEntry(o *op, id uint64, l PTXLaunch) error {
+// runEntry runs a PTX launch's blocks, capped as the device's Kernels say,
+// at most r.Blocks of them at once.
+func (d *simDevice) runEntry(o *op, id uint64, l PTXLaunch, r Residency) error {
 	cfg := d.w.cfg.Kernels
 	grid, threads := l.Grid, l.Block
 	if cfg.MaxBlocks > 0 {
@@ -146,5 +163,5 @@ func (d *simDevice) runEntry(o *op, id uint64, l PTXLaunch) error {
 	}
 	ln := &launch{dev: d, op: o, kernel: l.Entry, id: id, grid: grid, threads: threads, args: l}
 	d.record("kernel", "dev%d start %s#%d grid %d x %d ptx %s", d.index, l.Entry, id, grid, threads, l.Entry)
-	return d.runBlocks(ln, func(ctx *blockCtx) error { return ctx.runPTXBlock(l.Module, l.Entry, l.Params, l.Shared, nil) })
+	return d.runResident(ln, r, func(ctx *blockCtx) error { return ctx.runPTXBlock(l.Module, l.Entry, l.Params, l.Shared, nil) })
 }

@@ -158,19 +158,19 @@ func convert(in *inst, v, w uint64) uint64 {
 	case cvtFloatInt:
 		f := floatFormat(src)
 		if in.ftz {
-			v = f.flush(v)
+			v = flush32(v, f)
 		}
 		return floatToInt(v, f, dst, in.rmode)
 	case cvtFloatWiden:
 		from, to := floatFormat(src), floatFormat(dst)
 		if in.ftz {
-			v = from.flush(v)
+			v = flush32(v, from)
 		}
 		return postFloat(in, widen(v, from, to), to)
 	case cvtFloatNarrow:
 		from, to := floatFormat(src), floatFormat(dst)
 		if in.ftz {
-			v = from.flush(v)
+			v = flush32(v, from)
 		}
 		if from.isNaN(v) {
 			return postFloat(in, narrowNaN(v, from, to), to)
@@ -201,10 +201,25 @@ func convert(in *inst, v, w uint64) uint64 {
 	return 0
 }
 
+// flush32 is a conversion's .ftz of a source or result v of format f: it
+// acts on f32 values only (a subnormal f16 or bf16 is kept, as an H200
+// keeps it), flushing a subnormal to a zero of its sign and making a NaN
+// the canonical one (cvt.ftz.f64.f32 of 0x7fc00000 is 0x7fffffffe0000000,
+// cvt.ftz.f32.bf16 of 0x7fc0 is 0x7fffffff).
+func flush32(v uint64, f fpFormat) uint64 {
+	switch {
+	case f != fmtF32:
+		return v
+	case f.isNaN(v):
+		return f.nan()
+	}
+	return f.flush(v)
+}
+
 // postFloat applies a conversion's .ftz, .sat and .relu to its result.
 func postFloat(in *inst, r uint64, f fpFormat) uint64 {
 	if in.ftz {
-		r = f.flush(r)
+		r = flush32(r, f)
 	}
 	if in.sat {
 		r = saturate(r, f)

@@ -106,11 +106,18 @@
 // so that the final rounding is single), with the GPU's NaN rules: f32,
 // f16 and bf16 results are the canonical NaN; f64 operations propagate an
 // operand NaN quieted; conversions keep or drop NaN payloads as the GPU
-// does; .ftz flushes results that are tiny before rounding. The semantics
-// oracle (internal/oracle, testdata/oracle) holds what an H200 computed
-// for 690 instruction forms over edge values (every fp8 code, every f16
-// value converted to fp8), and the tests compare the
-// interpreter with it bit for bit. Integer division by zero, whose result
+// does; .ftz flushes subnormal operands and the results that are tiny
+// after rounding (rounded with an unbounded exponent: a value just below
+// the smallest normal that rounds up to it is kept), each to a zero of its
+// sign; a conversion's .ftz acts on f32 values only (its f32 source or
+// result, a NaN among them made canonical), never on a subnormal f16 or
+// bf16. The semantics oracle (internal/oracle, testdata/oracle) holds what
+// an H200 computed for 925 instruction forms over edge values (every fp8
+// code, every f16 value converted to fp8; and, as the set "zero", the
+// subnormal and signed-zero values of every format through the .ftz forms
+// of add, sub, mul, fma, mad, div, min, max, neg, abs, setp and cvt, f32,
+// f16, f16x2, bf16 and bf16x2 arithmetic, setp with -0 and +0, and atomic
+// float adds), and the tests compare the interpreter with it bit for bit. Integer division by zero, whose result
 // PTX leaves unspecified, is an error of the kernel.
 //
 // Generic addresses: global addresses are the device's virtual addresses;

@@ -319,8 +319,7 @@ func farith(op fop, f fpFormat, mode rmode, ftz, sat bool, a, b, c uint64) uint6
 		if v == 0 && mode == rnDown && op != fMul && op != fDiv {
 			v = zeroSum(op, x, y, z)
 		}
-		if ftz && v != 0 && math.Abs(v) < math.Ldexp(1, f.emin()) {
-			// Tiny before rounding: flushed.
+		if ftz && tinyAfterRounding(v, f, mode) {
 			v = math.Copysign(0, v)
 		}
 		r = fromF64(v, f, mode)
@@ -332,6 +331,20 @@ func farith(op fop, f fpFormat, mode rmode, ftz, sat bool, a, b, c uint64) uint6
 		r = saturate(r, f)
 	}
 	return r
+}
+
+// tinyAfterRounding reports whether v, nonzero, rounded in mode to the
+// precision of f with an unbounded exponent, lies below f's smallest
+// normal: what .ftz flushes. A value just below the smallest normal that
+// rounds up to it is kept (fma.rn.ftz.f32 of 2^-126, 2^-126 and -2^-126 is
+// -2^-126 on an H200, not -0).
+func tinyAfterRounding(v float64, f fpFormat, mode rmode) bool {
+	if v == 0 || math.Abs(v) >= math.Ldexp(1, f.emin()) {
+		return false
+	}
+	// Scaled so that the smallest normal is 1, v rounds as a normal of f.
+	w := toF64(fromF64(math.Ldexp(v, -f.emin()), f, mode), f)
+	return math.Abs(w) < 1
 }
 
 func nOperands(op fop) int {

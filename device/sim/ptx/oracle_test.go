@@ -98,6 +98,13 @@ func runOracleForm(f *oracle.Form) ([]byte, error) {
 func TestSemanticsOracle(t *testing.T) {
 	dir := filepath.Join("testdata", "oracle")
 	forms := oracle.Forms()
+	names := map[string]bool{}
+	for _, f := range forms {
+		if names[f.Name()] {
+			t.Fatalf("two forms named %q: the golden data could not tell them apart", f.Name())
+		}
+		names[f.Name()] = true
+	}
 	files := oracle.Build(forms)
 	read := func(name string) []byte {
 		b, err := os.ReadFile(filepath.Join(dir, name))

@@ -23,6 +23,10 @@ type Module struct {
 
 	mu         sync.Mutex
 	sharedSize int // bytes of shared memory the module and its decoded functions declared
+	// moduleShared is the bytes of the module-scope .shared variables
+	// (sharedSize once the module is parsed, before any function is
+	// decoded): what [Module.Resources] counts for every entry.
+	moduleShared int
 
 	stacks sync.Pool // *stacks of exited threads
 }
@@ -56,6 +60,7 @@ type Func struct {
 	frameSize int       // bytes of .param storage of a frame (formals and call arguments)
 	localSize int       // bytes of .local storage of a frame
 	callees   []string  // the functions it calls
+	shared    int       // bytes of the .shared variables its body declares
 }
 
 // token is one lexical token and the line it starts on.
@@ -111,6 +116,7 @@ func Parse(text string) (*Module, error) {
 		}
 		return nil, fmt.Errorf("ptx: no function definitions")
 	}
+	m.moduleShared = m.sharedSize
 	return m, nil
 }
 
@@ -707,6 +713,7 @@ func (d *decoder) varDecl(ts []token, kind symKind) (*symbol, error) {
 			return nil, err
 		}
 		sym = s
+		d.fn.shared += s.size
 	default:
 		name, size, align, err := varSpec(ts, false)
 		if err != nil {

@@ -207,6 +207,12 @@ func Forms() []*Form {
 	for _, f := range fs[n:] {
 		f.Version = "8.1"
 	}
+	// Flush-to-zero and the sign of zero, on inputs of their own.
+	n = len(fs)
+	zeroForms(add)
+	for _, f := range fs[n:] {
+		f.Set = "zero"
+	}
 	return fs
 }
 
@@ -538,4 +544,178 @@ func fp8Forms(add func(string, []int, []int, [][3]uint64)) {
 	add("mov.b32 D, {0, A}", []int{16}, []int{32}, singles(v16))
 	add("mov.b32 D, {A, -1}", []int{16}, []int{32}, singles(v16))
 	add("mov.b64 D, {A, 0x1234}", []int{32}, []int{64}, singles(intVals(32)))
+}
+
+// Values around the subnormal range and the two zeros of each format: the
+// zeros, the smallest and largest subnormals, half the smallest normal,
+// the smallest normals and their neighbours, both signs, and operands
+// whose sums, products and quotients land among them.
+var (
+	zeroF32 = []uint64{
+		0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007fffff, 0x807fffff, 0x00400000, 0x80400000,
+		0x00800000, 0x80800000, 0x00800001, 0x80800001, 0x3f000000, 0xbf000000, 0x3f7fffff, 0xbf7fffff,
+		0x3f800000, 0xbf800000, 0x34000000, 0x7f800000, 0x7fc00000,
+	}
+	// zeroF32Narrow adds f32 values at the subnormal edges of f16: the
+	// smallest f16 subnormal (2^-24), half of it and its neighbours, the
+	// largest f16 subnormal and the smallest normal, both signs.
+	zeroF32Narrow = append(append([]uint64(nil), zeroF32...),
+		0x33800000, 0xb3800000, 0x33000000, 0xb3000000, 0x33000001, 0xb3000001, 0x32ffffff, 0xb2ffffff,
+		0x32800000, 0xb2800000, 0x387fc000, 0xb87fc000, 0x387fe000, 0xb87fe000, 0x38800000, 0xb8800000,
+		0xb37fffff, 0xb3c00000)
+	zeroF16 = []uint64{
+		0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0200, 0x8200, 0x0400, 0x8400, 0x0401, 0x8401,
+		0x3800, 0xb800, 0x3bff, 0x3c00, 0xbc00, 0x7c00, 0x7e00,
+	}
+	zeroBF16 = []uint64{
+		0x0000, 0x8000, 0x0001, 0x8001, 0x007f, 0x807f, 0x0040, 0x8040, 0x0080, 0x8080, 0x0081, 0x8081,
+		0x3f00, 0xbf00, 0x3f7f, 0x3f80, 0xbf80, 0x7f80, 0x7fc0,
+	}
+	zeroF64 = []uint64{
+		0, 1 << 63, 1, 1<<63 | 1, 0x000fffffffffffff, 0x800fffffffffffff, 0x0010000000000000, 0x8010000000000000,
+		0x3810000000000000, 0xb810000000000000, 0x380fffffffffffff, 0xb80fffffffffffff, 0x36a0000000000000,
+		0xb6a0000000000000, 0x3690000000000000, 0xb690000000000000, 0x37e0000000000000, 0xb7e0000000000000,
+		math.Float64bits(1), math.Float64bits(-1),
+	}
+)
+
+// zeroForms are the forms of flush-to-zero (.ftz, where PTX defines it)
+// and the sign of zero: arithmetic whose inputs or results are subnormal
+// (negative ones flush to -0), comparisons, min and max of -0 and +0,
+// neg and abs of either zero, and conversions of tiny values, the
+// operations a sentinel of -0 (Lamport-style polling) relies on.
+func zeroForms(add func(string, []int, []int, [][3]uint64)) {
+	cmps := []string{"eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"}
+	p32 := pairs(zeroF32, zeroF32)
+	for _, op := range []string{"add", "sub", "mul"} {
+		for _, m := range []string{"", ".ftz", ".rn.ftz", ".rz.ftz", ".rm.ftz", ".rp.ftz", ".rm"} {
+			add(op+m+".f32 D, A, B", []int{32, 32}, []int{32}, p32)
+		}
+	}
+	fmaIn := triples(zeroF32, pick(zeroF32, 2), []uint64{0, 1 << 31, 1, 0x80000001, 0x00800000, 0x80800000})
+	for _, m := range []string{".rn", ".rn.ftz", ".rz.ftz", ".rm.ftz", ".rp.ftz"} {
+		add("fma"+m+".f32 D, A, B, C", []int{32, 32, 32}, []int{32}, fmaIn)
+	}
+	add("mad.rn.ftz.f32 D, A, B, C", []int{32, 32, 32}, []int{32}, fmaIn)
+	for _, m := range []string{".rn", ".rn.ftz", ".rz.ftz", ".rm.ftz", ".rp.ftz"} {
+		add("div"+m+".f32 D, A, B", []int{32, 32}, []int{32}, p32)
+	}
+	for _, op := range []string{"min", "max"} {
+		for _, m := range []string{"", ".ftz", ".NaN", ".ftz.NaN"} {
+			add(op+m+".f32 D, A, B", []int{32, 32}, []int{32}, p32)
+		}
+	}
+	for _, op := range []string{"neg", "abs"} {
+		for _, m := range []string{"", ".ftz"} {
+			add(op+m+".f32 D, A", []int{32}, []int{32}, singles(zeroF32))
+		}
+	}
+	for _, c := range cmps {
+		for _, m := range []string{"", ".ftz"} {
+			add("setp."+c+m+".f32 D|D2, A, B", []int{32, 32}, []int{1, 1}, p32)
+		}
+	}
+	// What a writer does to a value before storing it over a -0 sentinel,
+	// and what a reader compares it with: adding +0 (which makes -0 +0),
+	// multiplying by 1 with .ftz (which flushes), max with +0, comparing
+	// with a -0 immediate. Not mul.f32 by an immediate 1.0: ptxas folds it
+	// into a move, which keeps a NaN's payload (an H200 gave 0x7fc00000 for
+	// 0x7fc00000, where mul.f32 of registers gives 0x7fffffff), so its
+	// result is the assembler's, not the instruction's.
+	for _, text := range []string{
+		"add.f32 D, A, 0f00000000", "add.ftz.f32 D, A, 0f00000000", "add.f32 D, A, 0f80000000",
+		"sub.f32 D, A, 0f00000000", "mul.ftz.f32 D, A, 0f3F800000",
+		"max.f32 D, A, 0f00000000", "min.f32 D, A, 0f80000000",
+	} {
+		add(text, []int{32}, []int{32}, singles(zeroF32))
+	}
+	add("setp.eq.f32 D|D2, A, 0f80000000", []int{32}, []int{1, 1}, singles(zeroF32))
+	add("setp.ne.ftz.f32 D|D2, A, 0f80000000", []int{32}, []int{1, 1}, singles(zeroF32))
+	add("mov.f32 D, 0f80000000; neg.f32 D2, D", nil, []int{32, 32}, [][3]uint64{{0}})
+	// Atomic float adds flush subnormal operands and results.
+	add("st.global.b32 [%po], A; atom.global.add.f32 D, [%po], B; ld.global.b32 D2, [%po]", []int{32, 32}, []int{32, 32}, p32)
+	add("st.global.b32 [%po], A; red.global.add.f32 [%po], B; ld.global.b32 D, [%po]", []int{32, 32}, []int{32}, p32)
+	// f16, bf16 and their pairs.
+	for _, h := range []struct {
+		ty    string
+		vals  []uint64
+		arith []string // modifiers of add, sub, mul and fma
+		mm    []string // of min and max
+		unary []string // of neg and abs
+		setp  []string
+	}{
+		{"f16", zeroF16, []string{".rn", ".ftz", ".rn.ftz"}, []string{"", ".ftz", ".NaN", ".ftz.NaN"}, []string{"", ".ftz"}, []string{"", ".ftz"}},
+		{"bf16", zeroBF16, []string{".rn"}, []string{"", ".NaN"}, []string{""}, []string{""}},
+	} {
+		for _, x2 := range []bool{false, true} {
+			ty, w := h.ty, 16
+			in, in3, one := pairs(h.vals, h.vals), triples(pick(h.vals, 2), pick(h.vals, 2), pick(h.vals, 3)), singles(h.vals)
+			if x2 {
+				ty, w = ty+"x2", 32
+				in = packedPairs(h.vals)
+				in3, one = in, in
+			}
+			for _, m := range h.arith {
+				for _, op := range []string{"add", "sub", "mul"} {
+					add(op+m+"."+ty+" D, A, B", []int{w, w}, []int{w}, in)
+				}
+				if m != ".ftz" {
+					add("fma"+m+"."+ty+" D, A, B, C", []int{w, w, w}, []int{w}, in3)
+				}
+			}
+			for _, op := range []string{"min", "max"} {
+				for _, m := range h.mm {
+					add(op+m+"."+ty+" D, A, B", []int{w, w}, []int{w}, in)
+				}
+			}
+			for _, op := range []string{"neg", "abs"} {
+				for _, m := range h.unary {
+					add(op+m+"."+ty+" D, A", []int{w}, []int{w}, one)
+				}
+			}
+			if !x2 {
+				// One predicate: the 16-bit forms have no second.
+				for _, c := range cmps {
+					for _, m := range h.setp {
+						add("setp."+c+m+"."+ty+" D, A, B", []int{w, w}, []int{1}, in)
+					}
+				}
+			}
+		}
+	}
+	// f64 keeps its subnormals (no .ftz): the zeros' signs and the
+	// subnormal edges.
+	p64 := pairs(zeroF64, zeroF64)
+	for _, op := range []string{"add.rn", "sub.rn", "mul.rn", "div.rn", "min", "max"} {
+		add(op+".f64 D, A, B", []int{64, 64}, []int{64}, p64)
+	}
+	for _, c := range []string{"eq", "ne", "lt", "le", "gtu", "neu"} {
+		add("setp."+c+".f64 D|D2, A, B", []int{64, 64}, []int{1, 1}, p64)
+	}
+	// Conversions of tiny values, with and without .ftz: f32 to the
+	// 16-bit formats (-2^-26 becomes -0), to and from f64, and within f32.
+	n32 := singles(zeroF32Narrow)
+	for _, dst := range []string{"f16", "bf16"} {
+		for _, m := range []string{".rn", ".rz", ".rm", ".rp", ".rn.ftz"} {
+			add("cvt"+m+"."+dst+".f32 D, A", []int{32}, []int{16}, n32)
+		}
+	}
+	for _, dst := range []string{"f16x2", "bf16x2"} {
+		add("cvt.rn."+dst+".f32 D, A, B", []int{32, 32}, []int{32}, pairs(pick(zeroF32Narrow, 2), pick(zeroF32Narrow, 3)))
+	}
+	add("cvt.f32.f16 D, A", []int{16}, []int{32}, singles(zeroF16))
+	add("cvt.ftz.f32.f16 D, A", []int{16}, []int{32}, singles(zeroF16))
+	add("cvt.f32.bf16 D, A", []int{16}, []int{32}, singles(zeroBF16))
+	add("cvt.ftz.f32.bf16 D, A", []int{16}, []int{32}, singles(zeroBF16))
+	add("cvt.f64.f32 D, A", []int{32}, []int{64}, n32)
+	add("cvt.ftz.f64.f32 D, A", []int{32}, []int{64}, n32)
+	for _, m := range []string{".rn", ".rz", ".rm", ".rn.ftz", ".rm.ftz"} {
+		add("cvt"+m+".f32.f64 D, A", []int{64}, []int{32}, singles(zeroF64))
+	}
+	for _, m := range []string{".ftz", ".rni", ".rni.ftz", ".rmi.ftz", ".rzi.ftz"} {
+		add("cvt"+m+".f32.f32 D, A", []int{32}, []int{32}, n32)
+	}
+	for _, m := range []string{".rni", ".rzi", ".rmi.ftz"} {
+		add("cvt"+m+".s32.f32 D, A", []int{32}, []int{32}, n32)
+	}
 }

@@ -45,10 +45,21 @@ type Form struct {
 	// Version is the kernel's PTX ISA version, "8.0" when empty (forms
 	// of later versions name theirs).
 	Version string
+	// Set names the input set of a form whose text another form runs on
+	// other inputs ("zero": the flush-to-zero and signed-zero values);
+	// empty for the first.
+	Set string
 }
 
-// Name identifies the form: its text and the widths of its operands.
-func (f *Form) Name() string { return fmt.Sprintf("%s %v->%v", f.Text, f.In, f.Out) }
+// Name identifies the form: its text, the widths of its operands and
+// its input set when it has one.
+func (f *Form) Name() string {
+	name := fmt.Sprintf("%s %v->%v", f.Text, f.In, f.Out)
+	if f.Set != "" {
+		name += " (" + f.Set + ")"
+	}
+	return name
+}
 
 var placeholder = regexp.MustCompile(`\b(A|B|C|D|D2)\b`)
 

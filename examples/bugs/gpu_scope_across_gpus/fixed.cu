@@ -1,0 +1,40 @@
+// gpu_scope_across_gpus, the fix: the flag is released and acquired at
+// .sys scope, which every GPU of the node shares, so the peer's acquire
+// synchronises with this rank's release.
+//
+// data[r] is rank r's symmetric buffer of n floats; flags[r] is rank r's
+// signal pad: slot p holds the flag rank p raised for it.
+
+__device__ __forceinline__ void put_flag(unsigned* p, unsigned v)
+{
+    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory"); // FIX: .sys
+}
+
+__device__ __forceinline__ unsigned get_flag(const unsigned* p)
+{
+    unsigned v;
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); // FIX: .sys
+    return v;
+}
+
+extern "C" __global__ void gather_sum(float* const* data, unsigned* const* flags, const float* in, float* out,
+                                      int rank, int world, int n, unsigned epoch)
+{
+    float* mine = data[rank];
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        mine[i] = in[i];
+    __syncthreads();
+    int t = threadIdx.x;
+    if (t < world) {
+        put_flag(&flags[t][rank], epoch);
+        while (get_flag(&flags[rank][t]) != epoch) {
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float s = 0.0f;
+        for (int r = 0; r < world; ++r)
+            s += data[r][i];
+        out[i] = s;
+    }
+}

@@ -1,0 +1,41 @@
+// relaxed_flag, the bug: a one-shot gather-and-sum whose flag is stored
+// with a plain volatile store after the data. The reader acquires the flag,
+// but a volatile store releases nothing: the peer may see the flag before
+// the data it announces, and sum stale values.
+//
+// data[r] is rank r's symmetric buffer of n floats; flags[r] is rank r's
+// signal pad: slot p holds the flag rank p raised for it.
+
+__device__ __forceinline__ void put_flag(unsigned* p, unsigned v)
+{
+    *(volatile unsigned*)p = v; // BUG: relaxed; the data stores before it are not published
+}
+
+__device__ __forceinline__ unsigned get_flag(const unsigned* p)
+{
+    unsigned v;
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+extern "C" __global__ void gather_sum(float* const* data, unsigned* const* flags, const float* in, float* out,
+                                      int rank, int world, int n, unsigned epoch)
+{
+    float* mine = data[rank];
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        mine[i] = in[i];
+    __syncthreads();
+    int t = threadIdx.x;
+    if (t < world) {
+        put_flag(&flags[t][rank], epoch);
+        while (get_flag(&flags[rank][t]) != epoch) {
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float s = 0.0f;
+        for (int r = 0; r < world; ++r)
+            s += data[r][i];
+        out[i] = s;
+    }
+}
