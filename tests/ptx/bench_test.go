@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"testing"
+	"time"
 
 	"github.com/symmem/symmem/conformance"
 	"github.com/symmem/symmem/device/sim"
@@ -23,7 +24,9 @@ func BenchmarkGraphsWorld4(b *testing.B) {
 	if graphs.Program == nil {
 		b.Fatal("no graphs case")
 	}
-	for i := 0; i < b.N; i++ {
+	var insts uint64
+	start := time.Now()
+	for range b.N {
 		res, err := simjob.Simulate(simjob.Config{World: 4, Seed: 1, Device: sim.Config{Kernels: sim.Kernels{PTX: true}}}, graphs.Program)
 		if err != nil {
 			b.Fatal(err)
@@ -31,5 +34,12 @@ func BenchmarkGraphsWorld4(b *testing.B) {
 		if err := res.Err(); err != nil {
 			b.Fatal(err)
 		}
+		if res.Instructions == 0 {
+			b.Fatal("no PTX instruction executed")
+		}
+		insts += res.Instructions
 	}
+	elapsed := time.Since(start)
+	b.ReportMetric(float64(insts)/elapsed.Seconds(), "lane-inst/s")
+	b.ReportMetric(elapsed.Seconds()/float64(b.N), "s/seed")
 }
