@@ -121,6 +121,9 @@ type Scheduler struct {
 	// running task when it was chosen from there, and those parked in a
 	// Wait. A step visits the blocked ones only.
 	ready, blocked []*Task
+	// readyIDs is the IDs of ready, which searches of the ready list
+	// (thousands of lanes) read instead of a task each.
+	readyIDs []int
 	// loud is the blocked tasks a step asks, in ID order: those without
 	// a bell, those just blocked, and those whose bell rang since their
 	// condition was last asked. steady is those, in ID order too, whose condition held when
@@ -204,6 +207,7 @@ func (s *Scheduler) SpawnLabeled(l Label, fn func()) *Task {
 	s.Recordf("spawn", "%d %s", t.id, l.Name)
 	if !s.haltNew(t) {
 		s.ready = append(s.ready, t) // IDs grow: the list stays in order
+		s.readyIDs = append(s.readyIDs, t.id)
 		s.readyVers++
 		t.listed = true
 	}
@@ -548,7 +552,7 @@ func (s *Scheduler) nth(k int) *Task {
 	// before(j) is the position of wakeable[j] in the runnable list,
 	// which grows with j; c is how many of them come before k.
 	before := func(j int) int {
-		i, _ := IndexOf(s.ready, s.wakeable[j].id)
+		i, _ := indexOfID(s.readyIDs, s.wakeable[j].id)
 		return i + j
 	}
 	lo, hi := 0, len(s.wakeable)
@@ -649,7 +653,9 @@ func (s *Scheduler) enlist(t *Task) {
 		return
 	}
 	if !t.halted && !t.listed {
-		insert(&s.ready, t)
+		i, _ := indexOfID(s.readyIDs, t.id)
+		s.ready = slices.Insert(s.ready, i, t)
+		s.readyIDs = slices.Insert(s.readyIDs, i, t.id)
 		s.readyVers++
 		t.listed = true
 	}
@@ -675,8 +681,9 @@ func (s *Scheduler) unready(t *Task) {
 		return
 	}
 	t.listed = false
-	if i, found := IndexOf(s.ready, t.id); found && s.ready[i] == t {
+	if i, found := indexOfID(s.readyIDs, t.id); found && s.ready[i] == t {
 		s.ready = removeAt(s.ready, i)
+		s.readyIDs = removeAt(s.readyIDs, i)
 		s.readyVers++
 	}
 }
@@ -773,6 +780,7 @@ func (s *Scheduler) abortAll() {
 		s.unblock(t)
 	}
 	s.tasks, s.ready, s.blocked, s.loud, s.steady = nil, nil, nil, nil, nil
+	s.readyIDs = nil
 	s.finished = 0
 	s.runnable, s.merged = nil, nil
 }
