@@ -550,7 +550,8 @@ func (s *Scheduler) collect() int {
 // ones precede.
 func (s *Scheduler) nth(k int) *Task {
 	// before(j) is the position of wakeable[j] in the runnable list,
-	// which grows with j; c is how many of them come before k.
+	// which grows with j; the search leaves in lo how many of them come
+	// before position k.
 	before := func(j int) int {
 		i, _ := indexOfID(s.readyIDs, s.wakeable[j].id)
 		return i + j
