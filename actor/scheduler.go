@@ -30,6 +30,17 @@ type Strategy interface {
 	Next(step int64, runnable []*Task) int
 }
 
+// A Picker is a Strategy that chooses by position alone: Pick returns an
+// index into the runnable list of n tasks (in ID order, as Next sees it),
+// and must make the choice Next would make from a list of that length.
+// The scheduler then finds the task chosen without building the list,
+// which costs a step a copy of every ready task (thousands in a PTX
+// launch, where a few blocked ones change at each step).
+type Picker interface {
+	Strategy
+	Pick(step int64, n int) int
+}
+
 // ErrStepLimit is returned by [Scheduler.Run] when Config.MaxSteps is reached.
 var ErrStepLimit = errors.New("scheduler step limit reached")
 
@@ -110,6 +121,9 @@ type Scheduler struct {
 	// running task when it was chosen from there, and those parked in a
 	// Wait. A step visits the blocked ones only.
 	ready, blocked []*Task
+	// readyIDs is the IDs of ready, which searches of the ready list
+	// (thousands of lanes) read instead of a task each.
+	readyIDs []int
 	// loud is the blocked tasks a step asks, in ID order: those without
 	// a bell, those just blocked, and those whose bell rang since their
 	// condition was last asked. steady is those, in ID order too, whose condition held when
@@ -193,6 +207,7 @@ func (s *Scheduler) SpawnLabeled(l Label, fn func()) *Task {
 	s.Recordf("spawn", "%d %s", t.id, l.Name)
 	if !s.haltNew(t) {
 		s.ready = append(s.ready, t) // IDs grow: the list stays in order
+		s.readyIDs = append(s.readyIDs, t.id)
 		s.readyVers++
 		t.listed = true
 	}
@@ -450,8 +465,8 @@ func (s *Scheduler) pick() *Task {
 		if len(s.ready)+len(s.blocked) == 0 {
 			return nil // every task left is halted
 		}
-		runnable := s.collect()
-		if len(runnable) == 0 {
+		n := s.collect()
+		if n == 0 {
 			if !s.fireTimers() {
 				s.result = s.deadlock()
 				return nil
@@ -463,7 +478,13 @@ func (s *Scheduler) pick() *Task {
 			return nil
 		}
 		s.choosing = true
-		t := runnable[s.strategy.Next(s.steps, runnable)]
+		var t *Task
+		if p, ok := s.strategy.(Picker); ok {
+			t = s.nth(p.Pick(s.steps, n))
+		} else {
+			runnable := s.merge()
+			t = runnable[s.strategy.Next(s.steps, runnable)]
+		}
 		s.choosing = false
 		for _, b := range s.woken {
 			b.wakeable = false // a steady task stays wakeable
@@ -494,13 +515,12 @@ func (s *Scheduler) pick() *Task {
 	}
 }
 
-// collect returns the runnable tasks in ID order: the ready ones and the
-// blocked ones whose condition holds (the loud ones asked in ID order;
-// those whose condition fails with a bell fall silent, those whose
-// condition holds with a bell turn steady; the steady ones taken without
-// asking). Those that hold are the wakeable list; when they and the ready
-// list are those of the last merge, so is the runnable list.
-func (s *Scheduler) collect() []*Task {
+// collect finds the runnable tasks and returns how many there are: the
+// ready ones and the blocked ones whose condition holds (the loud ones
+// asked in ID order; those whose condition fails with a bell fall silent,
+// those whose condition holds with a bell turn steady; the steady ones
+// taken without asking). Those that hold are the wakeable list.
+func (s *Scheduler) collect() int {
 	keep := s.loud[:0]
 	for _, b := range s.loud {
 		switch {
@@ -522,21 +542,47 @@ func (s *Scheduler) collect() []*Task {
 	clear(s.loud[len(keep):])
 	s.loud = keep
 	s.wakeable = mergeByID(s.wakeable[:0], s.steady, s.woken)
-	if len(s.wakeable) == 0 { // no blocked task holds
+	return len(s.ready) + len(s.wakeable)
+}
+
+// nth is the task at index k of the runnable list that collect found,
+// in ID order: a wakeable task, or the ready task that many wakeable
+// ones precede.
+func (s *Scheduler) nth(k int) *Task {
+	// before(j) is the position of wakeable[j] in the runnable list,
+	// which grows with j; the search leaves in lo how many of them come
+	// before position k.
+	before := func(j int) int {
+		i, _ := indexOfID(s.readyIDs, s.wakeable[j].id)
+		return i + j
+	}
+	lo, hi := 0, len(s.wakeable)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if before(m) < k {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(s.wakeable) && before(lo) == k {
+		return s.wakeable[lo]
+	}
+	return s.ready[k-lo]
+}
+
+// merge returns the runnable list that collect found, in ID order: the
+// ready list itself when no blocked task holds, else the ready and
+// wakeable lists merged (the last merge again when they are those of
+// the last merge).
+func (s *Scheduler) merge() []*Task {
+	if len(s.wakeable) == 0 {
 		return s.ready // the strategy only reads it
 	}
 	if s.mergedAt == s.readyVers && slices.Equal(s.wakeable, s.merged) {
 		return s.runnable
 	}
-	runnable, i := s.runnable[:0], 0
-	for _, b := range s.wakeable {
-		for i < len(s.ready) && s.ready[i].id < b.id {
-			runnable = append(runnable, s.ready[i])
-			i++
-		}
-		runnable = append(runnable, b)
-	}
-	runnable = append(runnable, s.ready[i:]...)
+	runnable := mergeByID(s.runnable[:0], s.ready, s.wakeable)
 	s.runnable = runnable
 	s.merged = append(s.merged[:0], s.wakeable...)
 	s.mergedAt = s.readyVers
@@ -544,15 +590,16 @@ func (s *Scheduler) collect() []*Task {
 }
 
 // mergeByID appends to dst the tasks of a and b, two ID-ordered lists with
-// no task in common, in ID order.
+// no task in common, in ID order: each task of b (the shorter list) finds
+// its place in a by binary search, and the runs of a between them are
+// copied whole (comparing IDs one by one read every task of a).
 func mergeByID(dst, a, b []*Task) []*Task {
 	i := 0
 	for _, t := range b {
-		for i < len(a) && a[i].id < t.id {
-			dst = append(dst, a[i])
-			i++
-		}
+		j, _ := IndexOf(a[i:], t.id)
+		dst = append(dst, a[i:i+j]...)
 		dst = append(dst, t)
+		i += j
 	}
 	return append(dst, a[i:]...)
 }
@@ -607,7 +654,9 @@ func (s *Scheduler) enlist(t *Task) {
 		return
 	}
 	if !t.halted && !t.listed {
-		insert(&s.ready, t)
+		i, _ := indexOfID(s.readyIDs, t.id)
+		s.ready = slices.Insert(s.ready, i, t)
+		s.readyIDs = slices.Insert(s.readyIDs, i, t.id)
 		s.readyVers++
 		t.listed = true
 	}
@@ -633,8 +682,9 @@ func (s *Scheduler) unready(t *Task) {
 		return
 	}
 	t.listed = false
-	if i, found := IndexOf(s.ready, t.id); found && s.ready[i] == t {
+	if i, found := indexOfID(s.readyIDs, t.id); found && s.ready[i] == t {
 		s.ready = removeAt(s.ready, i)
+		s.readyIDs = removeAt(s.readyIDs, i)
 		s.readyVers++
 	}
 }
@@ -731,6 +781,7 @@ func (s *Scheduler) abortAll() {
 		s.unblock(t)
 	}
 	s.tasks, s.ready, s.blocked, s.loud, s.steady = nil, nil, nil, nil, nil
+	s.readyIDs = nil
 	s.finished = 0
 	s.runnable, s.merged = nil, nil
 }

@@ -13,9 +13,14 @@ func NewRandomWalk(seed uint64) *RandomWalk {
 }
 
 // Next picks a runnable task uniformly at random.
-func (r *RandomWalk) Next(_ int64, runnable []*Task) int {
-	if len(runnable) == 1 {
+func (r *RandomWalk) Next(step int64, runnable []*Task) int {
+	return r.Pick(step, len(runnable))
+}
+
+// Pick is [Picker]: a random walk chooses by position alone.
+func (r *RandomWalk) Pick(_ int64, n int) int {
+	if n == 1 {
 		return 0
 	}
-	return r.rng.IntN(len(runnable))
+	return r.rng.IntN(n)
 }

@@ -83,13 +83,15 @@ type Report struct {
 
 // Run is one world and seed.
 type Run struct {
-	World    int
-	Seed     uint64
-	Trace    string // the trace hash: the same seed gives the same one
-	Steps    int64
-	Findings int  // findings of this run, before they are merged by site
-	Plan     Plan // the faults injected (nil: none)
-	Fired    int  // how many of them fired
+	World int
+	Seed  uint64
+	Trace string // the trace hash: the same seed gives the same one
+	Steps int64
+	// Instructions is the lane-instructions its PTX threads executed.
+	Instructions uint64
+	Findings     int  // findings of this run, before they are merged by site
+	Plan         Plan // the faults injected (nil: none)
+	Fired        int  // how many of them fired
 }
 
 // Finding is one distinct problem: a race, a hang, a failure of a kernel
@@ -438,7 +440,7 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 		cfg.Strategy = rec
 	}
 	res, simErr := simjob.Simulate(cfg, w.run)
-	run := Run{World: world, Seed: seed, Trace: res.Trace, Steps: res.Steps, Plan: plan}
+	run := Run{World: world, Seed: seed, Trace: res.Trace, Steps: res.Steps, Instructions: res.Instructions, Plan: plan}
 	for _, f := range w.fired {
 		if f {
 			run.Fired++

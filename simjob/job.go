@@ -65,11 +65,14 @@ type Job struct {
 
 // Result is the outcome of a simulated job.
 type Result struct {
-	Trace       string        // trace hash: identifies the schedule
-	Steps       int64         // scheduling steps taken
-	VirtualTime time.Duration // virtual time at the end
-	Errs        []error       // each rank's error (nil when it succeeded)
-	Events      []actor.Event // every trace event, when Config.KeepTrace
+	Trace string // trace hash: identifies the schedule
+	Steps int64  // scheduling steps taken
+	// Instructions is the lane-instructions the PTX launches executed
+	// (sim.World.PTXInstructions); 0 with the Go twins.
+	Instructions uint64
+	VirtualTime  time.Duration // virtual time at the end
+	Errs         []error       // each rank's error (nil when it succeeded)
+	Events       []actor.Event // every trace event, when Config.KeepTrace
 	// Races lists the data races found when Config.RaceDetector is set;
 	// nil when none were found.
 	Races *race.Error
@@ -182,6 +185,7 @@ func Simulate(cfg Config, program rank.Program) (Result, error) {
 	runErr := sched.Run()
 	res.Trace = sched.Trace().Hash()
 	res.Steps = sched.Steps()
+	res.Instructions = world.PTXInstructions()
 	res.VirtualTime = sched.Now()
 	res.Events = sched.Trace().Events()
 	if detector != nil {

@@ -159,6 +159,9 @@ func (s *simStopper) adjust(cfg *simjob.Config) {
 	}
 	w := &stoppingStrategy{inner: inner, s: s}
 	cfg.Strategy = w
+	if p, ok := inner.(actor.Picker); ok {
+		cfg.Strategy = &stoppingPicker{w, p}
+	}
 	setup := cfg.Setup
 	cfg.Setup = func(j simjob.Job) error {
 		w.sched = j.Scheduler
@@ -182,9 +185,28 @@ type stoppingStrategy struct {
 
 // Next implements actor.Strategy.
 func (w *stoppingStrategy) Next(step int64, runnable []*actor.Task) int {
+	w.step(step)
+	return w.inner.Next(step, runnable)
+}
+
+// step notes the step and halts every task once the stopper asks for it.
+func (w *stoppingStrategy) step(step int64) {
 	w.s.steps.Store(step)
 	if w.s.stop.Load() && w.sched != nil {
 		w.sched.Halt("interrupted", func(*actor.Task) bool { return true })
 	}
-	return w.inner.Next(step, runnable)
+}
+
+// stoppingPicker is a stoppingStrategy whose inner strategy chooses by
+// position alone, and so does it (actor.Picker: the scheduler then does
+// not build each step's runnable list).
+type stoppingPicker struct {
+	*stoppingStrategy
+	inner actor.Picker
+}
+
+// Pick implements actor.Picker.
+func (w *stoppingPicker) Pick(step int64, n int) int {
+	w.step(step)
+	return w.inner.Pick(step, n)
 }

@@ -301,7 +301,7 @@ func (c *blockCtx) watch(segs []segment) {
 // unwatch stops the rings of watch(segs).
 func (c *blockCtx) unwatch(segs []segment) {
 	for _, sg := range segs {
-		sg.phys.unwatch(&c.bell)
+		sg.phys.unwatch(sg.off, &c.bell)
 	}
 }
 

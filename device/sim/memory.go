@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -35,9 +36,13 @@ type physical struct {
 	// weak.go); nil until the first.
 	weak *weakMemOf
 	// watches are the bells of the tasks waiting for bytes of p to
-	// change, with the bytes they read: a write to one of them, or p's
-	// free, rings them (see [actor.Bell]).
+	// change, with the bytes they read, in the order of their first
+	// bytes: a write to one of them, or p's free, rings them (see
+	// [actor.Bell]). widest is the most bytes a watch ever had, so that
+	// a write finds the watches it rings by binary search (the lanes of a
+	// launch may watch thousands of words of one allocation).
 	watches []watch
+	widest  uint64
 }
 
 // watch is a bell that rings on every write to a run of bytes of a
@@ -53,19 +58,43 @@ type watch struct {
 // what they wait for (signal pads share their allocations with data,
 // written at nearly every step).
 func (p *physical) watch(off, n uint64, bell *actor.Bell) {
-	p.watches = append(p.watches, watch{off, off + max(n, 1), bell})
+	w := watch{off, off + max(n, 1), bell}
+	p.widest = max(p.widest, w.hi-w.lo)
+	i := p.watchesFrom(off + 1) // after those that start at off too
+	p.watches = slices.Insert(p.watches, i, w)
 }
 
-// unwatch stops the rings of bell.
-func (p *physical) unwatch(bell *actor.Bell) {
-	p.watches = slices.DeleteFunc(p.watches, func(w watch) bool { return w.bell == bell })
+// unwatch stops the rings of watch(off, n, bell).
+func (p *physical) unwatch(off uint64, bell *actor.Bell) {
+	for i := p.watchesFrom(off); i < len(p.watches) && p.watches[i].lo == off; i++ {
+		if p.watches[i].bell == bell {
+			p.watches = slices.Delete(p.watches, i, i+1)
+			return
+		}
+	}
+}
+
+// watchesFrom is the index of the first watch of p that starts at off or
+// later.
+func (p *physical) watchesFrom(off uint64) int {
+	i, _ := slices.BinarySearchFunc(p.watches, off, func(w watch, off uint64) int { return cmp.Compare(w.lo, off) })
+	return i
 }
 
 // written rings the bells that watch a byte of [off, off+n), a range
-// about to be written.
+// about to be written: those that start after off-widest and before
+// off+n, and end after off. (Ringing is the same in any order: a bell
+// makes its waiters ask their conditions again.)
 func (p *physical) written(off, n uint64) {
-	for _, w := range p.watches {
-		if w.lo < off+n && off < w.hi {
+	from := uint64(0)
+	if off >= p.widest {
+		from = off - p.widest + 1
+	}
+	for _, w := range p.watches[p.watchesFrom(from):] {
+		if w.lo >= off+n {
+			break
+		}
+		if off < w.hi {
 			w.bell.Ring()
 		}
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -621,7 +622,7 @@ func TestWatchRingsOnWritesToItsBytes(t *testing.T) {
 			t.Fatalf("after a write of %d bytes at %d: rings %d and %d, want %d and %d", c.n, c.off, word.Rings(), run.Rings(), c.word, c.run)
 		}
 	}
-	p.unwatch(&word)
+	p.unwatch(pageSize+8, &word)
 	p.written(pageSize+8, 4)
 	if word.Rings() != 3 {
 		t.Fatal("an unwatched bell rang")
@@ -629,5 +630,64 @@ func TestWatchRingsOnWritesToItsBytes(t *testing.T) {
 	p.free()
 	if run.Rings() != 3 {
 		t.Fatalf("the free rang %d times, want once", run.Rings()-2)
+	}
+}
+
+// TestWatchesRingAsAScanWould: with many watches of different widths,
+// some starting at the same byte, every write rings exactly the bells
+// whose bytes it reaches (the watches a scan of all of them finds), and
+// unwatch stops one watch only.
+func TestWatchesRingAsAScanWould(t *testing.T) {
+	p := newPhysical(10, 0, device.Granularity)
+	type w struct {
+		lo, hi uint64
+		bell   *actor.Bell
+	}
+	var all []w
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 300 {
+		lo, n := rng.Uint64N(2048), 1+rng.Uint64N(16)
+		b := &actor.Bell{}
+		p.watch(lo, n, b)
+		all = append(all, w{lo, lo + n, b})
+	}
+	check := func() {
+		for range 2000 {
+			off, n := rng.Uint64N(2100), 1+rng.Uint64N(24)
+			want := make([]uint64, len(all))
+			for i, x := range all {
+				want[i] = x.bell.Rings()
+				if x.lo < off+n && off < x.hi {
+					want[i]++
+				}
+			}
+			p.written(off, n)
+			for i, x := range all {
+				if x.bell.Rings() != want[i] {
+					t.Fatalf("a write of %d bytes at %d: the watch of [%d, %d) rang %d times, want %d", n, off, x.lo, x.hi, x.bell.Rings(), want[i])
+				}
+			}
+		}
+	}
+	check()
+	var kept, gone []w
+	var rang []uint64
+	for i, x := range all {
+		if i%2 == 1 {
+			kept = append(kept, x)
+			continue
+		}
+		p.unwatch(x.lo, x.bell)
+		gone, rang = append(gone, x), append(rang, x.bell.Rings())
+	}
+	all = kept
+	check()
+	for i, x := range gone {
+		if x.bell.Rings() != rang[i] {
+			t.Fatalf("the unwatched bell of [%d, %d) rang", x.lo, x.hi)
+		}
+	}
+	if len(p.watches) != len(kept) {
+		t.Fatalf("%d watches left, want %d", len(p.watches), len(kept))
 	}
 }

@@ -176,7 +176,9 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 			w.sched.GoLabeled(ln.lbl, func() {
 				w.sched.SetWhere(ln.where)
 				ln.emit(&Access{Kind: LaneStart, Parent: parent})
+				before := ln.th.Executed()
 				ln.stop, ln.err = ln.th.Run()
+				w.executed += ln.th.Executed() - before
 				ln.emit(&Access{Kind: LaneEnd, Parent: -1})
 				done++
 				stopped.Ring()

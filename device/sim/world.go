@@ -68,6 +68,7 @@ type World struct {
 	physSeq   uint64
 	launches  uint64
 	observe   func(*Access)
+	executed  uint64              // instructions the PTX threads of its launches executed
 	scratch   Access              // the access an observer is handed (see emit)
 	weak      weakMem             // weak reads of kernel threads (weak.go)
 	waits     map[int]*SignalWait // blocked signal waits by task
@@ -141,6 +142,11 @@ func (w *World) Observe(fn func(*Access)) { w.observe = fn }
 // Observer returns the function installed with Observe, nil when none, so
 // that a new observer can pass events on to it.
 func (w *World) Observer() func(*Access) { return w.observe }
+
+// PTXInstructions is the number of instructions the threads of the
+// world's PTX launches executed so far (their lane-instructions: a warp
+// instruction of 32 lanes counts 32).
+func (w *World) PTXInstructions() uint64 { return w.executed }
 
 func (w *World) proc(pid int) (int, error) {
 	i := pid - w.cfg.PIDBase

@@ -142,6 +142,9 @@ type Thread struct {
 	// line is the source line of the last instruction that called into
 	// Env or stopped at a barrier (see [Thread.Line]).
 	line int
+	// executed counts the instructions the thread executed (see
+	// [Thread.Executed]).
+	executed uint64
 }
 
 // DefaultBudget is the default [Thread.Budget].
@@ -241,6 +244,11 @@ func (t *Thread) exit() {
 	t.m.stacks.Put(st)
 }
 
+// Executed is the number of instructions the thread executed so far,
+// those whose guard failed included: its lane-instructions, which
+// benchmarks divide by time.
+func (t *Thread) Executed() uint64 { return t.executed }
+
 // Loops counts the backward branches the thread took: a loop went round
 // between two accesses when it changed.
 func (t *Thread) Loops() uint64 { return t.loops }
@@ -336,6 +344,7 @@ func (t *Thread) Run() (Stop, error) {
 	for {
 		h := &heads[f.pc]
 		f.pc++
+		t.executed++
 		if h.guard >= 0 && (regs[h.guard] != 0) == h.neg {
 			continue
 		}

@@ -190,3 +190,50 @@ func get32(m byteMap, addr uint64) uint32 {
 	}
 	return v
 }
+
+// TestExecutedCounts: a thread counts every instruction it executes, a
+// guarded one whose guard fails included: a loop of three instructions
+// gone round n times between two before it and the ret.
+func TestExecutedCounts(t *testing.T) {
+	const src = `
+.version 9.0
+.target sm_80
+.address_size 64
+
+.visible .entry cnt(
+	.param .u32 n
+)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<3>;
+	ld.param.u32 %r1, [n];
+	mov.u32 %r2, 0;
+$L__loop:
+	add.u32 %r2, %r2, 1;
+	setp.lt.u32 %p1, %r2, %r1;
+	@%p1 bra $L__loop;
+	ret;
+}
+`
+	m, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []uint32{1, 5, 40} {
+		params := binary.LittleEndian.AppendUint32(nil, n)
+		mem, err := m.NewBlockMem("cnt", params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		th, err := m.NewThread("cnt", &memEnv{mem: map[uint64]byte{}}, mem, Dim{Ntid: 1, Nctaid: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stop, err := th.Run(); err != nil || stop != Exited {
+			t.Fatalf("n=%d: %v, %v; want an exit", n, stop, err)
+		}
+		if got, want := th.Executed(), uint64(3+3*n); got != want {
+			t.Errorf("n=%d: %d instructions executed, want %d", n, got, want)
+		}
+	}
+}

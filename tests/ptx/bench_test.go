@@ -1,0 +1,45 @@
+package ptx
+
+import (
+	"testing"
+	"time"
+
+	"github.com/symmem/symmem/conformance"
+	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/simjob"
+)
+
+// BenchmarkGraphsWorld4 is the PTX selftest's graphs case at world 4 with
+// the launches' own shapes (symmem selftest --kernels ptx --world 4
+// --cases '^graphs$'): a graph of low-latency, one-shot and two-shot
+// calls replayed for three rounds, every kernel interpreted thread by
+// thread.
+func BenchmarkGraphsWorld4(b *testing.B) {
+	var graphs conformance.Case
+	for _, c := range conformance.Cases(conformance.Options{Cycles: 3, Seed: 1}) {
+		if c.Name == "graphs" {
+			graphs = c
+		}
+	}
+	if graphs.Program == nil {
+		b.Fatal("no graphs case")
+	}
+	var insts uint64
+	start := time.Now()
+	for range b.N {
+		res, err := simjob.Simulate(simjob.Config{World: 4, Seed: 1, Device: sim.Config{Kernels: sim.Kernels{PTX: true}}}, graphs.Program)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := res.Err(); err != nil {
+			b.Fatal(err)
+		}
+		if res.Instructions == 0 {
+			b.Fatal("no PTX instruction executed")
+		}
+		insts += res.Instructions
+	}
+	elapsed := time.Since(start)
+	b.ReportMetric(float64(insts)/elapsed.Seconds(), "lane-inst/s")
+	b.ReportMetric(elapsed.Seconds()/float64(b.N), "s/seed")
+}
