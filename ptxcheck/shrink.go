@@ -92,10 +92,11 @@ func caseSize(o Options) string {
 
 // Shrink reduces the run that found f (a finding of RunProgram(prog, src,
 // opts)) to a smaller one that still finds it: the same kind and the same
-// sites. In turn it drops faults of the run's plan, tries the smaller
-// worlds the harness declares (never another: a fault of rank r moves to
-// rank r mod the world), caps every launch to fewer blocks, then to fewer
-// threads a block (whole warps), runs each repeat step fewer times, and,
+// sites. In turn it caps every launch to fewer blocks, then to fewer
+// threads a block (whole warps), tries the smaller worlds the harness
+// declares (never another: a fault of rank r moves to rank r mod the
+// world), drops faults of the run's plan, runs each repeat step fewer
+// times, and,
 // replaying the run's scheduling decisions with a [fuzz.Replay], drops
 // decisions (the tail first, then by delta debugging). A candidate that
 // no longer finds f is discarded.
@@ -201,16 +202,33 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, lim ShrinkLimi
 			cur = best.o
 		}
 	}
-	// Faults, worlds, shapes and repeats change the tasks that run: each
+	// Shapes, worlds, faults and repeats change the tasks that run: each
 	// candidate runs under the original strategy (or decisions).
-	if len(cur.Plan) > 0 {
-		stage = "faults"
-		minimize.DDMin(cur.Plan, func(p Plan) bool {
-			o := cur
-			o.Plan = p
-			return finds(o)
-		})
-		adopt()
+	env, err := c.env(f.World)
+	if err != nil {
+		return nil, err
+	}
+	// The launch first: fewer blocks, then fewer threads a block, the
+	// smallest first (a small launch runs fast, so a miss costs little, and
+	// so do the candidates after it).
+	grid, block := c.largestLaunch(env)
+	stage = "blocks"
+	for b := 1; b < capOf(grid, cur.MaxBlocks); b *= 2 {
+		o := cur
+		o.MaxBlocks = b
+		if finds(o) {
+			adopt()
+			break
+		}
+	}
+	stage = "threads"
+	for t := 32; t < capOf(block, cur.MaxThreads); t *= 2 {
+		o := cur
+		o.MaxThreads = t
+		if finds(o) {
+			adopt()
+			break
+		}
 	}
 	// Only the worlds the harness declares: a kernel built for a fixed
 	// number of GPUs may mean nothing in another world.
@@ -237,30 +255,18 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, lim ShrinkLimi
 			break
 		}
 	}
-	env, err := c.env(cur.Worlds[0])
+	if len(cur.Plan) > 0 {
+		stage = "faults"
+		minimize.DDMin(cur.Plan, func(p Plan) bool {
+			o := cur
+			o.Plan = p
+			return finds(o)
+		})
+		adopt()
+	}
+	env, err = c.env(cur.Worlds[0])
 	if err != nil {
 		return nil, err
-	}
-	// The launch: fewer blocks, then fewer threads a block, the smallest
-	// first (a small launch runs fast, so a miss costs little).
-	grid, block := c.largestLaunch(env)
-	stage = "blocks"
-	for b := 1; b < capOf(grid, cur.MaxBlocks); b *= 2 {
-		o := cur
-		o.MaxBlocks = b
-		if finds(o) {
-			adopt()
-			break
-		}
-	}
-	stage = "threads"
-	for t := 32; t < capOf(block, cur.MaxThreads); t *= 2 {
-		o := cur
-		o.MaxThreads = t
-		if finds(o) {
-			adopt()
-			break
-		}
 	}
 	stage = "repeats"
 	for _, path := range c.repeatPaths() {
