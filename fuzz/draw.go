@@ -302,6 +302,6 @@ func DefaultConfig() Config {
 	return Config{
 		Seeds: 1000, Strategy: StrategyPortfolio, Depth: DefaultDepth, Faults: FaultsSafety,
 		Workers: min(runtime.NumCPU(), MaxWorkers), Worlds: DefaultWorlds, Algos: DefaultAlgos,
-		Timeout: DefaultTimeout, Race: true, Shrink: true, Budget: DefaultShrinkRuns,
+		Timeout: DefaultTimeout, Race: true, Shrink: true, Budget: DefaultShrinkRuns, ShrinkTime: DefaultShrinkTime,
 	}
 }

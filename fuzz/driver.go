@@ -50,6 +50,8 @@ type Config struct {
 	Kernels  sim.Kernels     // what the simulated devices run (zero: the Go twins)
 	Shrink   bool            // shrink the first case of each distinct failure
 	Budget   int             // runs per shrink (0: DefaultShrinkRuns)
+	// ShrinkTime bounds each shrink's time (0: none; see [ShrinkWithin]).
+	ShrinkTime time.Duration
 	// StopOnFailure starts no case after the first one that failed (with
 	// one worker, Report.Cases is then the number of schedules it took).
 	StopOnFailure bool
@@ -275,7 +277,7 @@ func Fuzz(ctx context.Context, cfg Config) (Report, error) {
 			if cfg.Log != nil {
 				cfg.Log.Debug("shrink", zap.String("failure", rep.Failures[i].Signature), zap.Uint64("seed", rep.Failures[i].First.Case.Seed), zap.Int("budget", cfg.Budget))
 			}
-			s, err := ShrinkContext(ctx, rep.Failures[i].First, cfg.Budget)
+			s, err := ShrinkWithin(ctx, rep.Failures[i].First, cfg.Budget, cfg.ShrinkTime, nil)
 			if cfg.Log != nil {
 				cfg.Log.Debug("shrunk", zap.Uint64("seed", rep.Failures[i].First.Case.Seed), zap.Int("runs", s.Runs), zap.Error(err))
 			}

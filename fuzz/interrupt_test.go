@@ -112,3 +112,31 @@ func TestShrinkStopsOnContext(t *testing.T) {
 		}
 	}
 }
+
+// TestShrinkWithinTime: on a clock that moves a second at every look, a
+// shrink bounded to 3 seconds starts no candidate after it and returns
+// the smallest failing case found by then, still failing the same way.
+func TestShrinkWithinTime(t *testing.T) {
+	p, err := ParseProgram("world=3 bufs=4096; one-shot g0 b0@64 64 float32 sum; timeout g0 b0 ch1; two-shot g0 b0@256 256 float32 max; timeout g0 b0 ch2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Case{Program: p, InputSeed: 1, Seed: 1, Strategy: StrategyRandom, Instrument: swallowing(nil)}
+	o, err := Run(c)
+	if err != nil || !o.Failed() {
+		t.Fatalf("the mutant's case did not fail: %v %v", err, o.Failure)
+	}
+	var clock time.Time
+	tick := func() time.Time { clock = clock.Add(time.Second); return clock }
+	s, err := ShrinkWithin(context.Background(), o, 1000, 3*time.Second, tick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Runs counts the final traced run too.
+	if !s.TimedOut || s.Runs < 2 || s.Runs > 4 {
+		t.Errorf("timed out %v after %d runs, want a stop for time within 3 candidates", s.TimedOut, s.Runs)
+	}
+	if !s.Outcome.Failed() || s.Outcome.Failure.Kind != o.Failure.Kind {
+		t.Errorf("the result fails with %v, want %v", s.Outcome.Failure, o.Failure)
+	}
+}

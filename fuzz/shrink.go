@@ -3,16 +3,21 @@ package fuzz
 import (
 	"context"
 	"fmt"
-	"github.com/symmem/symmem/internal/minimize"
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/internal/minimize"
 )
 
 // DefaultShrinkRuns bounds the cases one shrink runs.
 const DefaultShrinkRuns = 400
+
+// DefaultShrinkTime bounds the time one shrink takes: no candidate starts
+// after it.
+const DefaultShrinkTime = 60 * time.Second
 
 // Shrunk is the smallest failing case a shrink found.
 type Shrunk struct {
@@ -21,6 +26,9 @@ type Shrunk struct {
 	Faults    int     // faults that fired in the original run
 	Steps     int     // program steps of the original case
 	Decisions int     // decisions recorded in the original run
+	// TimedOut says the shrink reached its time bound: Outcome is the
+	// smallest failing case it found before.
+	TimedOut bool
 }
 
 // Shrink removes faults, program steps, collectives and scheduling
@@ -38,6 +46,18 @@ func Shrink(o Outcome, budget int) (Shrunk, error) {
 // progress stops (see [RunContext]) and ShrinkContext returns an error
 // wrapping ctx's, with the runs it took.
 func ShrinkContext(ctx context.Context, o Outcome, budget int) (Shrunk, error) {
+	return ShrinkWithin(ctx, o, budget, 0, nil)
+}
+
+// ShrinkWithin is [ShrinkContext] bounded in time too: no candidate starts
+// once limit (0: none) has passed on the clock now (nil: time.Now); the
+// smallest failing case found by then is the result, run once more with
+// its trace kept, and TimedOut is set.
+func ShrinkWithin(ctx context.Context, o Outcome, budget int, limit time.Duration, now func() time.Time) (Shrunk, error) {
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
 	if !o.Failed() {
 		return Shrunk{}, fmt.Errorf("shrink: the case passed (seed %d)", o.Case.Seed)
 	}
@@ -51,7 +71,11 @@ func ShrinkContext(ctx context.Context, o Outcome, budget int) (Shrunk, error) {
 	seeded := o.Case.Strategy != StrategyReplay
 
 	try := func(c Case) (Outcome, bool) {
-		if s.Runs >= budget || ctx.Err() != nil {
+		if s.Runs >= budget || ctx.Err() != nil || s.TimedOut {
+			return Outcome{}, false
+		}
+		if limit > 0 && now().Sub(start) >= limit {
+			s.TimedOut = true
 			return Outcome{}, false
 		}
 		s.Runs++

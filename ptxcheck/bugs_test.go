@@ -1,6 +1,7 @@
 package ptxcheck
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,5 +135,35 @@ func TestBugPairs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestContextKeepsTraces: a run that can be interrupted (a Context, as
+// symmem check gives) makes the same choices as one that cannot: the
+// wrapper that watches the Context picks by position when the random
+// walk does, and the traces match.
+func TestContextKeepsTraces(t *testing.T) {
+	p, err := LoadHarness("../examples/bugs/relaxed_flag/bug.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := load(t, p.PTX)
+	opts := Options{Worlds: []int{2}, Seeds: 2, Vars: map[string]Expr{"n": "64"}}
+	plain, err := RunProgram(p, src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Context = context.Background()
+	watched, err := RunProgram(p, src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plain.Runs) != 2 || len(watched.Runs) != 2 {
+		t.Fatalf("runs: %d and %d, want 2", len(plain.Runs), len(watched.Runs))
+	}
+	for i := range plain.Runs {
+		if plain.Runs[i].Trace != watched.Runs[i].Trace {
+			t.Errorf("seed %d: trace %s without a Context, %s with one", plain.Runs[i].Seed, plain.Runs[i].Trace, watched.Runs[i].Trace)
+		}
 	}
 }

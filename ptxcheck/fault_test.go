@@ -172,7 +172,7 @@ func TestShrink(t *testing.T) {
 	if f == nil {
 		t.Fatalf("no race between %s: %+v", race, rep.Findings)
 	}
-	s, err := Shrink(p, src, opts, f, 10)
+	s, err := Shrink(p, src, opts, f, ShrinkLimits{Runs: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestShrinkDeath(t *testing.T) {
 	if len(rep.Findings) != 1 || rep.Findings[0].Kind != "hang" {
 		t.Fatalf("findings %+v, want one hang", rep.Findings)
 	}
-	s, err := Shrink(p, src, opts, rep.Findings[0], 8)
+	s, err := Shrink(p, src, opts, rep.Findings[0], ShrinkLimits{Runs: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,7 +121,7 @@ func TestShrinkKeepsDeclaredWorlds(t *testing.T) {
 		if err != nil || len(rep.Findings) == 0 {
 			t.Fatalf("worlds %s: %v, %d findings", c.worlds, err, len(rep.Findings))
 		}
-		s, err := Shrink(p, src, opts, rep.Findings[0], 0)
+		s, err := Shrink(p, src, opts, rep.Findings[0], ShrinkLimits{})
 		if err != nil {
 			t.Fatalf("worlds %s: %v", c.worlds, err)
 		}

@@ -24,7 +24,7 @@ func program(t *testing.T, text string) *Program {
 	return &p
 }
 
-func load(t *testing.T, path string) *Source {
+func load(t testing.TB, path string) *Source {
 	t.Helper()
 	src, err := LoadFile(path)
 	if err != nil {
@@ -377,7 +377,7 @@ func TestShrinkPastHarnessMistakes(t *testing.T) {
 	if err != nil || len(rep.Findings) != 1 || rep.Findings[0].Kind != "hang" {
 		t.Fatalf("RunProgram = %+v, %v; want one hang", rep, err)
 	}
-	s, err := Shrink(p, src, opts, rep.Findings[0], 0)
+	s, err := Shrink(p, src, opts, rep.Findings[0], ShrinkLimits{})
 	if err != nil {
 		t.Fatalf("Shrink: %v", err)
 	}

@@ -1,6 +1,7 @@
 package ptxcheck
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -58,6 +59,9 @@ type Options struct {
 	// Jobs is how many runs go at once (0: 1). Each run is a simulation of
 	// its own; the report is the same whatever Jobs is.
 	Jobs int
+	// Context, when not nil, stops the work when it ends: the runs going
+	// on halt and are not counted, and no run starts after it.
+	Context context.Context
 }
 
 // DefaultMaxSteps is the default [Options].MaxSteps.
@@ -79,7 +83,14 @@ type Report struct {
 	// Notes are remarks on the check itself (one line each), such as PTX
 	// without line information.
 	Notes []string
+	// Interrupted says the options' Context ended before every run ran:
+	// Runs and Findings are those of the runs that ran to the end.
+	Interrupted bool
 }
+
+// errStopped is the error of a run halted because the options' Context
+// ended.
+var errStopped = errors.New("stopped")
 
 // Run is one world and seed.
 type Run struct {
@@ -198,6 +209,10 @@ func RunProgram(prog *Program, src *Source, opts Options) (*Report, error) {
 		for k := 0; k < opts.Seeds; k++ {
 			seed := opts.FirstSeed + uint64(k)
 			o := outs[i*opts.Seeds+k]
+			if !o.done || errors.Is(o.err, errStopped) {
+				rep.Interrupted = true
+				continue
+			}
 			if o.err != nil {
 				return nil, o.err
 			}
@@ -257,7 +272,7 @@ func (c *compiled) runAll(worlds []int, opts Options) []outcome {
 		for {
 			mu.Lock()
 			i := next
-			if i == n || failed {
+			if i == n || failed || opts.Context != nil && opts.Context.Err() != nil {
 				mu.Unlock()
 				return
 			}
@@ -268,7 +283,7 @@ func (c *compiled) runAll(worlds []int, opts Options) []outcome {
 			o.run, o.found, _, o.err = c.runOnce(world, seed, opts, o.shapes, false)
 			mu.Lock()
 			outs[i] = o
-			failed = failed || o.err != nil
+			failed = failed || o.err != nil && !errors.Is(o.err, errStopped)
 			for shown < n && outs[shown].done && outs[shown].err == nil {
 				if opts.Progress != nil {
 					opts.Progress(outs[shown].run)
@@ -439,7 +454,20 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 		rec = fuzz.NewRecorder(cfg.Strategy)
 		cfg.Strategy = rec
 	}
+	if ctx := opts.Context; ctx != nil {
+		if ctx.Err() != nil {
+			return Run{World: world, Seed: seed}, nil, nil, errStopped
+		}
+		st := &stopping{inner: cfg.Strategy, ctx: ctx, w: w}
+		cfg.Strategy = st
+		if p, ok := st.inner.(actor.Picker); ok {
+			cfg.Strategy = &stoppingPicker{st, p}
+		}
+	}
 	res, simErr := simjob.Simulate(cfg, w.run)
+	if opts.Context != nil && opts.Context.Err() != nil {
+		return Run{World: world, Seed: seed}, nil, nil, errStopped
+	}
 	run := Run{World: world, Seed: seed, Trace: res.Trace, Steps: res.Steps, Instructions: res.Instructions, Plan: plan}
 	for _, f := range w.fired {
 		if f {
@@ -515,6 +543,42 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 		sched = rec.Schedule()
 	}
 	return run, found, sched, nil
+}
+
+// stopping is a run's strategy that halts every task once ctx ends.
+type stopping struct {
+	inner actor.Strategy
+	ctx   context.Context
+	w     *worldRun
+	n     int
+}
+
+// Next implements actor.Strategy: it looks at ctx every 1024 steps.
+func (s *stopping) Next(step int64, runnable []*actor.Task) int {
+	s.look()
+	return s.inner.Next(step, runnable)
+}
+
+// look halts every task once ctx has ended, looking at it every 1024
+// steps.
+func (s *stopping) look() {
+	if s.n++; s.n&1023 == 0 && s.ctx.Err() != nil && s.w.sched != nil {
+		s.w.sched.Halt("interrupted", func(*actor.Task) bool { return true })
+	}
+}
+
+// stoppingPicker is a stopping whose inner strategy chooses by position
+// alone, and so does it (actor.Picker: the scheduler then builds no
+// runnable list a step).
+type stoppingPicker struct {
+	*stopping
+	inner actor.Picker
+}
+
+// Pick implements actor.Picker.
+func (s *stoppingPicker) Pick(step int64, n int) int {
+	s.look()
+	return s.inner.Pick(step, n)
 }
 
 // spinErrors finds the spins in a rank's error.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/symmem/symmem/fuzz"
 	"github.com/symmem/symmem/internal/minimize"
@@ -13,36 +15,108 @@ import (
 // DefaultShrinkRuns bounds the runs one shrink takes.
 const DefaultShrinkRuns = 100
 
+// DefaultShrinkTime bounds the time one shrink takes: no run starts after
+// it (the run going on then ends first).
+const DefaultShrinkTime = 60 * time.Second
+
+// ShrinkLimits bound a shrink and report its progress.
+type ShrinkLimits struct {
+	// Runs bounds the runs (0: DefaultShrinkRuns).
+	Runs int
+	// Time bounds the time: no run starts once it has passed (0:
+	// DefaultShrinkTime).
+	Time time.Duration
+	// Now is the clock that Time is measured on (nil: time.Now).
+	Now func() time.Time
+	// Progress, when set, is called after every run of the shrink.
+	Progress func(ShrinkProgress)
+}
+
+// ShrinkProgress is where a shrink stands after one of its runs.
+type ShrinkProgress struct {
+	Runs, Budget int           // runs done, and the most it may take
+	Elapsed      time.Duration // since the shrink began, on its clock
+	Stage        string        // "faults", "world", "blocks", "threads", "repeats" or "decisions"
+	Found        bool          // whether the run found the finding
+	Size         string        // the smallest case so far (see [Shrunk.Size])
+}
+
 // Shrunk is a smaller reproduction of a finding.
 type Shrunk struct {
 	// Finding is what the reproduction finds: the same kind and sites as
 	// the original.
 	Finding *Finding
 	// Options replay the reproduction exactly (one world, one seed, the
-	// fault plan, the repeat counts and the scheduling decisions); the
-	// other fields are those given to Shrink.
+	// fault plan, the shape caps, the repeat counts and, once any were
+	// dropped, the scheduling decisions); the other fields are those given
+	// to Shrink.
 	Options Options
-	Trace   string // the reproduction's trace hash
-	Runs    int    // runs the shrink took, the last one included
-	// What the original run had: its world, faults, and decisions that
-	// differ from the default policy.
+	// Trace is the reproduction's trace hash ("" when the shrink ran
+	// nothing that found it, and Options are the original run's).
+	Trace string
+	Runs  int // runs the shrink took
+	// What the original run had: its world and faults; and the decisions
+	// of the reduced run before they were dropped (0 when the shrink
+	// stopped before it recorded them).
 	World, Faults, Decisions int
+	// Stopped says why the shrink ended before it tried every reduction:
+	// "" (it did not), "runs" or "time" (a limit), or "interrupted" (the
+	// options' Context ended).
+	Stopped string
+}
+
+// Size describes the reproduction: its world, launch shape caps, repeats
+// and decisions.
+func (s *Shrunk) Size() string { return caseSize(s.Options) }
+
+func caseSize(o Options) string {
+	parts := []string{fmt.Sprintf("world %d", o.Worlds[0])}
+	if o.MaxBlocks > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d blocks", o.MaxBlocks))
+	}
+	if o.MaxThreads > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d threads a block", o.MaxThreads))
+	}
+	if len(o.Repeats) > 0 {
+		var rs []string
+		for _, p := range slices.Sorted(maps.Keys(o.Repeats)) {
+			rs = append(rs, fmt.Sprintf("%s=%d", p, o.Repeats[p]))
+		}
+		parts = append(parts, "repeats "+strings.Join(rs, " "))
+	}
+	if o.Decisions != nil {
+		parts = append(parts, fmt.Sprintf("%d decisions", len(o.Decisions)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Shrink reduces the run that found f (a finding of RunProgram(prog, src,
 // opts)) to a smaller one that still finds it: the same kind and the same
-// sites. In turn it drops faults of the run's plan, tries the smaller
-// worlds the harness declares (never another: a fault of rank r moves to
-// rank r mod the world), runs each repeat step
-// fewer times, and, replaying the run's scheduling
-// decisions with a [fuzz.Replay], drops decisions (the tail first, then
-// by delta debugging). A candidate that no longer finds f is discarded;
-// budget bounds the runs (0: DefaultShrinkRuns). The result's Options
-// replay the reproduction exactly.
-func Shrink(prog *Program, src *Source, opts Options, f *Finding, budget int) (*Shrunk, error) {
-	if budget <= 0 {
-		budget = DefaultShrinkRuns
+// sites. In turn it caps every launch to fewer blocks, then to fewer
+// threads a block (whole warps), tries the smaller worlds the harness
+// declares (never another: a fault of rank r moves to rank r mod the
+// world), drops faults of the run's plan, runs each repeat step fewer
+// times, and,
+// replaying the run's scheduling decisions with a [fuzz.Replay], drops
+// decisions (the tail first, then by delta debugging). A candidate that
+// no longer finds f is discarded.
+//
+// lim bounds the runs and the time; when a bound is reached, or the
+// Context of opts ends, the shrink stops and returns the smallest case
+// found so far (the original run's, when none was), with Stopped saying
+// why. The result's Options replay the reproduction exactly.
+func Shrink(prog *Program, src *Source, opts Options, f *Finding, lim ShrinkLimits) (*Shrunk, error) {
+	if lim.Runs <= 0 {
+		lim.Runs = DefaultShrinkRuns
 	}
+	if lim.Time <= 0 {
+		lim.Time = DefaultShrinkTime
+	}
+	now := lim.Now
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
 	opts.Worlds, opts.Seeds, opts.FirstSeed, opts.Progress = []int{f.World}, 1, f.Seed, nil
 	opts.Plan = f.Plan
 	if opts.Plan == nil {
@@ -57,56 +131,105 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, budget int) (*
 	s := &Shrunk{World: f.World, Faults: len(f.Plan)}
 	shapes := map[string]bool{}
 	var runErr error
-	// finds runs o and reports whether it found f, with the decisions the
-	// run took.
-	finds := func(o Options) (bool, fuzz.Schedule) {
-		if s.Runs >= budget || runErr != nil {
-			return false, nil
+	// best is the smallest case that found f so far: its options, the
+	// decisions it took, its run and its finding.
+	var best struct {
+		o     Options
+		sched fuzz.Schedule
+		run   Run
+		g     *Finding
+	}
+	cur := opts
+	stage := ""
+	stopped := func() bool {
+		switch {
+		case s.Stopped != "":
+		case opts.Context != nil && opts.Context.Err() != nil:
+			s.Stopped = "interrupted"
+		case s.Runs >= lim.Runs:
+			s.Stopped = "runs"
+		case now().Sub(start) >= lim.Time:
+			s.Stopped = "time"
 		}
-		s.Runs++
+		return s.Stopped != "" || runErr != nil
+	}
+	// finds runs o and reports whether it found f; when it did, o (with
+	// the decisions it took, when it followed decisions and took no more)
+	// becomes the best case.
+	finds := func(o Options) bool {
+		if stopped() {
+			return false
+		}
 		w := o.Worlds[0]
 		for _, ft := range o.Plan {
 			if ft.Rank >= w {
-				return false, nil
+				return false
 			}
 		}
-		_, found, sched, err := c.runOnce(w, o.FirstSeed, o, shapes, true)
+		s.Runs++
+		run, found, sched, err := c.runOnce(w, o.FirstSeed, o, shapes, true)
 		var he *HarnessError
-		if errors.As(err, &he) {
-			return false, nil // the harness cannot run so (a smaller world, fewer repeats)
-		}
-		if err != nil {
+		ok := false
+		switch {
+		case errors.Is(err, errStopped):
+		case errors.As(err, &he): // the harness cannot run so (a smaller world, fewer repeats)
+		case err != nil:
 			runErr = err
-			return false, nil
-		}
-		for _, g := range found {
-			if g.key == f.key {
-				return true, sched
+		default:
+			for _, g := range found {
+				if g.key == f.key {
+					ok = true
+					if o.Decisions != nil && len(sched) <= len(o.Decisions) {
+						o.Decisions = append(fuzz.Schedule{}, sched...) // not nil: the default policy
+					}
+					best.o, best.sched, best.run, best.g = o, sched, run, g
+					break
+				}
 			}
 		}
-		return false, nil
-	}
-	cur := opts
-	if opts.Decisions == nil {
-		ok, sched := finds(cur)
-		if !ok {
-			if runErr != nil {
-				return nil, fmt.Errorf("shrink: %w", runErr)
+		if lim.Progress != nil {
+			size := caseSize(opts)
+			if best.g != nil {
+				size = caseSize(best.o)
 			}
-			return nil, fmt.Errorf("shrink: world %d seed %d no longer finds %q", f.World, f.Seed, f.Title)
+			lim.Progress(ShrinkProgress{Runs: s.Runs, Budget: lim.Runs, Elapsed: now().Sub(start), Stage: stage, Found: ok, Size: size})
 		}
-		s.Decisions = len(sched)
-	} else {
-		s.Decisions = len(opts.Decisions)
-	}
-	// Faults, worlds and repeats change the tasks that run: each
-	// candidate runs under the original strategy (or decisions).
-	cur.Plan = minimize.DDMin(cur.Plan, func(p Plan) bool {
-		o := cur
-		o.Plan = p
-		ok, _ := finds(o)
 		return ok
-	})
+	}
+	// adopt makes the best case the current one, when a run found one.
+	adopt := func() {
+		if best.g != nil {
+			cur = best.o
+		}
+	}
+	// Shapes, worlds, faults and repeats change the tasks that run: each
+	// candidate runs under the original strategy (or decisions).
+	env, err := c.env(f.World)
+	if err != nil {
+		return nil, err
+	}
+	// The launch first: fewer blocks, then fewer threads a block, the
+	// smallest first (a small launch runs fast, so a miss costs little, and
+	// so do the candidates after it).
+	grid, block := c.largestLaunch(env)
+	stage = "blocks"
+	for b := 1; b < capOf(grid, cur.MaxBlocks); b *= 2 {
+		o := cur
+		o.MaxBlocks = b
+		if finds(o) {
+			adopt()
+			break
+		}
+	}
+	stage = "threads"
+	for t := 32; t < capOf(block, cur.MaxThreads); t *= 2 {
+		o := cur
+		o.MaxThreads = t
+		if finds(o) {
+			adopt()
+			break
+		}
+	}
 	// Only the worlds the harness declares: a kernel built for a fixed
 	// number of GPUs may mean nothing in another world.
 	declared, err := ParseWorlds(prog.Worlds)
@@ -114,6 +237,7 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, budget int) (*
 		return nil, err
 	}
 	slices.Sort(declared)
+	stage = "world"
 	for _, w := range declared {
 		if w >= f.World {
 			break
@@ -126,15 +250,25 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, budget int) (*
 			ft.Rank %= w
 			o.Plan[i] = ft
 		}
-		if ok, _ := finds(o); ok {
-			cur = o
+		if finds(o) {
+			adopt()
 			break
 		}
 	}
-	env, err := c.env(cur.Worlds[0])
+	if len(cur.Plan) > 0 {
+		stage = "faults"
+		minimize.DDMin(cur.Plan, func(p Plan) bool {
+			o := cur
+			o.Plan = p
+			return finds(o)
+		})
+		adopt()
+	}
+	env, err = c.env(cur.Worlds[0])
 	if err != nil {
 		return nil, err
 	}
+	stage = "repeats"
 	for _, path := range c.repeatPaths() {
 		n, ok := cur.Repeats[path]
 		if !ok {
@@ -151,58 +285,89 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, budget int) (*
 				o.Repeats = map[string]int{}
 			}
 			o.Repeats[path] = k
-			if ok, _ := finds(o); ok {
-				cur = o
+			if finds(o) {
+				adopt()
 				break
 			}
 		}
 	}
-	// Decisions: record the current case's, so that replaying them all
-	// repeats it, then drop what the finding does not need.
-	ok, sched := finds(cur)
-	if !ok {
-		if runErr != nil {
-			return nil, fmt.Errorf("shrink: %w", runErr)
+	// Decisions: those the current case took, so that replaying them all
+	// repeats it; then drop what the finding does not need.
+	stage = "decisions"
+	if best.g == nil {
+		finds(cur) // the original run, to record its decisions
+	}
+	if best.g != nil {
+		cur = best.o
+		if cur.Decisions == nil {
+			cur.Decisions = best.sched
+			if cur.Decisions == nil {
+				cur.Decisions = fuzz.Schedule{}
+			}
 		}
-		return nil, fmt.Errorf("shrink: the reduced run (world %d seed %d) no longer finds %q", cur.Worlds[0], cur.FirstSeed, f.Title)
-	}
-	if sched == nil {
-		sched = fuzz.Schedule{}
-	}
-	cur.Decisions = sched
-	replays := func(d fuzz.Schedule) bool {
-		o := cur
-		o.Decisions = d
-		ok, took := finds(o)
-		if ok && len(took) <= len(d) {
-			cur.Decisions = took
+		s.Decisions = len(cur.Decisions)
+		replays := func(d fuzz.Schedule) bool {
+			o := cur
+			o.Decisions = d
+			return finds(o)
 		}
-		return ok
+		minimize.ShortestPrefix(cur.Decisions, replays)
+		if best.o.Decisions != nil {
+			cur = best.o
+		}
+		minimize.DDMin(cur.Decisions, replays)
 	}
-	replays(minimize.ShortestPrefix(cur.Decisions, replays))
-	minimize.DDMin(cur.Decisions, replays)
 	if runErr != nil {
 		return nil, fmt.Errorf("shrink: %w", runErr)
 	}
-	// The reproduction, run as its replay runs it.
-	s.Runs++
-	run, found, _, err := c.runOnce(cur.Worlds[0], cur.FirstSeed, cur, shapes, false)
-	if err != nil {
-		return nil, fmt.Errorf("shrink: %w", err)
+	if best.g == nil {
+		// Nothing ran to the end and found it: the original run is the
+		// smallest case known.
+		s.Options = opts
+		s.Finding = f
+	} else {
+		g := best.g
+		g.World, g.Seed, g.Schedules, g.Runs, g.Plan = best.o.Worlds[0], best.o.FirstSeed, 1, 1, best.o.Plan
+		s.Options, s.Finding, s.Trace = best.o, g, best.run.Trace
 	}
-	for _, g := range found {
-		if g.key == f.key {
-			g.World, g.Seed, g.Schedules, g.Runs, g.Plan = cur.Worlds[0], cur.FirstSeed, 1, 1, cur.Plan
-			s.Finding, s.Trace = g, run.Trace
+	s.Options.Vars = vars
+	s.Options.Context = nil
+	return s, nil
+}
+
+// capOf is the size a cap leaves of n (0: no cap).
+func capOf(n, cap int) int {
+	if cap > 0 {
+		return min(n, cap)
+	}
+	return n
+}
+
+// largestLaunch is the most blocks and the most threads a block of the
+// program's launches in env, as far as they can be told before a run
+// (a shape of the rank or of an iteration counts as rank 0's first).
+func (c *compiled) largestLaunch(env env) (grid, block int) {
+	loc := map[string]float64{"rank": 0, "iter": 0}
+	var walk func([]cStep)
+	walk = func(ss []cStep) {
+		for _, s := range ss {
+			switch {
+			case s.repeat != nil:
+				walk(s.repeat.steps)
+			case s.graph != nil:
+				walk(s.graph.steps)
+			case s.launch != nil:
+				if g, err := s.launch.grid.evalInt(env, loc); err == nil {
+					grid = max(grid, int(g))
+				}
+				if b, err := s.launch.block.evalInt(env, loc); err == nil {
+					block = max(block, int(b))
+				}
+			}
 		}
 	}
-	if s.Finding == nil {
-		// Cannot happen for a deterministic run; report rather than hide it.
-		return nil, fmt.Errorf("shrink: the reproduction of %q did not find it when run again", f.Title)
-	}
-	cur.Vars = vars
-	s.Options = cur
-	return s, nil
+	walk(c.steps)
+	return grid, block
 }
 
 // repeatExpr is the times expression of the repeat step at path.

@@ -78,8 +78,9 @@ const (
 
 // finishCheckShard writes the report of a check's shard: its findings,
 // numbered as the command printed them, the header line the whole
-// campaign prints, and the launch shapes.
-func finishCheckShard(c *checkShard, rep *ptxcheck.Report, f *checkFlags, harness string, opts ptxcheck.Options) error {
+// campaign prints, and the launch shapes; interrupted marks a shard that a
+// signal stopped.
+func finishCheckShard(c *checkShard, rep *ptxcheck.Report, f *checkFlags, harness string, opts ptxcheck.Options, interrupted bool) error {
 	if c.w == nil {
 		return nil
 	}
@@ -109,7 +110,7 @@ func finishCheckShard(c *checkShard, rep *ptxcheck.Report, f *checkFlags, harnes
 		Sets:   map[string][]string{checkShapes: rep.Shapes},
 		Fixed:  map[string][]string{checkHeader: {header}, checkNotes: rep.Notes},
 	}
-	return c.finish(findings, sum, false, nil)
+	return c.finish(findings, sum, interrupted, nil)
 }
 
 // worldIndex is the place of w in worlds.

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -40,6 +44,9 @@ type checkFlags struct {
 	decisions  string
 	shrink     bool
 	shrinkRuns int
+	shrinkTime time.Duration
+	caseDir    string
+	inline     int // the longest decisions text printed (see [app])
 	campaign   campaignFlags
 	identity   []string            // see [identity]
 	getenv     func(string) string // where the shard may come from
@@ -62,6 +69,20 @@ faults, a smaller world, fewer repeats, fewer scheduling decisions),
 printed with its own replay command. It exits non-zero when it found
 anything.
 
+A shrink tries the smaller case first where runs are cheap: the faults,
+the world, the launch (fewer blocks, then fewer threads a block, as
+--max-blocks and --max-threads cap them), the repeat counts, then the
+scheduling decisions. It stops after --shrink-runs runs or --shrink-time,
+whichever comes first, with the smallest case it found so far, and shows
+each smaller case on stderr as it finds it. A shrunk case whose decisions
+are too long for a command line has them written to a case file (in
+--case-dir) that its replay command reads with --decisions @FILE.
+
+SIGINT or SIGTERM stops the check: runs going on halt, a shrink going on
+ends with its smallest case so far, the report covers the runs that ran
+to the end (a --report file too, marked interrupted), and the exit
+status is 130 or 143.
+
 --faults draws one fault per run from its seed, of the kinds listed:
   stall       a rank's launch starts late: its host sleeps 1us, 100us or
               10ms (virtual) before enqueuing it
@@ -83,8 +104,11 @@ fill; for a module of several entries without one named, it lists them.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
 			f.identity, f.getenv = identity(cmd, args), envOr(a.getenv)
+			f.inline = cmp.Or(a.inlineDecisions, maxInlineDecisions)
 			a.procs(f.jobs)
-			return runCheck(cmd.OutOrStdout(), f, args, fl.Changed("seed"), fl.Changed("fault-plan"), fl.Changed("decisions"))
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			return runCheck(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args, fl.Changed("seed"), fl.Changed("fault-plan"), fl.Changed("decisions"))
 		},
 	}
 	fl := cmd.Flags()
@@ -107,9 +131,11 @@ fill; for a module of several entries without one named, it lists them.`,
 	fl.StringVar(&f.faults, "faults", "none", "fault kinds to draw one of per run: stall,die,lose-write,dup-write, all or none")
 	fl.StringVar(&f.faultPlan, "fault-plan", "", "the faults of every run, KIND:RANK:AT[,...] (stall:RANK:AT:DURATION); replaces --faults")
 	fl.StringArrayVar(&f.repeats, "repeat", nil, "PATH=N: run the repeat step at PATH (2, or 2.1 inside it) N times (repeatable)")
-	fl.StringVar(&f.decisions, "decisions", "", "follow these scheduling decisions (step:task.run ...) and the default policy between them, instead of --strategy")
+	fl.StringVar(&f.decisions, "decisions", "", "follow these scheduling decisions (step:task.run ..., or @FILE: those of a case file) and the default policy between them, instead of --strategy")
 	fl.BoolVar(&f.shrink, "shrink", true, "reduce each finding to a smaller run that finds it too, and print its replay")
 	fl.IntVar(&f.shrinkRuns, "shrink-runs", ptxcheck.DefaultShrinkRuns, "runs each shrink may take")
+	fl.DurationVar(&f.shrinkTime, "shrink-time", ptxcheck.DefaultShrinkTime, "time each shrink may take: no run starts after it, and the smallest case so far is printed")
+	fl.StringVar(&f.caseDir, "case-dir", "", "folder of the case files of shrunk cases with decisions too long to print (default: the --report file's folder, else the current one)")
 	f.campaign.add(fl)
 	return cmd
 }
@@ -117,8 +143,13 @@ fill; for a module of several entries without one named, it lists them.`,
 // maxCheckJobs bounds -j: each run holds a whole simulated job.
 const maxCheckJobs = 256
 
-// runCheck runs symmem check.
-func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed, planSet, decided bool) error {
+// maxInlineDecisions is the longest decisions text a replay command
+// carries; longer ones go to a case file.
+const maxInlineDecisions = 1000
+
+// runCheck runs symmem check under ctx: an interruption stops it, and it
+// reports what ran. Shrinks show their progress on errOut.
+func runCheck(ctx context.Context, out, errOut io.Writer, f *checkFlags, args []string, oneSeed, planSet, decided bool) error {
 	if f.init != "" {
 		if f.listUnsupp || f.ptx != "" {
 			return errors.New("--init PTX [ENTRY] takes no --ptx or --list-unsupported")
@@ -171,6 +202,9 @@ func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed, planSet, dec
 	if f.shrinkRuns < 1 {
 		bad = append(bad, fmt.Errorf("--shrink-runs %d: want at least 1", f.shrinkRuns))
 	}
+	if f.shrinkTime <= 0 {
+		bad = append(bad, fmt.Errorf("--shrink-time %v: want a positive duration", f.shrinkTime))
+	}
 	kinds, err := ptxcheck.ParseFaultKinds(f.faults)
 	if err != nil {
 		bad = append(bad, fmt.Errorf("--faults: %w", err))
@@ -193,7 +227,7 @@ func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed, planSet, dec
 	}
 	var decisions fuzz.Schedule
 	if decided {
-		if decisions, err = fuzz.ParseSchedule(f.decisions); err != nil {
+		if decisions, err = readDecisions(f.decisions); err != nil {
 			bad = append(bad, fmt.Errorf("--decisions: %w", err))
 		}
 		if decisions == nil {
@@ -224,7 +258,7 @@ func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed, planSet, dec
 	}
 	opts := ptxcheck.Options{Worlds: worlds, Seeds: f.seeds, FirstSeed: f.firstSeed, Strategy: f.strategy, Depth: f.depth,
 		MaxThreads: f.maxThreads, MaxBlocks: f.maxBlocks, MaxSteps: f.maxSteps, NoRace: !f.race, Vars: vars,
-		Faults: kinds, Plan: plan, Decisions: decisions, Jobs: f.jobs}
+		Faults: kinds, Plan: plan, Decisions: decisions, Jobs: f.jobs, Context: ctx}
 	if len(repeats) > 0 {
 		opts.Repeats = repeats
 	}
@@ -245,17 +279,38 @@ func runCheck(out io.Writer, f *checkFlags, args []string, oneSeed, planSet, dec
 		return err
 	}
 	printCheck(out, rep, f, harness, opts, oneSeed || f.showRuns)
-	if f.shrink {
+	if rep.Interrupted {
+		why := "the check was stopped"
+		if err := interruptErr(ctx, "check"); err != nil {
+			why = err.Error()
+		}
+		fmt.Fprintf(out, "%s: %d runs ran to the end (the ones cut short are not counted); no finding was shrunk\n", why, len(rep.Runs))
+	}
+	cases := &caseFiles{dir: f.caseDir, harness: harness}
+	if cases.dir == "" {
+		cases.dir = filepath.Dir(f.campaign.report)
+	}
+	if f.shrink && !rep.Interrupted {
 		for i, x := range rep.Findings {
-			s, err := ptxcheck.Shrink(prog, src, opts, x, f.shrinkRuns)
+			if ctx.Err() != nil {
+				break // interrupted: the findings left are not shrunk
+			}
+			lim := ptxcheck.ShrinkLimits{Runs: f.shrinkRuns, Time: f.shrinkTime, Progress: shrinkProgress(errOut, i+1)}
+			s, err := ptxcheck.Shrink(prog, src, opts, x, lim)
 			if err != nil {
 				return fmt.Errorf("finding %d: %w", i+1, err)
 			}
-			printShrunk(sh.shrunk(out, i), i+1, s, f, harness)
+			if err := printShrunk(sh.shrunk(out, i), i+1, s, f, harness, cases); err != nil {
+				return err
+			}
 		}
 	}
-	if err := finishCheckShard(sh, rep, f, harness, opts); err != nil {
+	interrupted := interruptErr(ctx, "check")
+	if err := finishCheckShard(sh, rep, f, harness, opts, interrupted != nil); err != nil {
 		return err
+	}
+	if interrupted != nil {
+		return interrupted
 	}
 	if n := len(rep.Findings); n > 0 {
 		return fmt.Errorf("check %s: %d findings", harness, n)
@@ -363,7 +418,7 @@ func printCheck(out io.Writer, rep *ptxcheck.Report, f *checkFlags, harness stri
 		for _, d := range x.Details {
 			fmt.Fprintf(out, "   %s\n", strings.ReplaceAll(d, "\n", "\n   "))
 		}
-		fmt.Fprintf(out, "   replay: %s\n", replayCommand(harness, f, x.World, x.Seed, x.Plan, opts))
+		fmt.Fprintf(out, "   replay: %s\n", replayCommand(harness, f, x.World, x.Seed, x.Plan, opts, f.decisions))
 	}
 }
 
@@ -375,16 +430,97 @@ func printFindingHead(out io.Writer, n int, title string, world int, seed uint64
 		world, seed, schedules, runs, of)
 }
 
-// printShrunk prints the reproduction a shrink found for finding i.
-func printShrunk(out io.Writer, i int, s *ptxcheck.Shrunk, f *checkFlags, harness string) {
+// shrinkProgress is the progress report of the shrink of finding i: a
+// line on w for each smaller case it finds.
+func shrinkProgress(w io.Writer, i int) func(ptxcheck.ShrinkProgress) {
+	return func(p ptxcheck.ShrinkProgress) {
+		if p.Found {
+			fmt.Fprintf(w, "shrink %d: run %d of at most %d, %v: %s: %s\n", i, p.Runs, p.Budget, p.Elapsed.Round(time.Millisecond), p.Stage, p.Size)
+		}
+	}
+}
+
+// shrinkStops says why a shrink stopped early, for its report.
+var shrinkStops = map[string]string{
+	"runs":        "stopped at --shrink-runs",
+	"time":        "stopped at --shrink-time",
+	"interrupted": "stopped by the interrupt",
+}
+
+// printShrunk prints the reproduction a shrink found for finding i; long
+// decisions go to a case file of cases.
+func printShrunk(out io.Writer, i int, s *ptxcheck.Shrunk, f *checkFlags, harness string, cases *caseFiles) error {
 	o := s.Options
-	fmt.Fprintf(out, "\n%d. shrunk in %d runs: world %d (was %d), faults %s (was %d), decisions %d (was %d)",
-		i, s.Runs, o.Worlds[0], s.World, orNone(o.Plan.String()), s.Faults, len(o.Decisions), s.Decisions)
+	fmt.Fprintf(out, "\n%d. shrunk in %d runs", i, s.Runs)
+	if why := shrinkStops[s.Stopped]; why != "" {
+		fmt.Fprintf(out, " (%s)", why)
+	}
+	fmt.Fprintf(out, ": world %d (was %d), faults %s (was %d), decisions %d (was %d)",
+		o.Worlds[0], s.World, orNone(o.Plan.String()), s.Faults, len(o.Decisions), s.Decisions)
+	if o.MaxBlocks > 0 && o.MaxBlocks != f.maxBlocks {
+		fmt.Fprintf(out, ", at most %d blocks", o.MaxBlocks)
+	}
+	if o.MaxThreads > 0 && o.MaxThreads != f.maxThreads {
+		fmt.Fprintf(out, ", at most %d threads a block", o.MaxThreads)
+	}
 	if len(o.Repeats) > 0 {
 		fmt.Fprintf(out, ", repeats %s", strings.Join(repeatArgs(o.Repeats), " "))
 	}
-	fmt.Fprintf(out, "\n   finds: %s\n   trace %s\n   replay: %s\n", s.Finding.Title, s.Trace,
-		replayCommand(harness, f, o.Worlds[0], o.FirstSeed, o.Plan, o))
+	decisions := ""
+	if o.Decisions != nil {
+		decisions = o.Decisions.String()
+		if len(decisions) > f.inline {
+			path, err := cases.write(i, o, decisions)
+			if err != nil {
+				return err
+			}
+			decisions = "@" + path
+		}
+	}
+	trace := s.Trace
+	if trace == "" {
+		trace = "not run (the original run is the smallest case found)"
+	}
+	fmt.Fprintf(out, "\n   finds: %s\n   trace %s\n   replay: %s\n", s.Finding.Title, trace,
+		replayCommand(harness, f, o.Worlds[0], o.FirstSeed, o.Plan, o, decisions))
+	return nil
+}
+
+// caseFiles writes the decisions of shrunk cases to files of dir, named
+// after the harness, the world, the seed and the finding.
+type caseFiles struct {
+	dir, harness string
+}
+
+// write writes the decisions of finding i's case o and returns the file's
+// path.
+func (c *caseFiles) write(i int, o ptxcheck.Options, decisions string) (string, error) {
+	base := strings.TrimSuffix(filepath.Base(c.harness), filepath.Ext(c.harness))
+	path := filepath.Join(c.dir, fmt.Sprintf("%s-world%d-seed%d-finding%d.decisions", base, o.Worlds[0], o.FirstSeed, i))
+	if err := os.WriteFile(path, []byte(decisions+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("case file: %w", err)
+	}
+	return path, nil
+}
+
+// readDecisions parses decisions given as text, or as @FILE: the text of
+// a case file.
+func readDecisions(s string) (fuzz.Schedule, error) {
+	if path, ok := strings.CutPrefix(s, "@"); ok {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("case file: %w", err)
+		}
+		s = strings.TrimSpace(string(b))
+	}
+	d, err := fuzz.ParseSchedule(s)
+	if err != nil {
+		return nil, err
+	}
+	if d == nil {
+		d = fuzz.Schedule{}
+	}
+	return d, nil
 }
 
 // repeatArgs is the PATH=N form of repeat counts, in path order.
@@ -405,23 +541,23 @@ func orNone(s string) string {
 }
 
 // replayCommand is the symmem check command that reruns the run of world
-// and seed with the faults of plan, under opts: its repeat counts and
-// decisions.
-func replayCommand(harness string, f *checkFlags, world int, seed uint64, plan ptxcheck.Plan, opts ptxcheck.Options) string {
+// and seed with the faults of plan, under opts: its shape caps, its repeat
+// counts and its decisions, given as decisions (their text or @FILE).
+func replayCommand(harness string, f *checkFlags, world int, seed uint64, plan ptxcheck.Plan, opts ptxcheck.Options, decisions string) string {
 	args := []string{"symmem", "check", harness, "--worlds", fmt.Sprint(world), "--seed", fmt.Sprint(seed)}
 	if plan != nil || opts.Plan != nil || len(opts.Faults) > 0 {
 		args = append(args, "--fault-plan", plan.String())
 	}
 	if opts.Decisions != nil {
-		args = append(args, "--decisions", opts.Decisions.String())
+		args = append(args, "--decisions", decisions)
 	} else if f.strategy != "random" {
 		args = append(args, "--strategy", f.strategy, "--depth", fmt.Sprint(f.depth))
 	}
-	if f.maxThreads > 0 {
-		args = append(args, "--max-threads", fmt.Sprint(f.maxThreads))
+	if opts.MaxThreads > 0 {
+		args = append(args, "--max-threads", fmt.Sprint(opts.MaxThreads))
 	}
-	if f.maxBlocks > 0 {
-		args = append(args, "--max-blocks", fmt.Sprint(f.maxBlocks))
+	if opts.MaxBlocks > 0 {
+		args = append(args, "--max-blocks", fmt.Sprint(opts.MaxBlocks))
 	}
 	if f.maxSteps != ptxcheck.DefaultMaxSteps {
 		args = append(args, "--max-steps", fmt.Sprint(f.maxSteps))

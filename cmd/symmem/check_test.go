@@ -84,7 +84,7 @@ func TestCheckBadFlags(t *testing.T) {
 }
 
 var (
-	checkShrunk      = regexp.MustCompile(`(?m)^1\. shrunk in \d+ runs: (.*)\n   finds: (.*)\n   trace ([0-9a-f]{64})\n   replay: (.*)$`)
+	checkShrunk      = regexp.MustCompile(`(?m)^1\. shrunk in \d+ runs(?: \([^)]*\))?: (.*)\n   finds: (.*)\n   trace ([0-9a-f]{64})\n   replay: (.*)$`)
 	checkRunTrace    = regexp.MustCompile(`(?m)^world \d+ seed \d+: .*trace ([0-9a-f]{64})`)
 	checkFaultsShown = regexp.MustCompile(`(?m)^   faults: (die:\d:\d)$`)
 )

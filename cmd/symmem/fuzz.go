@@ -41,6 +41,7 @@ type fuzzFlags struct {
 	kernels    string
 	shrink     bool
 	shrinkRuns int
+	shrinkTime time.Duration
 	saveDir    string
 	progress   bool
 	cpuProfile string
@@ -122,6 +123,7 @@ process over every seed would have printed (docs/campaigns.md).`,
 	kernelsFlag(fl, &f.kernels)
 	fl.BoolVar(&f.shrink, "shrink", d.Shrink, "shrink the first case of each distinct failure")
 	fl.IntVar(&f.shrinkRuns, "shrink-runs", d.Budget, "runs one shrink may take (at least 1)")
+	fl.DurationVar(&f.shrinkTime, "shrink-time", d.ShrinkTime, "time one shrink may take: no run starts after it, and the smallest failing case so far is the result")
 	fl.StringVar(&f.saveDir, "save-dir", "", "write each failure's case and its shrunk form to this directory (created if need be; checked before the run)")
 	fl.BoolVar(&f.progress, "progress", true, "show a progress bar (only when stdout is a terminal)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the cases (and shrinks) to this file (go tool pprof reads it)")
@@ -151,6 +153,9 @@ func (f *fuzzFlags) config() (fuzz.Config, error) {
 	if f.shrinkRuns < 1 {
 		errs = append(errs, fmt.Errorf("--shrink-runs %d: want at least 1", f.shrinkRuns))
 	}
+	if f.shrinkTime <= 0 {
+		errs = append(errs, fmt.Errorf("--shrink-time %v: want a positive duration", f.shrinkTime))
+	}
 	set, err := fuzz.ParseFaultSet(f.faults)
 	errs = append(errs, flagErr("faults", err))
 	worlds, err := parseWorlds(f.worlds)
@@ -165,7 +170,7 @@ func (f *fuzzFlags) config() (fuzz.Config, error) {
 	cfg := fuzz.Config{
 		Seeds: f.seeds, First: f.first, Time: f.time, Strategy: f.strategy, Depth: f.depth,
 		Faults: set, Workers: f.jobs, Worlds: worlds, Timeout: f.timeout, MaxSteps: int64(f.maxSteps), Race: f.race,
-		Shrink: f.shrink, Budget: f.shrinkRuns, Kernels: kern,
+		Shrink: f.shrink, Budget: f.shrinkRuns, ShrinkTime: f.shrinkTime, Kernels: kern,
 	}
 	if f.sizesSet && len(f.sizes) == 0 {
 		errs = append(errs, errors.New("--sizes is empty: give at least one size, or leave the flag out for the default sizes"))
@@ -411,8 +416,8 @@ func newFuzzView(cfg fuzz.Config, rep fuzz.Report, saver *caseSaver) fuzzView {
 		if s := fr.Shrunk; s != nil {
 			m := s.Outcome
 			x.Lines = append(x.Lines,
-				fmt.Sprintf("shrunk in %d runs: %d of %d steps, %d of %d faults, %d of %d decisions: %s",
-					s.Runs, len(m.Case.Program.Steps), s.Steps, len(m.Fired), s.Faults, len(m.Schedule), s.Decisions, m.Failure.Summary()),
+				fmt.Sprintf("shrunk in %d runs%s: %d of %d steps, %d of %d faults, %d of %d decisions: %s",
+					s.Runs, map[bool]string{true: " (stopped at --shrink-time)"}[s.TimedOut], len(m.Case.Program.Steps), s.Steps, len(m.Fired), s.Faults, len(m.Schedule), s.Decisions, m.Failure.Summary()),
 				"minimal case: "+saver.line(m, fmt.Sprintf("fuzz-seed-%d-shrunk.json", o.Case.Seed), true))
 		}
 		v.findings = append(v.findings, x)

@@ -70,7 +70,14 @@ shard i of n of those seeds (see symmem fuzz --help and docs/campaigns.md),
 			sum := campaign.Summary{Counts: map[string]int64{}, Sets: map[string][]string{}, Fixed: map[string][]string{}}
 			var findings []campaign.Finding
 			var forbidden []string
+			// An interrupt stops the files between two of them: the report
+			// covers those that ran.
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
 			for i, path := range args {
+				if ctx.Err() != nil {
+					break
+				}
 				var exact strings.Builder
 				res, err := runLitmus(&exact, path, opts)
 				io.WriteString(out, exact.String())
@@ -98,10 +105,15 @@ shard i of n of those seeds (see symmem fuzz --help and docs/campaigns.md),
 					forbidden = append(forbidden, fmt.Sprintf("%s: the operational model reached %d outcomes the PTX model forbids", res.Test.Name, len(found)))
 				}
 			}
+			interrupted := interruptErr(ctx, "litmus")
 			if sh != nil {
-				if err := sh.finish(findings, sum, false, nil); err != nil {
+				if err := sh.finish(findings, sum, interrupted != nil, nil); err != nil {
 					return err
 				}
+			}
+			if interrupted != nil {
+				fmt.Fprintf(out, "%s: the files after those above did not run\n", interrupted)
+				return interrupted
 			}
 			if len(forbidden) > 0 {
 				return errors.New(strings.Join(forbidden, "; "))

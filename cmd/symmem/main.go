@@ -67,6 +67,9 @@ type app struct {
 	// getenv reads the environment (nil: os.Getenv); campaign commands
 	// read their shard there.
 	getenv func(string) string
+	// inlineDecisions, when not 0, replaces maxInlineDecisions: the
+	// longest decisions text a check's replay command carries.
+	inlineDecisions int
 
 	sysOnce sync.Once
 	sys     *pa.ActorSystem

@@ -67,8 +67,8 @@ type Detector struct {
 	races []Race
 	sites map[siteKey]int // index in races, -1 for a pair cut
 	total int
-	cut   int    // distinct pairs of sites past maxRaces
-	pairs []*rec // first accesses already reported for the current access
+	cut   int      // distinct pairs of sites past maxRaces
+	pairs reported // first accesses already reported for the current access
 }
 
 type threadKind int
@@ -976,7 +976,7 @@ func (d *Detector) access(a *sim.Access) {
 			}
 		}
 	}
-	d.pairs = d.pairs[:0]
+	d.pairs.reset()
 	store := a.Write && !atomic // a plain store ends the word's release sequence
 	from := lo
 	if atomic && a.Write {
@@ -1041,7 +1041,7 @@ func (d *Detector) communicate(w, x *rec, a *sim.Access) {
 // which x's kernel's start does not follow: bytes written while the kernel
 // ran, by any thread, op or peer, ordered with x or not.
 func (d *Detector) checkNC(sh *shadow, x *rec, t *thread, lo, hi uint64) {
-	d.pairs = d.pairs[:0]
+	d.pairs.reset()
 	sh.each(lo, hi, func(s *state) {
 		if s == nil {
 			return

@@ -172,12 +172,9 @@ func (d *Detector) reportNC(w, x *rec) {
 // add records a finding between w and x once per pair of sites, missing
 // naming what is wrong.
 func (d *Detector) add(w, x *rec, nc bool, missing func() string) {
-	for _, r := range d.pairs {
-		if r == w {
-			return // already reported for another word of this access
-		}
+	if !d.pairs.add(w) {
+		return // already reported for another word of this access
 	}
-	d.pairs = append(d.pairs, w)
 	d.total++
 	wa, xa := w.access(), x.access()
 	xa.NC = nc
@@ -205,6 +202,49 @@ func (d *Detector) add(w, x *rec, nc bool, missing func() string) {
 		Phys: x.at.phys, Offset: lo, Size: hi - lo, Owner: x.at.owner,
 		Missing: missing(), NC: nc,
 	})
+}
+
+// reported is the set of earlier accesses reported against the access
+// being checked: a list while short, a map once an access races with many
+// (a host write over the loads of a whole grid), so that each repeat
+// costs a lookup, not a pass over the list.
+type reported struct {
+	list []*rec
+	set  map[*rec]struct{}
+}
+
+// reportedList is how long the list of reported grows before a map
+// takes over.
+const reportedList = 16
+
+// add adds w and reports whether it was not there yet.
+func (p *reported) add(w *rec) bool {
+	if p.set != nil {
+		if _, ok := p.set[w]; ok {
+			return false
+		}
+		p.set[w] = struct{}{}
+		return true
+	}
+	for _, r := range p.list {
+		if r == w {
+			return false
+		}
+	}
+	p.list = append(p.list, w)
+	if len(p.list) > reportedList {
+		p.set = make(map[*rec]struct{}, 2*len(p.list))
+		for _, r := range p.list {
+			p.set[r] = struct{}{}
+		}
+	}
+	return true
+}
+
+// reset empties the set for the next access.
+func (p *reported) reset() {
+	clear(p.list)
+	p.list, p.set = p.list[:0], nil
 }
 
 // labelOf is *l, or the zero label for nil.
