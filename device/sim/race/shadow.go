@@ -56,6 +56,41 @@ type state struct {
 	refs int32
 	// writes is how many of accs are writes.
 	writes int32
+	// rc speeds up the checks of reads against accs when it is long;
+	// nil when it is short. Never shared between states.
+	rc *readCache
+}
+
+// readCache is what the detector knows of a long list of accesses that
+// lets a read skip the clock look-ups of the other threads' reads (see
+// [Detector.check]).
+type readCache struct {
+	// wend bounds the writes: accs[wend:] holds reads only.
+	wend int
+	// snaps are clocks that every read of accs is unordered with: each
+	// read's clock is above the snap's component of the read's slot. A
+	// thread whose clock is one of them (a lane still sharing its
+	// block's snapshot, which nobody changes) is thereby unordered with
+	// every read of another slot.
+	snaps [maxSnaps]vclock
+}
+
+// maxSnaps bounds the clocks a readCache keeps: the blocks whose lanes
+// read a word at once.
+const maxSnaps = 8
+
+// minCache is the length of a list of accesses from which its state
+// keeps a readCache.
+const minCache = 32
+
+// holds reports whether v is one of c's snaps.
+func (c *readCache) holds(v vclock) bool {
+	for _, p := range c.snaps {
+		if p != nil && same(p, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // history is what a state keeps besides its accesses, apart so that the
