@@ -1147,6 +1147,9 @@ func (d *Detector) reread(sh *shadow, v *rec, t *thread, lo, hi uint64) bool {
 		copy(s.accs[i:], s.accs[i+1:])
 		y.clock = r.ep.clock
 		s.accs[len(s.accs)-1] = y
+		if s.rc != nil {
+			s.rc.mark(t.slot) // r may move past wend
+		}
 	})
 	return true
 }
@@ -1184,8 +1187,12 @@ func (s *state) ownRead(t *thread) int {
 	case y.write():
 		return -1
 	}
+	scan := s.accs[:n-1]
+	if s.rc != nil && !s.rc.may(t.slot) && s.rc.wend < len(scan) {
+		scan = scan[:s.rc.wend] // t has no read past the last write
+	}
 	passed := int32(0)
-	for i, y := range s.accs[:n-1] {
+	for i, y := range scan {
 		switch {
 		case y.write():
 			passed++
@@ -1282,6 +1289,7 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, h *history) 
 	var rc *readCache
 	if s.rc != nil {
 		c := *s.rc
+		c.slots = slices.Clone(c.slots)
 		rc = &c
 	}
 	n.accs, n.writes, n.rc = d.check(n.accs, s.accs, s.writes, rc, x, t)
@@ -1305,9 +1313,10 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, h *history) 
 // accs[:rc.wend] as any access does: past it, every access is a read,
 // unordered with the thread when of another slot (see [readCache]), and
 // ordered before it when of its own (the slot's events so far are the
-// thread's and its predecessors', which it knows). Reads of a word that
-// every lane of a block loads would otherwise look up, for each lane,
-// the clock of every other lane's read.
+// thread's and its predecessors', which it knows); when rc's slots say
+// that none is of its own, they are kept without a look. Reads of a word
+// that every lane of a block loads would otherwise look up, for each
+// lane, the clock of every other lane's read.
 func (d *Detector) check(dst, accs []acc, writes int32, rc *readCache, x *rec, t *thread) ([]acc, int32, *readCache) {
 	write := x.write
 	inPlace := cap(dst) > 0 && len(accs) > 0 && &dst[:1][0] == &accs[0]
@@ -1319,6 +1328,9 @@ func (d *Detector) check(dst, accs []acc, writes int32, rc *readCache, x *rec, t
 				dst = append(dst, accs[:n-1]...)
 			}
 			dst = append(dst, accOf(x, true)) // a read for a read
+			if rc != nil {
+				rc.mark(int(x.ep.slot))
+			}
 			return dst, writes, rc.afterRead(dst, x)
 		}
 	}
@@ -1353,7 +1365,15 @@ func (d *Detector) check(dst, accs []acc, writes int32, rc *readCache, x *rec, t
 			dst = append(dst, y)
 		}
 	}
-	if fast {
+	switch {
+	case fast && !rc.may(now.slot):
+		// No read of the thread's slot past wend: all of them stay.
+		if inPlace && len(dst) == end {
+			dst = dst[:len(accs)]
+		} else {
+			dst = append(dst, accs[end:]...)
+		}
+	case fast:
 		for i := end; i < len(accs); i++ {
 			y := accs[i]
 			if y.slot() == now.slot && y.clock <= now.own {
@@ -1379,7 +1399,15 @@ func (d *Detector) check(dst, accs []acc, writes int32, rc *readCache, x *rec, t
 	if rc == nil {
 		rc = &readCache{}
 	}
-	rc.wend = wend
+	if !fast || len(dst) > 2*rc.built {
+		rc.wend = wend
+		rc.index(dst)
+	} else {
+		// A read keeps every write, so the last one of accs[:end] (its
+		// last access) is dst's last, and x is past it.
+		rc.wend = wend
+		rc.mark(int(x.ep.slot))
+	}
 	if !write {
 		rc = rc.afterRead(dst, x)
 	}
@@ -1392,8 +1420,9 @@ func (d *Detector) check(dst, accs []acc, writes int32, rc *readCache, x *rec, t
 	return dst, kept, rc
 }
 
-// afterRead is c once dst, which ends with read x, replaced the list:
-// without the snaps x's clock is not above of (nil when c is).
+// afterRead is c once dst, which ends with read x, replaced its list:
+// without the snaps that x's clock is not above, or nil when c is nil or
+// dst is short.
 func (c *readCache) afterRead(dst []acc, x *rec) *readCache {
 	if c == nil {
 		return nil
