@@ -69,7 +69,14 @@ type Detector struct {
 	total int
 	cut   int    // distinct pairs of sites past maxRaces
 	pairs []*rec // first accesses already reported for the current access
+	// pairSet holds pairs too once they are more than maxPairList (a
+	// write that many unordered readers' reads race with).
+	pairSet map[*rec]struct{}
 }
+
+// maxPairList is how many reported first accesses of one access are
+// searched in a list; past it, a set holds them.
+const maxPairList = 16
 
 type threadKind int
 
@@ -976,7 +983,7 @@ func (d *Detector) access(a *sim.Access) {
 			}
 		}
 	}
-	d.pairs = d.pairs[:0]
+	d.resetPairs()
 	store := a.Write && !atomic // a plain store ends the word's release sequence
 	from := lo
 	if atomic && a.Write {
@@ -1041,7 +1048,7 @@ func (d *Detector) communicate(w, x *rec, a *sim.Access) {
 // which x's kernel's start does not follow: bytes written while the kernel
 // ran, by any thread, op or peer, ordered with x or not.
 func (d *Detector) checkNC(sh *shadow, x *rec, t *thread, lo, hi uint64) {
-	d.pairs = d.pairs[:0]
+	d.resetPairs()
 	sh.each(lo, hi, func(s *state) {
 		if s == nil {
 			return
@@ -1216,6 +1223,14 @@ func observeWrite(w, x *rec, slot int) {
 	for z, n := w, 0; z != nil && n < maxObserveChain; z, n = z.from, n+1 {
 		z.observe(slot)
 	}
+}
+
+// resetPairs forgets the first accesses reported for the last access.
+func (d *Detector) resetPairs() {
+	if len(d.pairs) > maxPairList {
+		clear(d.pairSet)
+	}
+	d.pairs = d.pairs[:0]
 }
 
 // label is the label of t's task, the running one; nil when no task runs.

@@ -169,15 +169,40 @@ func (d *Detector) reportNC(w, x *rec) {
 	})
 }
 
-// add records a finding between w and x once per pair of sites, missing
-// naming what is wrong.
-func (d *Detector) add(w, x *rec, nc bool, missing func() string) {
+// reported reports whether w was reported with the current access
+// already, and notes that it is.
+func (d *Detector) reported(w *rec) bool {
+	if len(d.pairs) > maxPairList {
+		if _, ok := d.pairSet[w]; ok {
+			return true
+		}
+		d.pairs = append(d.pairs, w)
+		d.pairSet[w] = struct{}{}
+		return false
+	}
 	for _, r := range d.pairs {
 		if r == w {
-			return // already reported for another word of this access
+			return true
 		}
 	}
 	d.pairs = append(d.pairs, w)
+	if len(d.pairs) > maxPairList {
+		if d.pairSet == nil {
+			d.pairSet = map[*rec]struct{}{}
+		}
+		for _, r := range d.pairs {
+			d.pairSet[r] = struct{}{}
+		}
+	}
+	return false
+}
+
+// add records a finding between w and x once per pair of sites, missing
+// naming what is wrong.
+func (d *Detector) add(w, x *rec, nc bool, missing func() string) {
+	if d.reported(w) {
+		return // already reported for another word of this access
+	}
 	d.total++
 	wa, xa := w.access(), x.access()
 	xa.NC = nc

@@ -162,7 +162,7 @@ func (d *Detector) spanAccess(mem map[uint64]*spanShadow, a sim.Access) {
 			}
 		}
 	}
-	d.pairs = d.pairs[:0]
+	d.resetPairs()
 	for k := i; k < j; k++ {
 		st := &sh.spans[k].st
 		keep := make([]*rec, 0, len(st.accs)+1)
