@@ -31,9 +31,19 @@ func TestShadowMatchesSpansLong(t *testing.T) {
 // TestShadowMatchesSpansWide is TestShadowMatchesSpans with blocks of up
 // to 96 lanes, whose reads of one word make lists long enough for states
 // to keep a read cache (see [readCache]), which the reference has not.
-func TestShadowMatchesSpansWide(t *testing.T) {
+func TestShadowMatchesSpansWide(t *testing.T) { matchWide(t, 0, 4) }
+
+// TestShadowMatchesSpansWideLong is TestShadowMatchesSpansWide over many
+// more streams.
+func TestShadowMatchesSpansWideLong(t *testing.T) {
+	longtest.Require(t, "the paged shadow against the spans over 200 streams of wide blocks")
+	matchWide(t, 4, 204)
+}
+
+// matchWide runs the streams of seeds [from, to) with wide blocks.
+func matchWide(t *testing.T, from, to uint64) {
 	cached := 0
-	matchSpansOf(t, 0, 4, func(g *gen) { g.lanes, g.events = 96, 400 }, func(d *Detector) {
+	matchSpansOf(t, from, to, func(g *gen) { g.lanes, g.events = 96, 400 }, func(d *Detector) {
 		d.shadows(func(_ uint64, sh *shadow) {
 			sh.each(0, uint64(len(sh.pages))<<pageShift, func(s *state) {
 				if s != nil && s.rc != nil {
