@@ -1147,6 +1147,9 @@ func (d *Detector) reread(sh *shadow, v *rec, t *thread, lo, hi uint64) bool {
 		copy(s.accs[i:], s.accs[i+1:])
 		y.clock = r.ep.clock
 		s.accs[len(s.accs)-1] = y
+		if s.rc != nil {
+			s.rc.mark(t.slot) // r may move past wend
+		}
 	})
 	return true
 }
@@ -1184,8 +1187,12 @@ func (s *state) ownRead(t *thread) int {
 	case y.write():
 		return -1
 	}
+	scan := s.accs[:n-1]
+	if s.rc != nil && !s.rc.may(t.slot) && s.rc.wend < len(scan) {
+		scan = scan[:s.rc.wend] // t has no read past the last write
+	}
 	passed := int32(0)
-	for i, y := range s.accs[:n-1] {
+	for i, y := range scan {
 		switch {
 		case y.write():
 			passed++
@@ -1268,7 +1275,7 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, h *history) 
 	}
 	if whole {
 		old := s.accs
-		s.accs, s.writes = d.check(old[:0], old, s.writes, x, t)
+		s.accs, s.writes, s.rc = d.check(old[:0], old, s.writes, s.rc, x, t)
 		if len(s.accs) < len(old) {
 			clear(old[len(s.accs):])
 		}
@@ -1279,21 +1286,38 @@ func (d *Detector) replace(s *state, whole bool, x *rec, t *thread, h *history) 
 	if len(s.accs) >= len(n.inl) {
 		n.accs = make([]acc, 0, len(s.accs)+1)
 	}
-	n.accs, n.writes = d.check(n.accs, s.accs, s.writes, x, t)
+	var rc *readCache
+	if s.rc != nil {
+		c := *s.rc
+		c.slots = slices.Clone(c.slots)
+		rc = &c
+	}
+	n.accs, n.writes, n.rc = d.check(n.accs, s.accs, s.writes, rc, x, t)
 	n.h = h
 	return n
 }
 
 // check reports the races of x with the accesses accs of a granule, of
 // which writes are writes, and appends to dst those x does not
-// supersede, then x; it returns dst and how many of its accesses are
-// writes. dst may be accs[:0]: the kept accesses then move down in place.
+// supersede, then x; it returns dst, how many of its accesses are
+// writes, and its read cache: rc, the cache of accs (nil: none), which
+// check may change, or a new one, or nil when dst is short. dst may be
+// accs[:0]: the kept accesses then move down in place.
 //
 // A read that follows a settled read of its thread at the end of accs,
 // made since the thread last learned anything, only takes that read's
 // place: every other read stays as unordered with the thread as it was,
 // every write as ordered, and nothing races.
-func (d *Detector) check(dst, accs []acc, writes int32, x *rec, t *thread) ([]acc, int32) {
+//
+// A read by a thread whose clock is one of rc's snaps checks only
+// accs[:rc.wend] as any access does: past it, every access is a read,
+// unordered with the thread when of another slot (see [readCache]), and
+// ordered before it when of its own (the slot's events so far are the
+// thread's and its predecessors', which it knows); when rc's slots say
+// that none is of its own, they are kept without a look. Reads of a word
+// that every lane of a block loads would otherwise look up, for each
+// lane, the clock of every other lane's read.
+func (d *Detector) check(dst, accs []acc, writes int32, rc *readCache, x *rec, t *thread) ([]acc, int32, *readCache) {
 	write := x.write
 	inPlace := cap(dst) > 0 && len(accs) > 0 && &dst[:1][0] == &accs[0]
 	if n := len(accs); !write && n > 0 {
@@ -1303,13 +1327,23 @@ func (d *Detector) check(dst, accs []acc, writes int32, x *rec, t *thread) ([]ac
 			} else {
 				dst = append(dst, accs[:n-1]...)
 			}
-			return append(dst, accOf(x, true)), writes // a read for a read
+			dst = append(dst, accOf(x, true)) // a read for a read
+			if rc != nil {
+				rc.mark(int(x.ep.slot))
+			}
+			return dst, writes, rc.afterRead(dst, x)
 		}
 	}
 	now := t.sight()
+	end := len(accs)
+	fast := !write && rc != nil && t.shared && rc.holds(t.vc)
+	if fast {
+		end = rc.wend
+	}
 	settled := !write
 	kept := int32(0) // the writes kept
-	for i, y := range accs {
+	wend := 0        // the length of dst at its last write
+	for i, y := range accs[:end] {
 		// y happens before the access, or its thread observed y, a
 		// strong write (written out: too large to be inlined as a call).
 		ordered := y.clock <= now.get(y.slot()) || y.tag&accStrong != 0 && y.r.observedBy(now.slot)
@@ -1319,6 +1353,7 @@ func (d *Detector) check(dst, accs []acc, writes int32, x *rec, t *thread) ([]ac
 		if !ordered || (!write && y.write()) {
 			if y.write() {
 				kept++
+				wend = len(dst) + 1
 				if !ordered {
 					settled = false
 				}
@@ -1330,10 +1365,77 @@ func (d *Detector) check(dst, accs []acc, writes int32, x *rec, t *thread) ([]ac
 			dst = append(dst, y)
 		}
 	}
+	switch {
+	case fast && !rc.may(now.slot):
+		// No read of the thread's slot past wend: all of them stay.
+		if inPlace && len(dst) == end {
+			dst = dst[:len(accs)]
+		} else {
+			dst = append(dst, accs[end:]...)
+		}
+	case fast:
+		for i := end; i < len(accs); i++ {
+			y := accs[i]
+			if y.slot() == now.slot && y.clock <= now.own {
+				continue // the thread's own earlier read
+			}
+			if inPlace && len(dst) == i {
+				dst = dst[:i+1] // already there
+				continue
+			}
+			dst = append(dst, y)
+		}
+	}
 	if write {
 		kept++
 	}
-	return append(dst, accOf(x, settled)), kept
+	dst = append(dst, accOf(x, settled))
+	if write {
+		wend = len(dst)
+	}
+	if len(dst) < minCache {
+		return dst, kept, nil
+	}
+	if rc == nil {
+		rc = &readCache{}
+	}
+	if !fast || len(dst) > 2*rc.built {
+		rc.wend = wend
+		rc.index(dst)
+	} else {
+		// A read keeps every write, so the last one of accs[:end] (its
+		// last access) is dst's last, and x is past it.
+		rc.wend = wend
+		rc.mark(int(x.ep.slot))
+	}
+	if !write {
+		rc = rc.afterRead(dst, x)
+	}
+	if !fast && t.shared && t.vc != nil && !rc.holds(t.vc) && x.ep.clock > t.vc.get(t.slot) {
+		// Every read kept is unordered with the thread, of another slot
+		// (its own ones are ordered before it), or x, above the snapshot.
+		copy(rc.snaps[:], rc.snaps[1:])
+		rc.snaps[maxSnaps-1] = t.vc
+	}
+	return dst, kept, rc
+}
+
+// afterRead is c once dst, which ends with read x, replaced its list:
+// without the snaps that x's clock is not above, or nil when c is nil or
+// dst is short.
+func (c *readCache) afterRead(dst []acc, x *rec) *readCache {
+	if c == nil {
+		return nil
+	}
+	if len(dst) < minCache {
+		return nil
+	}
+	for k, p := range c.snaps {
+		if p != nil && x.ep.clock <= p.get(int(x.ep.slot)) {
+			c.snaps[k] = nil
+		}
+	}
+	return c
 }
 
 // conflict reports whether two accesses to a common word race when

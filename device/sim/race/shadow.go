@@ -56,6 +56,75 @@ type state struct {
 	refs int32
 	// writes is how many of accs are writes.
 	writes int32
+	// rc speeds up the checks of reads against accs when it is long;
+	// nil when it is short. Never shared between states.
+	rc *readCache
+}
+
+// readCache is what the detector knows of a long list of accesses that
+// lets a read skip the clock look-ups of the other threads' reads (see
+// [Detector.check]).
+type readCache struct {
+	// wend is one past the last write of accs (0: none): accs[wend:]
+	// holds reads only.
+	wend int
+	// snaps are clocks that every read of accs is unordered with: each
+	// read's clock is above the snap's component of the read's slot. A
+	// thread whose clock is one of them (a lane still sharing its
+	// block's snapshot, which nobody changes) is thereby unordered with
+	// every read of another slot.
+	snaps [maxSnaps]vclock
+	// slots has the bit slot%(64*len(slots)) set for the slot of every
+	// read of accs[wend:] (and maybe others): a thread whose bit is clear
+	// has no read there. built is the length of accs it was sized for;
+	// it is rebuilt, larger, once accs is twice as long.
+	slots []uint64
+	built int
+}
+
+// may reports whether accs[wend:] may hold a read of slot.
+func (c *readCache) may(slot int) bool {
+	n := uint(len(c.slots)) * 64
+	b := uint(slot) % n
+	return c.slots[b/64]&(1<<(b%64)) != 0
+}
+
+// mark notes that accs[wend:] may hold a read of slot.
+func (c *readCache) mark(slot int) {
+	n := uint(len(c.slots)) * 64
+	b := uint(slot) % n
+	c.slots[b/64] |= 1 << (b % 64)
+}
+
+// index rebuilds c.slots from accs, sized for 16 bits an access.
+func (c *readCache) index(accs []acc) {
+	words := 1
+	for words*64 < 16*len(accs) {
+		words *= 2
+	}
+	c.slots = make([]uint64, words)
+	for _, y := range accs[c.wend:] {
+		c.mark(y.slot())
+	}
+	c.built = len(accs)
+}
+
+// maxSnaps bounds the clocks a readCache keeps: the blocks whose lanes
+// read a word at once.
+const maxSnaps = 8
+
+// minCache is the length of a list of accesses from which its state
+// keeps a readCache.
+const minCache = 32
+
+// holds reports whether v is one of c's snaps.
+func (c *readCache) holds(v vclock) bool {
+	for _, p := range c.snaps {
+		if p != nil && same(p, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // history is what a state keeps besides its accesses, apart so that the

@@ -28,11 +28,48 @@ func TestShadowMatchesSpansLong(t *testing.T) {
 	matchSpans(t, 16, 1000)
 }
 
+// TestShadowMatchesSpansWide is TestShadowMatchesSpans with blocks of up
+// to 96 lanes, whose reads of one word make lists long enough for states
+// to keep a read cache (see [readCache]), which the reference has not.
+func TestShadowMatchesSpansWide(t *testing.T) { matchWide(t, 0, 4) }
+
+// TestShadowMatchesSpansWideLong is TestShadowMatchesSpansWide over many
+// more streams.
+func TestShadowMatchesSpansWideLong(t *testing.T) {
+	longtest.Require(t, "the paged shadow against the spans over 200 streams of wide blocks")
+	matchWide(t, 4, 204)
+}
+
+// matchWide runs the streams of seeds [from, to) with wide blocks.
+func matchWide(t *testing.T, from, to uint64) {
+	cached := 0
+	matchSpansOf(t, from, to, func(g *gen) { g.lanes, g.events = 96, 400 }, func(d *Detector) {
+		d.shadows(func(_ uint64, sh *shadow) {
+			sh.each(0, uint64(len(sh.pages))<<pageShift, func(s *state) {
+				if s != nil && s.rc != nil {
+					cached++
+				}
+			})
+		})
+	})
+	if cached == 0 {
+		t.Fatal("no state kept a read cache: the streams do not exercise it")
+	}
+}
+
 // matchSpans runs the streams of seeds [from, to).
-func matchSpans(t *testing.T, from, to uint64) {
+func matchSpans(t *testing.T, from, to uint64) { matchSpansOf(t, from, to, nil, nil) }
+
+// matchSpansOf runs the streams of seeds [from, to), of generators that
+// shape sets up (nil: the default ones), handing each paged detector to
+// done (when not nil) at the end of its stream.
+func matchSpansOf(t *testing.T, from, to uint64, shape func(*gen), done func(*Detector)) {
 	for seed := from; seed < to; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			g := newGen(seed)
+			if shape != nil {
+				shape(g)
+			}
 			paged, ref := newBare(t), newBare(t)
 			spans := map[uint64]*spanShadow{}
 			n := 0
@@ -64,6 +101,9 @@ func matchSpans(t *testing.T, from, to uint64) {
 				compareShadow(t, sim.Access{Phys: phys}, sh, spans[phys], 0, uint64(len(sh.pages))<<pageShift)
 				checkRefs(t, sh)
 			})
+			if done != nil {
+				done(paged)
+			}
 		})
 	}
 }
@@ -253,6 +293,9 @@ type gen struct {
 	seq  [devs]uint64
 	lnch uint64
 	last map[int]sim.Access // each thread's latest access
+	// lanes bounds the lanes of a block, events the thread events of a
+	// round (plus up to as many again).
+	lanes, events int
 }
 
 const (
@@ -263,7 +306,7 @@ const (
 )
 
 func newGen(seed uint64) *gen {
-	return &gen{rng: rand.New(rand.NewPCG(seed, 7)), task: 100, last: map[int]sim.Access{}}
+	return &gen{rng: rand.New(rand.NewPCG(seed, 7)), task: 100, last: map[int]sim.Access{}, lanes: 3, events: 60}
 }
 
 func (g *gen) emit(a sim.Access) { g.out = append(g.out, a) }
@@ -314,7 +357,7 @@ func (g *gen) round() {
 			l.blocks = append(l.blocks, bl)
 			var lanes []live
 			if g.rng.IntN(3) > 0 {
-				for ln := range 1 + g.rng.IntN(3) {
+				for ln := range 1 + g.rng.IntN(g.lanes) {
 					g.task++
 					la := b
 					la.Kind, la.Task, la.Lane, la.Parent = sim.LaneStart, g.task, ln, bl.task
@@ -330,7 +373,7 @@ func (g *gen) round() {
 		}
 		ls = append(ls, l)
 	}
-	for range 60 + g.rng.IntN(60) {
+	for range g.events + g.rng.IntN(g.events) {
 		g.threadEvent(threads[g.rng.IntN(len(threads))])
 	}
 	for _, l := range ls {
