@@ -14,7 +14,8 @@ var bugPairs = map[string]struct {
 	kind  string
 	lines []string
 }{
-	"graph_frozen_epoch": {"race", []string{"graph_frozen_epoch/bug.cu:41", "graph_frozen_epoch/bug.cu:46"}},
+	"graph_frozen_epoch":       {"race", []string{"graph_frozen_epoch/bug.cu:41", "graph_frozen_epoch/bug.cu:46"}},
+	"clear_then_set_lost_flag": {"hang", []string{"clear_then_set_lost_flag/bug.cu:39"}},
 }
 
 // TestBugPairs: every pair of examples/bugs, built by nvcc from CUDA, is

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -636,7 +637,7 @@ func (c *compiled) hangFinding(l *layout, spins []*sim.SpinError, waits []error,
 	sort.Strings(steps)
 	switch {
 	case len(spins) > 0:
-		f.Title = fmt.Sprintf("hang: threads spin on bytes that never change (PTX lines %s)", joinInts(ls))
+		f.Title = fmt.Sprintf("hang: threads spin on bytes that never change (PTX lines %s%s)", joinInts(ls), c.cudaLines(ls))
 		f.key = "hang spin " + joinInts(ls)
 	case simErr == nil:
 		f.Title = "hang: host waits timed out at " + strings.Join(steps, ", ")
@@ -661,6 +662,27 @@ func (c *compiled) hangFinding(l *layout, spins []*sim.SpinError, waits []error,
 		f.Details = append(f.Details, l.rewrite(wf.String()))
 	}
 	return f
+}
+
+// cudaLines names the CUDA lines of PTX lines ls (where an inlined
+// helper's line is, the line it was inlined at), as ": file:line, ...",
+// or "" when the PTX has no .loc lines for them.
+func (c *compiled) cudaLines(ls []int) string {
+	var names []string
+	for _, n := range ls {
+		loc := c.src.Loc(n)
+		name := loc.InlinedAt
+		if name == "" && loc.Line > 0 {
+			name = loc.File + ":" + strconv.Itoa(loc.Line)
+		}
+		if name != "" && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(names, ", ")
 }
 
 // looping describes in f a run that reached its step limit with threads
