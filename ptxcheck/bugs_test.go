@@ -15,7 +15,7 @@ var bugPairs = map[string]struct {
 	lines []string
 }{
 	"graph_frozen_epoch":       {"race", []string{"graph_frozen_epoch/bug.cu:41", "graph_frozen_epoch/bug.cu:46"}},
-	"clear_then_set_lost_flag": {"hang", []string{"clear_then_set_lost_flag/bug.cu:39"}},
+	"clear_then_set_lost_flag": {"hang", []string{"clear_then_set_lost_flag/bug.cu:39", "clear_then_set_lost_flag/bug.cu:38", "clear_then_set_lost_flag/bug.cu:23"}},
 }
 
 // TestBugPairs: every pair of examples/bugs, built by nvcc from CUDA, is

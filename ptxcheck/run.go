@@ -637,7 +637,7 @@ func (c *compiled) hangFinding(l *layout, spins []*sim.SpinError, waits []error,
 	sort.Strings(steps)
 	switch {
 	case len(spins) > 0:
-		f.Title = fmt.Sprintf("hang: threads spin on bytes that never change (PTX lines %s%s)", joinInts(ls), c.cudaLines(ls))
+		f.Title = fmt.Sprintf("hang: threads spin on bytes that never change (PTX lines %s%s)%s", joinInts(ls), c.cudaLines(ls), c.lostStores(spins))
 		f.key = "hang spin " + joinInts(ls)
 	case simErr == nil:
 		f.Title = "hang: host waits timed out at " + strings.Join(steps, ", ")
@@ -664,18 +664,12 @@ func (c *compiled) hangFinding(l *layout, spins []*sim.SpinError, waits []error,
 	return f
 }
 
-// cudaLines names the CUDA lines of PTX lines ls (where an inlined
-// helper's line is, the line it was inlined at), as ": file:line, ...",
-// or "" when the PTX has no .loc lines for them.
+// cudaLines names the CUDA lines of PTX lines ls (see cudaName), as ":
+// file:line, ...", or "" when the PTX has no .loc lines for them.
 func (c *compiled) cudaLines(ls []int) string {
 	var names []string
 	for _, n := range ls {
-		loc := c.src.Loc(n)
-		name := loc.InlinedAt
-		if name == "" && loc.Line > 0 {
-			name = loc.File + ":" + strconv.Itoa(loc.Line)
-		}
-		if name != "" && !slices.Contains(names, name) {
+		if name := c.cudaName(n); name != "" && !slices.Contains(names, name) {
 			names = append(names, name)
 		}
 	}
@@ -683,6 +677,42 @@ func (c *compiled) cudaLines(ls []int) string {
 		return ""
 	}
 	return ": " + strings.Join(names, ", ")
+}
+
+// cudaName is the CUDA line of PTX line n ("file:line"; for an inlined
+// helper, the line it was inlined at), or "" when the PTX has none.
+func (c *compiled) cudaName(n int) string {
+	loc := c.src.Loc(n)
+	if loc.InlinedAt != "" || loc.Line == 0 {
+		return loc.InlinedAt
+	}
+	return loc.File + ":" + strconv.Itoa(loc.Line)
+}
+
+// lostStores says which stores the spun-on words lost (a store placed in
+// coherence order before a store that ran earlier, [sim.LostStore]), as
+// "; the store at X ran after the store at Y but was placed before it,
+// which erased it", each pair once, or "" when none did.
+func (c *compiled) lostStores(spins []*sim.SpinError) string {
+	name := func(line int) string {
+		if n := c.cudaName(line); n != "" {
+			return n
+		}
+		return "PTX line " + strconv.Itoa(line)
+	}
+	var out []string
+	for _, s := range spins {
+		for _, l := range s.Lost {
+			msg := fmt.Sprintf("the store at %s ran after the store at %s but was placed before it, which erased it", name(l.Line), name(l.Under))
+			if !slices.Contains(out, msg) {
+				out = append(out, msg)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(out, "; ")
 }
 
 // looping describes in f a run that reached its step limit with threads

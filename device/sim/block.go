@@ -224,7 +224,7 @@ func (c *blockCtx) CAS32(p device.Ptr, old, new uint32, order signal.Order, scop
 	carried, from := w.weakRMW(c.view(), sg, 4, order, scope)
 	var stamp uint64
 	if swapped {
-		stamp, _ = w.weakStore(c.view(), sg, 4, uint64(new), order, scope, carried)
+		stamp, _ = w.weakStore(c.view(), sg, 4, uint64(new), order, scope, carried, 0)
 		binary.LittleEndian.PutUint32(sg.b, new)
 	}
 	const cas = "cas %#x phys %d+%d %d->%d prev %d %s %s"

@@ -659,6 +659,7 @@ func (l *ptxLane) spin(polls []poll) error {
 					e.Also = append(e.Also, SpinRead{Addr: device.Ptr(polls[i].addr), Value: slices.Clone(r.last)})
 				}
 			}
+			e.Lost = lostStores(reads[main].segs)
 			return e
 		}
 		l.pastTimeout++
@@ -748,7 +749,7 @@ func (l *ptxLane) Store(addr uint64, src []byte, sem ptx.Sem, sc ptx.Scope) erro
 		for e := 0; e+unit <= n; e += unit {
 			el := sg.sub(e, unit)
 			v := loadN(src[at+e : at+e+unit])
-			stamp, newest := w.weakStore(&l.wv, el, unit, v, order(sem), scope(sc), nil)
+			stamp, newest := w.weakStore(&l.wv, el, unit, v, order(sem), scope(sc), nil, l.th.Line())
 			if e == 0 {
 				first = stamp
 			}
@@ -813,7 +814,7 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 		// ran before it: that store's mark (see Hoist) ends here too.
 		l.hoisted = false
 		l.unpoll()
-		stamp, _ = w.weakStore(&l.wv, sg, size, val, o, scope(sc), carried)
+		stamp, _ = w.weakStore(&l.wv, sg, size, val, o, scope(sc), carried, l.th.Line())
 		storeWord(sg.b, val)
 	} else {
 		l.polled(addr, sg.b, casPoll)

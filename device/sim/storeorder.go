@@ -1,5 +1,7 @@
 package sim
 
+import "fmt"
+
 // Store order. Two strong stores of a thread to different locations may
 // become visible to other threads in the other order unless a release or
 // fence between them orders them; a store of another thread that does
@@ -54,4 +56,40 @@ func (w *World) placeStore(v *weakView, h *history) int {
 		return at[r]
 	}
 	return end
+}
+
+// LostStore is a strong store placed in its location's coherence order
+// before the location's newest store although it ran after it, with
+// another value: no read that knows the newest store can see it. A
+// thread that spins for it spins forever ([SpinError].Lost).
+type LostStore struct {
+	Line  int    // the PTX line of the lost store (0: a Go twin's)
+	Value uint64 // what it stored
+	Under int    // the PTX line of the newest store, which ran before it
+}
+
+func (l LostStore) String() string {
+	return fmt.Sprintf("the store of %#x at PTX line %d ran after the store at PTX line %d but was placed before it (store order), which erased it", l.Value, l.Line, l.Under)
+}
+
+// lostStores returns the lost stores (see [LostStore]) of the locations
+// of segs, oldest first.
+func lostStores(segs []segment) []LostStore {
+	var out []LostStore
+	for _, sg := range segs {
+		eachWord(sg, func(wd *word) {
+			for _, h := range wd.locs {
+				if !h.overlaps(sg) {
+					continue
+				}
+				top := h.newest()
+				for i := range h.ents[:len(h.ents)-1] {
+					if e := &h.ents[i]; !e.base && e.stamp > top.stamp && e.val != top.val {
+						out = append(out, LostStore{Line: e.line, Value: e.val, Under: top.line})
+					}
+				}
+			}
+		})
+	}
+	return out
 }

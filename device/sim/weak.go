@@ -188,6 +188,9 @@ type wstore struct {
 	// rmw marks a read-modify-write's store: nothing may be placed
 	// between it and the store it read.
 	rmw bool
+	// line is the PTX line of the store (0: a Go twin's), for reports of
+	// a store placed before another (LostStore).
+	line int
 	// rel[s] is the stamp released to readers that need scope s (0:
 	// nothing).
 	rel [signal.System + 1]uint64
@@ -492,13 +495,14 @@ func (v *weakView) observe(e *wstore, o signal.Order, sc signal.Scope) {
 }
 
 // weakStore records a strong store of val (size bytes, at most 8) at sg by
-// the thread of v with order o and scope sc. carried is the release
-// sequence a read-modify-write continues (nil for a store). It returns
+// the thread of v with order o and scope sc at PTX line line (0 for a Go
+// twin). carried is the release sequence a read-modify-write continues
+// (nil for a store). It returns
 // the store's stamp, its number for the race detector ([Access].Stamp),
 // and whether it is the location's newest store, whose bytes the caller
 // then writes; a store placed before newer ones (storeOrder.go) leaves
 // the bytes as they are.
-func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signal.Order, sc signal.Scope, carried *[signal.System + 1]uint64) (stamp uint64, newest bool) {
+func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signal.Order, sc signal.Scope, carried *[signal.System + 1]uint64, line int) (stamp uint64, newest bool) {
 	p := sg.phys
 	h := histOf(sg, size)
 	if h == nil {
@@ -515,7 +519,7 @@ func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signa
 		wd.locs = append(wd.locs, h)
 	}
 	w.weak.stamp++
-	e := wstore{stamp: w.weak.stamp, val: val, who: v.who, rmw: carried != nil}
+	e := wstore{stamp: w.weak.stamp, val: val, who: v.who, rmw: carried != nil, line: line}
 	ref := locRef{p, sg.off}
 	var rl *[signal.System + 1]uint64
 	if o.Releases() {

@@ -157,7 +157,7 @@ func TestWeakHistory(t *testing.T) {
 	writer.start(w.weak.stamp, place{lane: 0})
 	reader.start(w.weak.stamp, place{lane: 1})
 	for v := uint64(1); v <= 10; v++ {
-		w.weakStore(&writer, sg, 8, v, 0, 2, nil)
+		w.weakStore(&writer, sg, 8, v, 0, 2, nil, 0)
 		storeN(sg.b, v)
 	}
 	h := histOf(sg, 8)
@@ -218,7 +218,7 @@ func TestWeakHistory(t *testing.T) {
 	}
 	// The new history's base (99) is no numbered store: a read of it is
 	// reported as StoreUnknown.
-	w.weakStore(&writer, sg, 8, 5, 0, 2, nil)
+	w.weakStore(&writer, sg, 8, 5, 0, 2, nil, 0)
 	storeN(sg.b, 5)
 	base := false
 	for i := 0; i < 50 && !base; i++ {
