@@ -572,6 +572,15 @@ func (c *compiled) access(l *layout, a sim.Access) string {
 
 func (c *compiled) raceFinding(l *layout, r race.Race) *Finding {
 	a, b := c.site(r.First), c.site(r.Second)
+	if r.NC && r.First.NC {
+		// The write came after the load, before its kernel ended.
+		return &Finding{Kind: "nc", Title: fmt.Sprintf("non-coherent load: %s (ld.global.nc) reads bytes that %s writes later during the load's kernel", a, b),
+			key: "nc after " + a + " / " + b, Details: []string{
+				"nc load: " + c.access(l, r.First),
+				"write: " + c.access(l, r.Second),
+				"why: " + l.rewrite(r.Missing),
+			}}
+	}
 	if r.NC {
 		return &Finding{Kind: "nc", Title: fmt.Sprintf("non-coherent load: %s (ld.global.nc) reads bytes written during its kernel by %s", b, a),
 			key: "nc " + a + " / " + b, Details: []string{
