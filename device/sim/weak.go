@@ -32,9 +32,10 @@ import (
 //
 // Views grow as the model says: a thread starts knowing everything stored
 // before its kernel started (the launch is a system-scope release, as the
-// race detector has it) and learns the same at every block-wide bar.sync
-// (at a named barrier: every strong store up to its phase's last
-// arrival); a release
+// race detector has it); at a block-wide bar.sync a PTX thread learns
+// what its block's threads knew, observed, read and stored (blockSync; a
+// Go twin's block, everything stored so far), and at a named barrier
+// every strong store up to its phase's last arrival; a release
 // store (or a strong store after a fence) carries the stamp of its
 // release; a strong read of it with a scope that covers both threads
 // observes it (pend), and an acquire read, or a later fence of a wide
@@ -154,9 +155,7 @@ func (h *history) floor(v *weakView) uint64 {
 // for its block's next bar.sync.
 func (h *history) read(v *weakView, stamp uint64) {
 	if v.block != nil {
-		if n := len(v.reads); n == 0 || v.reads[n-1].h != h || v.reads[n-1].stamp < stamp {
-			v.reads = append(v.reads, readRef{h, stamp})
-		}
+		v.keepRead(h, stamp)
 	}
 	for i := range h.readers {
 		if r := &h.readers[i]; r.v == v {
@@ -281,6 +280,27 @@ type weakView struct {
 type readRef struct {
 	h     *history
 	stamp uint64
+}
+
+// maxReads bounds the reads a thread keeps for its block's next bar.sync.
+const maxReads = 64
+
+// keepRead keeps, for the block's next bar.sync, that v read stamp in h.
+// Past maxReads locations the floor goes to the block at once: the
+// block's other threads then read no older store there before the
+// barrier either, which only hides stores.
+func (v *weakView) keepRead(h *history, stamp uint64) {
+	for i := range v.reads {
+		if r := &v.reads[i]; r.h == h {
+			r.stamp = max(r.stamp, stamp)
+			return
+		}
+	}
+	if len(v.reads) == maxReads {
+		h.read(v.block, stamp)
+		return
+	}
+	v.reads = append(v.reads, readRef{h, stamp})
 }
 
 // start makes v a thread of a launch that began at stamp begun: it knows
