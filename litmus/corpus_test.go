@@ -130,3 +130,44 @@ func checkLiveness(t *testing.T, csvPath string) {
 	}
 	t.Logf("%d/%d termination verdicts agree (%d hangs)", agree, len(verdicts), hangs)
 }
+
+// TestOperationalStoreOrder: in 200 seeds the operational model reaches
+// the clear-then-set outcome (the answer to a set lands before the
+// thread's earlier clear, which erases it), and with fences on both sides
+// never does.
+func TestOperationalStoreOrder(t *testing.T) {
+	for _, c := range []struct {
+		fence   string
+		allowed bool
+	}{{"", true}, {"fence.sc.sys", false}} {
+		body := "PTX S\n{ x=1; y=0; }\n P0@cta 0,gpu 0 | P1@cta 0,gpu 1 ;\n" +
+			" st.relaxed.sys x, 0 | ld.relaxed.sys r0, y ;\n" +
+			" " + c.fence + " | bne r0, 1, L1 ;\n" +
+			" st.relaxed.sys y, 1 | " + c.fence + " ;\n" +
+			"                     | st.relaxed.sys x, 1 ;\n" +
+			"                     | L1: ;\n" +
+			"exists (P1:r0 == 1 /\\ x == 0)"
+		test, err := Parse(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(test, memmodel.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Holds != c.allowed {
+			t.Fatalf("fence %q: the PTX model allows the lost answer: %v, want %v", c.fence, res.Holds, c.allowed)
+		}
+		s, err := Sample(test, 0, 200, 400)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hit := false
+		for _, o := range s.Outcomes {
+			hit = hit || test.Satisfies(o)
+		}
+		if forbidden, _ := Compare(res.Outcomes, s.Outcomes); len(forbidden) > 0 || hit != c.allowed {
+			t.Errorf("fence %q: the operational model reached the lost answer: %v, want %v (forbidden outcomes reached: %v)", c.fence, hit, c.allowed, forbidden)
+		}
+	}
+}

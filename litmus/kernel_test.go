@@ -367,6 +367,7 @@ type kernelReach struct {
 	forbidden        [][]int64
 	outcomes         [][]int64 // observed
 	exact            [][]int64 // allowed by the model
+	missed           [][]int64 // allowed by the model, observed in no seed
 	hangs            int       // runs that ended in a barrier deadlock, as the model's all do
 }
 
@@ -401,7 +402,7 @@ func runKernel(test *Test, seeds uint64) (*kernelReach, error) {
 		}
 	}
 	forbidden, missed := Compare(res.Outcomes, got)
-	return &kernelReach{allowed: len(res.Outcomes), reached: len(res.Outcomes) - len(missed), forbidden: forbidden, outcomes: got, exact: res.Outcomes, hangs: hangs}, nil
+	return &kernelReach{allowed: len(res.Outcomes), reached: len(res.Outcomes) - len(missed), forbidden: forbidden, outcomes: got, exact: res.Outcomes, missed: missed, hangs: hangs}, nil
 }
 
 // kernelSeeds is how many seeds each test runs as a kernel by default.
@@ -477,6 +478,76 @@ func TestWeakShapesAsKernels(t *testing.T) {
  st.relaxed.sys x, 1 | st.relaxed.sys x, 3 ;
                      | ld.relaxed.sys r0, x ;
 `, "P1:r0 == 1 /\\ x == 3", false},
+	})
+}
+
+// TestStoreOrderAsKernels: two stores of a thread to different locations
+// become visible in the other order in kernel runs unless a release or
+// fence (with an acquire or fence on the other side) orders them: in the
+// S shape (the clear-then-set handshake: the answer to the set lands
+// before the clear) and 2+2W, and never against the thread's own order of
+// stores to one location.
+func TestStoreOrderAsKernels(t *testing.T) {
+	checkShapes(t, "PTX T\n{ x=0; y=0; }\n P0@cta 0,gpu 0 | P1@cta 0,gpu 1 ;\n", []shape{
+		{"S relaxed: the answer lands before the clear", `
+ st.relaxed.sys x, 0 | ld.relaxed.sys r0, y ;
+ st.relaxed.sys y, 1 | bne r0, 1, L1        ;
+                     | st.relaxed.sys x, 1  ;
+                     | L1:                  ;
+`, "P1:r0 == 1 /\\ x == 0", true},
+		{"S volatile", `
+ st.volatile x, 0 | ld.volatile r0, y ;
+ st.volatile y, 1 | bne r0, 1, L1     ;
+                  | st.volatile x, 1  ;
+                  | L1:               ;
+`, "P1:r0 == 1 /\\ x == 0", true},
+		{"S with a fence on the writer only", `
+ st.relaxed.sys x, 0 | ld.relaxed.sys r0, y ;
+ fence.sc.sys        | bne r0, 1, L1        ;
+ st.relaxed.sys y, 1 | st.relaxed.sys x, 1  ;
+                     | L1:                  ;
+`, "P1:r0 == 1 /\\ x == 0", true},
+		{"S with fences", `
+ st.relaxed.sys x, 0 | ld.relaxed.sys r0, y ;
+ fence.sc.sys        | bne r0, 1, L1        ;
+ st.relaxed.sys y, 1 | fence.sc.sys         ;
+                     | st.relaxed.sys x, 1  ;
+                     | L1:                  ;
+`, "P1:r0 == 1 /\\ x == 0", false},
+		{"S release/acquire", `
+ st.relaxed.sys x, 0 | ld.acquire.sys r0, y ;
+ st.release.sys y, 1 | bne r0, 1, L1        ;
+                     | st.relaxed.sys x, 1  ;
+                     | L1:                  ;
+`, "P1:r0 == 1 /\\ x == 0", false},
+		{"S release/relaxed", `
+ st.relaxed.sys x, 0 | ld.relaxed.sys r0, y ;
+ st.release.sys y, 1 | bne r0, 1, L1        ;
+                     | st.relaxed.sys x, 1  ;
+                     | L1:                  ;
+`, "P1:r0 == 1 /\\ x == 0", true},
+		{"2+2W relaxed", `
+ st.relaxed.sys x, 1 | st.relaxed.sys y, 1 ;
+ st.relaxed.sys y, 2 | st.relaxed.sys x, 2 ;
+`, "x == 1 /\\ y == 1", true},
+		{"2+2W with fence.sc", `
+ st.relaxed.sys x, 1 | st.relaxed.sys y, 1 ;
+ fence.sc.sys        | fence.sc.sys        ;
+ st.relaxed.sys y, 2 | st.relaxed.sys x, 2 ;
+`, "x == 1 /\\ y == 1", false},
+		{"CoWW of one thread", `
+ st.relaxed.sys x, 1 | ld.relaxed.sys r0, y ;
+ st.relaxed.sys x, 2 | st.relaxed.sys x, 3  ;
+ st.relaxed.sys y, 1 |                      ;
+`, "x == 1", false},
+	})
+	checkShapes(t, "PTX T\n{ x=0; y=0; z=0; }\n P0@cta 0,gpu 0 | P1@cta 0,gpu 1 | P2@cta 1,gpu 0 ;\n", []shape{
+		{"S through a third thread, release/acquire", `
+ st.relaxed.sys x, 0 | ld.acquire.sys r0, y | ld.acquire.sys r1, z ;
+ st.release.sys y, 1 | bne r0, 1, L1        | bne r1, 1, L2        ;
+                     | st.release.sys z, 1  | st.relaxed.sys x, 1  ;
+                     | L1:                  | L2:                  ;
+`, "P1:r0 == 1 /\\ P2:r1 == 1 /\\ x == 0", false},
 	})
 }
 
@@ -561,7 +632,7 @@ func corpusAsKernels(t *testing.T, csvPath string, seeds uint64) {
 		t.Fatal(err)
 	}
 	ran, allowed, reached := 0, 0, 0
-	var skipped, hung []string
+	var skipped, hung, unreached []string
 	for _, v := range verdicts {
 		test, err := ParseFile(filepath.Join(filepath.Dir(csvPath), v.Path))
 		if err != nil {
@@ -578,6 +649,9 @@ func corpusAsKernels(t *testing.T, csvPath string, seeds uint64) {
 		if r.hangs > 0 {
 			hung = append(hung, v.Path)
 		}
+		for _, o := range r.missed {
+			unreached = append(unreached, v.Path+": "+test.FormatOutcome(o))
+		}
 		for _, o := range r.forbidden {
 			t.Errorf("%s: a kernel run reached %s, which the PTX model forbids", v.Path, test.FormatOutcome(o))
 		}
@@ -591,6 +665,9 @@ func corpusAsKernels(t *testing.T, csvPath string, seeds uint64) {
 	}
 	for _, s := range skipped {
 		t.Logf("not translated: %s", s)
+	}
+	for _, s := range unreached {
+		t.Logf("unreached: %s", s)
 	}
 }
 

@@ -84,6 +84,10 @@ var bugPairs = map[string]struct {
 	"grid_barrier_not_resident": {want: []pairFinding{
 		{"hang", []string{"blocks wait for blocks that cannot be resident", "1 SM x 5 blocks, bounded by shared memory",
 			"grid_barrier_not_resident/bug.cu:61"}}}},
+	// The hang names the spin (bug.cu:39), the lost store (bug.cu:38) and
+	// the clear it was placed before (bug.cu:23).
+	"clear_then_set_lost_flag": {want: []pairFinding{
+		{"hang", []string{"clear_then_set_lost_flag/bug.cu:39", "clear_then_set_lost_flag/bug.cu:38", "clear_then_set_lost_flag/bug.cu:23"}}}},
 }
 
 // TestBugPairs: every pair of examples/bugs, built by nvcc from CUDA, is

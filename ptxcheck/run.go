@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -654,6 +655,15 @@ func (c *compiled) access(l *layout, a sim.Access) string {
 
 func (c *compiled) raceFinding(l *layout, r race.Race) *Finding {
 	a, b := c.hostSite(l, r.First), c.hostSite(l, r.Second)
+	if r.NC && r.First.NC {
+		// The write came after the load, before its kernel ended.
+		return &Finding{Kind: "nc", Title: fmt.Sprintf("non-coherent load: %s (ld.global.nc) reads bytes that %s writes later during the load's kernel", a, b),
+			key: "nc after " + a + " / " + b, Details: []string{
+				"nc load: " + c.access(l, r.First),
+				"write: " + c.access(l, r.Second),
+				"why: " + l.rewrite(r.Missing),
+			}}
+	}
 	if r.NC {
 		return &Finding{Kind: "nc", Title: fmt.Sprintf("non-coherent load: %s (ld.global.nc) reads bytes written during its kernel by %s", b, a),
 			key: "nc " + a + " / " + b, Details: []string{
@@ -747,17 +757,7 @@ func (c *compiled) hangFinding(l *layout, spins []*sim.SpinError, occs []*sim.Oc
 			o.Kernel, o.Summary(), strings.Join(at, ", "))
 		f.key = "hang occupancy " + o.Kernel + " " + joinInts(ls)
 	case len(spins) > 0:
-		var locs []string
-		for _, n := range ls {
-			if loc := c.src.Loc(n); loc.Line > 0 && !slices.Contains(locs, loc.String()) {
-				locs = append(locs, loc.String())
-			}
-		}
-		from := ""
-		if len(locs) > 0 {
-			from = " from " + strings.Join(locs, ", ")
-		}
-		f.Title = fmt.Sprintf("hang: threads spin on bytes that never change (PTX lines %s%s)", joinInts(ls), from)
+		f.Title = fmt.Sprintf("hang: threads spin on bytes that never change (PTX lines %s%s)%s", joinInts(ls), c.cudaLines(ls), c.lostStores(spins))
 		f.key = "hang spin " + joinInts(ls)
 	case simErr == nil:
 		f.Title = "hang: host waits timed out at " + strings.Join(steps, ", ")
@@ -782,6 +782,57 @@ func (c *compiled) hangFinding(l *layout, spins []*sim.SpinError, occs []*sim.Oc
 		f.Details = append(f.Details, l.rewrite(wf.String()))
 	}
 	return f
+}
+
+// cudaLines names the CUDA lines of PTX lines ls (see cudaName), as ":
+// file:line, ...", or "" when the PTX has no .loc lines for them.
+func (c *compiled) cudaLines(ls []int) string {
+	var names []string
+	for _, n := range ls {
+		if name := c.cudaName(n); name != "" && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(names, ", ")
+}
+
+// cudaName is the CUDA line of PTX line n ("file:line"; for an inlined
+// helper, the line it was inlined at), or "" when the PTX has none.
+func (c *compiled) cudaName(n int) string {
+	loc := c.src.Loc(n)
+	if loc.InlinedAt != "" || loc.Line == 0 {
+		return loc.InlinedAt
+	}
+	return loc.File + ":" + strconv.Itoa(loc.Line)
+}
+
+// lostStores says which stores the spun-on words lost (a store placed in
+// coherence order before a store that ran earlier, [sim.LostStore]), as
+// "; the store at X ran after the store at Y but was placed before it,
+// which erased it", each pair once, or "" when none did.
+func (c *compiled) lostStores(spins []*sim.SpinError) string {
+	name := func(line int) string {
+		if n := c.cudaName(line); n != "" {
+			return n
+		}
+		return "PTX line " + strconv.Itoa(line)
+	}
+	var out []string
+	for _, s := range spins {
+		for _, l := range s.Lost {
+			msg := fmt.Sprintf("the store at %s ran after the store at %s but was placed before it, which erased it", name(l.Line), name(l.Under))
+			if !slices.Contains(out, msg) {
+				out = append(out, msg)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(out, "; ")
 }
 
 // looping describes in f a run that reached its step limit with threads

@@ -22,6 +22,9 @@ type launch struct {
 	grid    int
 	threads int
 	args    any
+	// begun is the weak stamp when the launch started: its threads start
+	// knowing every strong store up to it (weak.go).
+	begun uint64
 }
 
 // blockCtx is one block (lane -1) or one lane of a block; it implements
@@ -136,13 +139,17 @@ func segAccess(kind AccessKind, sg segment, write bool, order signal.Order, scop
 
 // emitRMW reports a read-modify-write (write: it stored, the store
 // numbered stamp) made at PTX line line (0 for a Go twin). Its read
-// returned the newest store, as the model has it.
-func (c *blockCtx) emitRMW(sg segment, write bool, order signal.Order, scope signal.Scope, old, new uint32, stamp uint64, line int) {
+// returned the newest store, as the model has it: from names that store
+// when it is not the one that ran last ([Access].From; 0 when it is).
+func (c *blockCtx) emitRMW(sg segment, write bool, order signal.Order, scope signal.Scope, old, new uint32, stamp, from uint64, line int) {
 	if c.l.dev.w.observe == nil {
 		return
 	}
 	a := segAccess(Atomic, sg, write, order, scope, old, new)
 	a.RMW, a.Stamp, a.Line = true, stamp, line
+	if from != 0 {
+		a.From = []uint64{from}
+	}
 	c.emit(&a)
 }
 
@@ -214,15 +221,15 @@ func (c *blockCtx) CAS32(p device.Ptr, old, new uint32, order signal.Order, scop
 	prev := loadU32(sg.b)
 	swapped := prev == old
 	w := c.l.dev.w
-	carried := w.weakRMW(c.view(), sg, 4, order, scope)
+	carried, from := w.weakRMW(c.view(), sg, 4, order, scope)
 	var stamp uint64
 	if swapped {
-		stamp = w.weakStore(c.view(), sg, 4, uint64(new), order, scope, carried)
+		stamp, _ = w.weakStore(c.view(), sg, 4, uint64(new), order, scope, carried, 0)
 		binary.LittleEndian.PutUint32(sg.b, new)
 	}
 	const cas = "cas %#x phys %d+%d %d->%d prev %d %s %s"
 	c.record(blockPrefix+cas, lanePrefix+cas, uint64(p), sg.phys.id, sg.off, old, new, prev, order.String(), scope.String())
-	c.emitRMW(sg, swapped, order, scope, old, new, stamp, 0)
+	c.emitRMW(sg, swapped, order, scope, old, new, stamp, from, 0)
 	return prev, nil
 }
 

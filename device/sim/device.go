@@ -445,6 +445,7 @@ func (d *simDevice) runBlocks(ln *launch, body func(ctx *blockCtx) error) error 
 	done := 0
 	var finished actor.Bell // rung by every block that finishes
 	parent := d.w.sched.Current().ID()
+	ln.begun = d.w.weak.stamp
 	for b := 0; b < ln.grid; b++ {
 		ctx := &blockCtx{l: ln, index: b, lane: -1}
 		d.w.sched.GoLabeled(ctx.label(), func() {

@@ -118,6 +118,16 @@
 // that arithmetic at decode, so a store whose address or data is computed
 // between the two can go first too.
 //
+// Store order: a strong store (not a read-modify-write) is placed in its
+// location's coherence order after the newest store of it its thread
+// knows, and half the time, as a seeded decision, at an earlier place
+// than the end when there is one (storeorder.go). So two stores of a
+// thread to different words become visible in the other order unless a
+// release or fence orders them (the S and 2+2W shapes, the lost flag of
+// a clear-then-set handshake); a store placed before newer ones changes
+// no bytes. A block-wide bar.sync teaches a PTX thread what its block's
+// threads knew, observed, read and stored, not every store made so far.
+//
 // Not covered, each only losing outcomes the model allows: a weak store
 // kept after an acquire load even where a read-modify-write of another
 // thread could see it first (litmus LB+RMW-a; running it first in general

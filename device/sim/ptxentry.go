@@ -61,6 +61,11 @@ type SpinError struct {
 	// polls several words a round (in the order it reads them).
 	Also   []SpinRead
 	Waited time.Duration
+	// Lost is the stores to what it read that were placed in coherence
+	// order before its newest store although they ran after it, with
+	// another value (storeorder.go): values the bytes never held, such as
+	// a flag set before a clear that ran earlier lands.
+	Lost []LostStore
 }
 
 // SpinRead is a word a spinning thread kept reading, and what it held.
@@ -91,6 +96,9 @@ func (e *SpinError) Spin() string {
 			s += ", "
 		}
 		s += fmt.Sprintf("%v (% x)", r.Addr, r.Value)
+	}
+	for _, l := range e.Lost {
+		s += "; " + l.String()
 	}
 	return s
 }

@@ -163,15 +163,21 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 		live[i] = ln
 	}
 	parent := w.sched.Current().ID()
+	block := &weakView{started: true} // the floors of what the block read (weak.go)
 	for phase := 0; len(live) > 0; phase++ {
 		done := 0
 		var stopped actor.Bell // rung by every thread that stops
+		bar := blockSync{stamp: w.weak.stamp, block: block}
+		for _, ln := range live {
+			bar.add(&ln.wv)
+		}
 		for _, ln := range live {
 			ln.reset()
 			if phase == 0 {
-				ln.wv.start(&w.weak, place{dev: c.l.dev.index, launch: c.l.id, block: c.index, lane: ln.lane})
+				ln.wv.start(c.l.begun, place{dev: c.l.dev.index, launch: c.l.id, block: c.index, lane: ln.lane})
+				ln.wv.block = block
 			} else {
-				ln.wv.sync(&w.weak) // bar.sync
+				ln.wv.syncBlock(&bar) // bar.sync
 			}
 			w.sched.GoLabeled(ln.lbl, func() {
 				w.sched.SetWhere(ln.where)
@@ -655,6 +661,7 @@ func (l *ptxLane) spin(polls []poll) error {
 					e.Also = append(e.Also, SpinRead{Addr: device.Ptr(polls[i].addr), Value: slices.Clone(r.last)})
 				}
 			}
+			e.Lost = lostStores(reads[main].segs)
 			return e
 		}
 		l.pastTimeout++
@@ -744,12 +751,17 @@ func (l *ptxLane) Store(addr uint64, src []byte, sem ptx.Sem, sc ptx.Scope) erro
 		for e := 0; e+unit <= n; e += unit {
 			el := sg.sub(e, unit)
 			v := loadN(src[at+e : at+e+unit])
-			if stamp := w.weakStore(&l.wv, el, unit, v, order(sem), scope(sc), nil); e == 0 {
+			stamp, newest := w.weakStore(&l.wv, el, unit, v, order(sem), scope(sc), nil, l.th.Line())
+			if e == 0 {
 				first = stamp
 			}
-			storeN(el.b, v)
+			if newest {
+				storeN(el.b, v)
+			}
 		}
-		at += copy(sg.b, src[at:])
+		full := n - n%unit // bytes past the last whole element, if any
+		copy(sg.b[full:n], src[at+full:at+n])
+		at += n
 		l.emitStrong(sg, true, order(sem), scope(sc), unit, first, nil)
 	}
 	return nil
@@ -797,21 +809,21 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 	val := ptx.AtomicResult(op, size, old, a, b)
 	write := op != ptx.AtomCAS || old == a
 	o := order(sem)
-	carried := w.weakRMW(&l.wv, sg, size, o, scope(sc))
+	carried, from := w.weakRMW(&l.wv, sg, size, o, scope(sc))
 	var stamp uint64
 	if write {
 		// A writing atom is no poll, whether or not a store of its round
 		// ran before it: that store's mark (see Hoist) ends here too.
 		l.hoisted = false
 		l.unpoll()
-		stamp = w.weakStore(&l.wv, sg, size, val, o, scope(sc), carried)
+		stamp, _ = w.weakStore(&l.wv, sg, size, val, o, scope(sc), carried, l.th.Line())
 		storeWord(sg.b, val)
 	} else {
 		l.polled(addr, sg.b, casPoll)
 	}
 	const at = "atom %s %#x phys %d+%d %d %d prev %d %s %s"
 	l.record(blockPrefix+at, lanePrefix+at, op.String(), addr, sg.phys.id, sg.off, a, b, old, o.String(), scope(sc).String())
-	l.emitRMW(sg, write, o, scope(sc), uint32(a), uint32(b), stamp, l.th.Line())
+	l.emitRMW(sg, write, o, scope(sc), uint32(a), uint32(b), stamp, from, l.th.Line())
 	return old, nil
 }
 

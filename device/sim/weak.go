@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/symmem/symmem/device/sim/ptx"
 	"github.com/symmem/symmem/internal/slab"
@@ -31,9 +32,10 @@ import (
 //
 // Views grow as the model says: a thread starts knowing everything stored
 // before its kernel started (the launch is a system-scope release, as the
-// race detector has it) and learns the same at every block-wide bar.sync
-// (at a named barrier: every strong store up to its phase's last
-// arrival); a release
+// race detector has it); at a block-wide bar.sync a PTX thread learns
+// what its block's threads knew, observed, read and stored (blockSync; a
+// Go twin's block, everything stored so far), and at a named barrier
+// every strong store up to its phase's last arrival; a release
 // store (or a strong store after a fence) carries the stamp of its
 // release; a strong read of it with a scope that covers both threads
 // observes it (pend), and an acquire read, or a later fence of a wide
@@ -112,6 +114,10 @@ type history struct {
 	off  uint64 // the location's offset in its allocation
 	size int
 	ents []wstore
+	// last is the stamp of the store that ran last, the race detector's
+	// latest write: the newest entry but where a later store was placed
+	// before it (see weakStore).
+	last uint64
 	// readers holds, per thread that read the location, the stamp of the
 	// newest entry it read (read-read coherence), at most maxReaders.
 	readers []reader
@@ -145,8 +151,12 @@ func (h *history) floor(v *weakView) uint64 {
 
 // read raises v's floor to stamp. A full list makes room by evicting the
 // reader of the oldest floor, whose thread then knows every store up to
-// it: that hides at least what the floor hid.
+// it: that hides at least what the floor hid. A PTX thread keeps the read
+// for its block's next bar.sync.
 func (h *history) read(v *weakView, stamp uint64) {
+	if v.block != nil {
+		v.keepRead(h, stamp)
+	}
 	for i := range h.readers {
 		if r := &h.readers[i]; r.v == v {
 			r.stamp = max(r.stamp, stamp)
@@ -174,6 +184,12 @@ type wstore struct {
 	val   uint64
 	base  bool
 	who   place
+	// rmw marks a read-modify-write's store: nothing may be placed
+	// between it and the store it read.
+	rmw bool
+	// line is the PTX line of the store (0: a Go twin's), for reports of
+	// a store placed before another (LostStore).
+	line int
 	// rel[s] is the stamp released to readers that need scope s (0:
 	// nothing).
 	rel [signal.System + 1]uint64
@@ -247,20 +263,98 @@ type weakView struct {
 	// relLoc: what the latest release store to a location released.
 	relFence [signal.System + 1]uint64
 	relLoc   map[locRef]*[signal.System + 1]uint64
+	// blockBar is the stamp of the thread's last block-wide bar.sync
+	// (syncBlock): it knows every strong store of its block's threads up
+	// to it.
+	blockBar uint64
+	// reads is what the thread read since its last block-wide bar.sync
+	// (PTX threads only): the next one passes its floors to the block.
+	reads []readRef
+	// block, shared by the threads of a PTX block, holds as its floors
+	// what they read before their last bar.sync (read-read coherence
+	// across the barrier).
+	block *weakView
 }
 
-// start makes v a thread that knows every strong store so far, with the
-// start itself a system-scope release fence (the kernel boundary).
-func (v *weakView) start(wm *weakMem, who place) {
-	*v = weakView{started: true, who: who, known: wm.stamp}
+// readRef is a floor a thread raised: a history and the stamp it read.
+type readRef struct {
+	h     *history
+	stamp uint64
+}
+
+// maxReads bounds the reads a thread keeps for its block's next bar.sync.
+const maxReads = 64
+
+// keepRead keeps, for the block's next bar.sync, that v read stamp in h.
+// Past maxReads locations the floor goes to the block at once: the
+// block's other threads then read no older store there before the
+// barrier either, which only hides stores.
+func (v *weakView) keepRead(h *history, stamp uint64) {
+	for i := range v.reads {
+		if r := &v.reads[i]; r.h == h {
+			r.stamp = max(r.stamp, stamp)
+			return
+		}
+	}
+	if len(v.reads) == maxReads {
+		h.read(v.block, stamp)
+		return
+	}
+	v.reads = append(v.reads, readRef{h, stamp})
+}
+
+// start makes v a thread of a launch that began at stamp begun: it knows
+// every strong store up to it, with the start itself a system-scope
+// release fence (the kernel boundary).
+func (v *weakView) start(begun uint64, who place) {
+	*v = weakView{started: true, who: who, known: begun}
 	for s := range v.relFence {
-		v.relFence[s] = wm.stamp
+		v.relFence[s] = begun
 	}
 }
 
 // sync is bar.sync: the thread knows what every thread of its block knew,
 // which the view over-approximates as everything stored so far.
 func (v *weakView) sync(wm *weakMem) { v.known = max(v.known, wm.stamp) }
+
+// blockSync is what a block-wide bar.sync of PTX threads teaches each of
+// them: what any of them knew or observed, what any of them read (as
+// floors of the block's shared view), and every strong store of the
+// block's threads up to the barrier (stamp). That is less than
+// "everything stored so far" (sync): a store of another block or device
+// that no thread of the block knew stays unknown, so a later store of the
+// block may still land before it (storeorder.go).
+type blockSync struct {
+	known uint64
+	pend  [signal.System + 1]uint64
+	stamp uint64
+	block *weakView
+}
+
+// add joins what v knows, observed and read into b.
+func (b *blockSync) add(v *weakView) {
+	b.known = max(b.known, v.known)
+	for s := range b.pend {
+		b.pend[s] = max(b.pend[s], v.pend[s])
+	}
+	for _, r := range v.reads {
+		r.h.read(b.block, r.stamp)
+	}
+	clear(v.reads)
+	v.reads = v.reads[:0]
+}
+
+// syncBlock is bar.sync of every thread of v's PTX block (b joins them):
+// v knows what any of them knew, with what their strong reads observed
+// acquired, as a fence of the barrier's scope would.
+func (v *weakView) syncBlock(b *blockSync) {
+	v.known = max(v.known, b.known)
+	for s := range b.pend {
+		v.known = max(v.known, b.pend[s])
+	}
+	v.blockBar = max(v.blockBar, b.stamp)
+	v.block = b.block
+}
 
 // learn makes v know every strong store up to stamp (a barrier's phase).
 func (v *weakView) learn(stamp uint64) { v.known = max(v.known, stamp) }
@@ -346,12 +440,25 @@ func histOf(sg segment, size int) *history {
 // visible returns the index of the oldest entry of h that v may read.
 func (v *weakView) visible(h *history) int {
 	lo := max(v.known, h.floor(v))
+	if v.block != nil {
+		// The block's known only grows where read evicted its floor.
+		lo = max(lo, h.floor(v.block), v.block.known)
+	}
 	for i := len(h.ents) - 1; i > 0; i-- {
-		if e := &h.ents[i]; e.stamp <= lo || (!e.base && e.who == v.who) {
+		if e := &h.ents[i]; e.stamp <= lo || (!e.base && v.knowsOwn(e)) {
 			return i
 		}
 	}
 	return 0
+}
+
+// knowsOwn reports whether e, a store, is the thread's own or one of its
+// block's threads made before the block's last bar.sync of v.
+func (v *weakView) knowsOwn(e *wstore) bool {
+	if e.who == v.who {
+		return true
+	}
+	return e.stamp <= v.blockBar && e.who.dev == v.who.dev && e.who.launch == v.who.launch && e.who.block == v.who.block
 }
 
 // weakLoad performs a strong load of size bytes (at most 8) at sg by the
@@ -375,15 +482,20 @@ func (w *World) weakLoad(v *weakView, sg segment, size int, o signal.Order, sc s
 	e := &h.ents[pick]
 	v.observe(e, o, sc)
 	h.read(v, e.stamp)
+	return e.val, h.from(e)
+}
+
+// from names store e of h for the race detector ([Access].From): 0 when
+// it is the store that ran last (the detector's latest write), else its
+// stamp, or StoreUnknown for the base.
+func (h *history) from(e *wstore) uint64 {
 	switch {
-	case pick == len(h.ents)-1:
-		from = 0
 	case e.base:
-		from = StoreUnknown
-	default:
-		from = e.stamp
+		return StoreUnknown
+	case e.stamp == h.last:
+		return 0
 	}
-	return e.val, from
+	return e.stamp
 }
 
 // observe applies what a strong read of e with order o and scope sc
@@ -403,11 +515,14 @@ func (v *weakView) observe(e *wstore, o signal.Order, sc signal.Scope) {
 }
 
 // weakStore records a strong store of val (size bytes, at most 8) at sg by
-// the thread of v with order o and scope sc; the caller writes the bytes
-// afterwards. carried is the release sequence a read-modify-write
-// continues. It returns the store's stamp, its number for the race
-// detector ([Access].Stamp).
-func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signal.Order, sc signal.Scope, carried *[signal.System + 1]uint64) uint64 {
+// the thread of v with order o and scope sc at PTX line line (0 for a Go
+// twin). carried is the release sequence a read-modify-write continues
+// (nil for a store). It returns
+// the store's stamp, its number for the race detector ([Access].Stamp),
+// and whether it is the location's newest store, whose bytes the caller
+// then writes; a store placed before newer ones (storeOrder.go) leaves
+// the bytes as they are.
+func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signal.Order, sc signal.Scope, carried *[signal.System + 1]uint64, line int) (stamp uint64, newest bool) {
 	p := sg.phys
 	h := histOf(sg, size)
 	if h == nil {
@@ -424,7 +539,7 @@ func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signa
 		wd.locs = append(wd.locs, h)
 	}
 	w.weak.stamp++
-	e := wstore{stamp: w.weak.stamp, val: val, who: v.who}
+	e := wstore{stamp: w.weak.stamp, val: val, who: v.who, rmw: carried != nil, line: line}
 	ref := locRef{p, sg.off}
 	var rl *[signal.System + 1]uint64
 	if o.Releases() {
@@ -451,26 +566,34 @@ func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signa
 		}
 		e.rel[s] = r
 	}
+	at := len(h.ents)
+	if carried == nil {
+		at = w.placeStore(v, h)
+	}
 	if len(h.ents) == WeakHistory {
 		copy(h.ents, h.ents[1:])
 		h.ents = h.ents[:WeakHistory-1]
+		at--
 	}
-	h.ents = append(h.ents, e)
-	return e.stamp
+	h.ents = slices.Insert(h.ents, at, e)
+	h.last = e.stamp
+	return e.stamp, at == len(h.ents)-1
 }
 
 // weakRMW is a read-modify-write's read: the newest store, observed as a
 // read of order o. It returns what that store's release sequence carries
-// on to the write (nil without a history).
-func (w *World) weakRMW(v *weakView, sg segment, size int, o signal.Order, sc signal.Scope) *[signal.System + 1]uint64 {
+// on to the write (nothing without a history) and, for the race detector,
+// the store it read ([Access].From: 0 unless a store that ran later was
+// placed before it).
+func (w *World) weakRMW(v *weakView, sg segment, size int, o signal.Order, sc signal.Scope) (carried *[signal.System + 1]uint64, from uint64) {
 	h := histOf(sg, size)
 	if h == nil {
-		return nil
+		return &[signal.System + 1]uint64{}, 0
 	}
 	e := h.newest()
 	v.observe(e, o, sc)
 	rel := e.rel
-	return &rel
+	return &rel, h.from(e)
 }
 
 // eachWord calls fn for every word of sg that has histories, skipping
@@ -549,10 +672,10 @@ func (sg segment) sub(off, n int) segment {
 }
 
 // view returns the weak view of the Go twin's block or lane, started at
-// its first strong access (a later start only knows more).
+// its first strong access as of its launch's start.
 func (c *blockCtx) view() *weakView {
 	if !c.wv.started {
-		c.wv.start(&c.l.dev.w.weak, place{dev: c.l.dev.index, launch: c.l.id, block: c.index, lane: c.lane})
+		c.wv.start(c.l.begun, place{dev: c.l.dev.index, launch: c.l.id, block: c.index, lane: c.lane})
 	}
 	return &c.wv
 }

@@ -154,10 +154,10 @@ func TestWeakHistory(t *testing.T) {
 	ph := &physical{id: 1, data: make([]byte, 64)}
 	sg := segment{phys: ph, off: 8, b: ph.data[8:16]}
 	var writer, reader weakView
-	writer.start(&w.weak, place{lane: 0})
-	reader.start(&w.weak, place{lane: 1})
+	writer.start(w.weak.stamp, place{lane: 0})
+	reader.start(w.weak.stamp, place{lane: 1})
 	for v := uint64(1); v <= 10; v++ {
-		w.weakStore(&writer, sg, 8, v, 0, 2, nil)
+		w.weakStore(&writer, sg, 8, v, 0, 2, nil, 0)
 		storeN(sg.b, v)
 	}
 	h := histOf(sg, 8)
@@ -194,7 +194,7 @@ func TestWeakHistory(t *testing.T) {
 	// read, so it still never reads older.
 	views := make([]weakView, maxReaders+1)
 	for i := range views {
-		views[i].start(&w.weak, place{lane: 2 + i})
+		views[i].start(w.weak.stamp, place{lane: 2 + i})
 		views[i].known = 0
 		for j := 0; j < 20; j++ {
 			if v, _ := w.weakLoad(&views[i], sg, 8, 0, 2); v == 10 {
@@ -218,12 +218,12 @@ func TestWeakHistory(t *testing.T) {
 	}
 	// The new history's base (99) is no numbered store: a read of it is
 	// reported as StoreUnknown.
-	w.weakStore(&writer, sg, 8, 5, 0, 2, nil)
+	w.weakStore(&writer, sg, 8, 5, 0, 2, nil, 0)
 	storeN(sg.b, 5)
 	base := false
 	for i := 0; i < 50 && !base; i++ {
 		fresh := weakView{}
-		fresh.start(&w.weak, place{lane: 20})
+		fresh.start(w.weak.stamp, place{lane: 20})
 		fresh.known = 0
 		v, from := w.weakLoad(&fresh, sg, 8, 0, 2)
 		switch {
@@ -249,18 +249,18 @@ func TestWeakHistory(t *testing.T) {
 func TestWeakSCFencesBounded(t *testing.T) {
 	var wm weakMem
 	first := weakView{}
-	first.start(&wm, place{dev: 0, launch: 1, block: 0})
+	first.start(wm.stamp, place{dev: 0, launch: 1, block: 0})
 	wm.stamp = 5
 	first.fence(&wm, 0, true) // cta scope, block 0: stamp 5
 	other := weakView{}
-	other.start(&wm, place{dev: 0, launch: 1, block: 1, lane: 0})
+	other.start(wm.stamp, place{dev: 0, launch: 1, block: 1, lane: 0})
 	other.known = 0
 	other.fence(&wm, 0, true)
 	if other.known != 0 {
 		t.Errorf("a cta-scoped fence.sc of another block gave %d", other.known)
 	}
 	sameBlock := weakView{}
-	sameBlock.start(&wm, place{dev: 0, launch: 1, block: 0, lane: 1})
+	sameBlock.start(wm.stamp, place{dev: 0, launch: 1, block: 0, lane: 1})
 	sameBlock.known = 0
 	sameBlock.fence(&wm, 0, true)
 	if sameBlock.known != 5 {
@@ -269,14 +269,14 @@ func TestWeakSCFencesBounded(t *testing.T) {
 	for i := 0; i < maxSC+1; i++ {
 		wm.stamp = uint64(10 + i)
 		v := weakView{}
-		v.start(&wm, place{dev: 1, launch: uint64(2 + i)})
+		v.start(wm.stamp, place{dev: 1, launch: uint64(2 + i)})
 		v.fence(&wm, 2, true)
 	}
 	if len(wm.sc) != maxSC || wm.scEvicted < 5 {
 		t.Fatalf("%d records, evicted up to %d", len(wm.sc), wm.scEvicted)
 	}
 	late := weakView{}
-	late.start(&wm, place{dev: 3, launch: 99})
+	late.start(wm.stamp, place{dev: 3, launch: 99})
 	late.known = 0
 	late.fence(&wm, 2, true)
 	if late.known != wm.stamp {

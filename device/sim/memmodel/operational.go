@@ -3,6 +3,7 @@ package memmodel
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 )
 
 // The operational model runs a program one step at a time under a seeded
@@ -17,7 +18,12 @@ import (
 // views of earlier morally strong fence.sc; bar.cta.sync joins the views
 // of the threads it releases (without a count it waits for every thread of
 // the CTA that has not finished and has a barrier instruction that can
-// name it). Read-modify-writes read the newest store.
+// name it). Read-modify-writes read the newest store. A store that is not
+// a read-modify-write goes, half the time, at a uniformly chosen place of
+// its location's history after the oldest store its thread may read there
+// (but not right before a read-modify-write's store) rather than at the
+// end: two stores of a thread to different locations may then become
+// visible in the other order (placeStore).
 // It allows a subset of what the exact model allows: never a forbidden
 // outcome, but not the outcomes that need a store to be seen before an
 // earlier load of its thread (load buffering), nor weak reads that go back
@@ -38,6 +44,7 @@ func (v view) clone() view { return append(view(nil), v...) }
 type message struct {
 	val    int64
 	thread int
+	rmw    bool // a read-modify-write's: it stays right after what it read
 	// rel[s] is the view released to acquirers that need scope s (nil:
 	// nothing released at s).
 	rel [Sys + 1]view
@@ -204,11 +211,17 @@ func Simulate(p *Program, obs []Observable, seed uint64, maxSteps int) (vals []i
 					}
 					// The write continues the read store's release sequence.
 					carried := m.rel
-					x.write(t, ti, hist, l, nv, writeSem(in.Sem), in.Scope, carried)
+					x.write(t, ti, hist, len(hist[l]), l, nv, writeSem(in.Sem), in.Scope, carried)
+					hist[l][len(hist[l])-1].rmw = true
 				}
 			}
 		case OpStore:
-			x.write(t, ti, hist, li[in.Loc], val(in.Args[0]), in.Sem, in.Scope, [Sys + 1]view{})
+			l := li[in.Loc]
+			at := placeStore(t.cur[l], hist[l], rng)
+			if at < len(hist[l]) {
+				shiftViews(ths, hist, scs, bars, l, at)
+			}
+			x.write(t, ti, hist, at, l, val(in.Args[0]), in.Sem, in.Scope, [Sys + 1]view{})
 		case OpFence:
 			for s := CTA; s <= in.Scope; s++ {
 				if t.pend[s] != nil {
@@ -283,13 +296,14 @@ func Simulate(p *Program, obs []Observable, seed uint64, maxSteps int) (vals []i
 	return nil, false, nil
 }
 
-// write appends a store to location l's history and makes it the newest
-// store the thread sees; a strong store carries what the thread released.
-func (x *explorer) write(t *opThread, ti int, hist [][]message, l int, v int64, sem Sem, sc Scope, carried [Sys + 1]view) {
+// write puts a store at index at of location l's history (its end, or a
+// place shiftViews made room at) and makes it the oldest store the thread
+// may read there; a strong store carries what the thread released.
+func (x *explorer) write(t *opThread, ti int, hist [][]message, at, l int, v int64, sem Sem, sc Scope, carried [Sys + 1]view) {
 	m := message{val: v, thread: ti}
-	hist[l] = append(hist[l], m)
-	t.cur[l] = len(hist[l]) - 1
-	mm := &hist[l][len(hist[l])-1]
+	hist[l] = slices.Insert(hist[l], at, m)
+	t.cur[l] = at
+	mm := &hist[l][at]
 	if sem == Weak {
 		return
 	}
@@ -406,4 +420,71 @@ func joinView(a, b view) view {
 	c := a.clone()
 	c.join(b)
 	return c
+}
+
+// placeStore returns where in h a store goes whose thread may read h's
+// stores from index from on: the end, or half the time (as a seeded
+// decision) a place after from, not right before a read-modify-write's
+// store, when there is one.
+func placeStore(from int, h []message, rng *rand.Rand) int {
+	var at []int
+	for p := from + 1; p < len(h); p++ {
+		if !h[p].rmw {
+			at = append(at, p)
+		}
+	}
+	if len(at) == 0 {
+		return len(h)
+	}
+	if r := rng.IntN(2 * len(at)); r < len(at) {
+		return at[r]
+	}
+	return len(h)
+}
+
+// shiftViews makes room for a store at index at of location l: every
+// view's index of l at or past at moves up one. Views share their
+// arrays (a fence's view serves every scope, a read-modify-write carries
+// the release it read), so each array moves once.
+func shiftViews(ths []*opThread, hist [][]message, scs []scFence, bars map[barrierKey]*opBarrier, l, at int) {
+	seen := map[*int]bool{}
+	shift := func(v view) {
+		if v == nil || seen[&v[0]] {
+			return
+		}
+		seen[&v[0]] = true
+		if v[l] >= at {
+			v[l]++
+		}
+	}
+	for _, t := range ths {
+		shift(t.cur)
+		for s := range t.relFence {
+			shift(t.relFence[s])
+			shift(t.pend[s])
+		}
+		for _, rl := range t.relLoc {
+			for _, v := range rl {
+				shift(v)
+			}
+		}
+		for _, pl := range t.pendLoc {
+			for _, v := range pl {
+				shift(v)
+			}
+		}
+	}
+	for _, h := range hist {
+		for i := range h {
+			for _, v := range h[i].rel {
+				shift(v)
+			}
+		}
+	}
+	for _, f := range scs {
+		shift(f.v)
+	}
+	for _, b := range bars {
+		shift(b.view)
+	}
 }

@@ -69,6 +69,9 @@ type Detector struct {
 	total int
 	cut   int      // distinct pairs of sites past maxRaces
 	pairs reported // first accesses already reported for the current access
+	// ncOps is the kernel launches (stream ops) whose threads loaded by
+	// ld.global.nc, with their end once they completed (ncafter.go).
+	ncOps map[opKey]*ncOp
 }
 
 type threadKind int
@@ -246,6 +249,7 @@ type rec struct {
 	shared  bool
 	rmw     bool
 	sc      bool
+	nc      bool // a load by ld.global.nc
 }
 
 // kind8 is a [sim.AccessKind] in a byte.
@@ -760,6 +764,7 @@ func (d *Detector) observe(a *sim.Access) {
 			t.ended = nil
 		}
 		t.step()
+		d.endNC(a, t)
 		sc := d.stream(a.Device, a.Stream)
 		sc.last = t.clock().clone()
 		sc.done = append(sc.done, seqClock{a.Seq, sc.last})
@@ -913,10 +918,12 @@ func (d *Detector) access(a *sim.Access) {
 	if a.NC {
 		v := d.recOf(a, t, at, nil)
 		d.checkNC(sh, &v, t, lo, hi)
+		d.noteNC(&v)
 	}
 	var x *rec
 	if a.Kind == sim.Load {
 		v := d.recOf(a, t, at, nil)
+		v.nc = a.NC
 		if d.reread(sh, &v, t, lo, hi) {
 			return
 		}
@@ -924,6 +931,9 @@ func (d *Detector) access(a *sim.Access) {
 		*x = v
 	} else {
 		x = d.newRec(a, t, at)
+	}
+	if a.Write && d.ncOps != nil {
+		d.checkNCAfter(sh, x, t, lo, hi)
 	}
 	first := sh.at(lo)
 	atomic := a.Kind == sim.Atomic

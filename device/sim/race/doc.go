@@ -121,6 +121,12 @@
 // Detection follows the simulator's trace, so a seed gives the same
 // report.
 //
+// A load by ld.global.nc is valid only of bytes nothing writes during its
+// kernel's lifetime: a write after the kernel began and before the load,
+// or after the load before the kernel ended (a write that does not know
+// the kernel's completion), is reported as a [Race] with NC set, the
+// access that loads marked NC (ncafter.go).
+//
 // # Wait-for graphs
 //
 // [NewWaitFor] turns the signal waits a [sim.World] records (after a

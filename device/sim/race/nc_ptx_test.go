@@ -15,9 +15,10 @@ import (
 // peers' writes before the loads, so the run has no data race, yet the
 // loads read bytes their peers wrote while the kernel ran (the peer's host
 // write of its input, which no stream order puts before this rank's
-// launch), which the non-coherent path may not see. Each is reported as
-// NC, naming the write and the load's PTX line; the unchanged kernel is
-// clean.
+// launch), which the non-coherent path may not see, and the all-gather
+// then writes the peers' buffers after their loads, while their kernels
+// run. Each is reported as NC, naming the write and the load's PTX line;
+// the unchanged kernel is clean.
 func TestNonCoherentPeerLoadsPTX(t *testing.T) {
 	text, err := kernels.PTX()
 	if err != nil {
@@ -37,12 +38,25 @@ func TestNonCoherentPeerLoadsPTX(t *testing.T) {
 		t.Fatal("the kernels' PTX has no ld.v4.u32 to rewrite")
 	}
 	rs := races(t, "ld.global.nc", run(nc))
+	before, after := 0, 0
 	for _, r := range rs {
-		if !r.NC || !r.Second.NC || r.Second.Line == 0 || !r.First.Write {
+		load, write, why := r.Second, r.First, "ld.global.nc reads bytes written after its kernel began"
+		if r.First.NC {
+			// The all-gather's write to a peer's buffer, after the peer
+			// loaded it and before the peer's kernel ended.
+			load, write, why = r.First, r.Second, "a write after an ld.global.nc of the same bytes, before the load's kernel ended"
+			after++
+		} else {
+			before++
+		}
+		if !r.NC || !load.NC || load.Line == 0 || !write.Write || write.NC {
 			t.Errorf("not a non-coherent load, with its line, of a write:\n%v", r)
 		}
-		if s := r.String(); !strings.HasPrefix(s, "non-coherent load of") || !strings.Contains(s, "ld.global.nc reads bytes written after its kernel began") {
+		if s := r.String(); !strings.HasPrefix(s, "non-coherent load of") || !strings.Contains(s, why) {
 			t.Errorf("the report does not say what is wrong:\n%s", s)
 		}
+	}
+	if before == 0 || after == 0 {
+		t.Errorf("%d writes before the loads and %d after them reported, want both", before, after)
 	}
 }

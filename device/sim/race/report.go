@@ -23,8 +23,11 @@ type Race struct {
 	Owner        int
 	// Missing names the edge that would have ordered the accesses.
 	Missing string
-	// NC marks, instead of a race, a load by ld.global.nc (Second) of
-	// bytes that First wrote after the load's kernel began: the
+	// NC marks, instead of a race, a load by ld.global.nc of bytes
+	// written during its kernel's lifetime: by First after the load's
+	// kernel began and before the load (Second, the load), or by Second
+	// after the load (First, the load) before its kernel ended (before
+	// the write knows it ended). The access that loads has NC set. The
 	// non-coherent path may return what the bytes held before, whatever
 	// orders the two. Missing then says so.
 	NC bool
@@ -177,7 +180,15 @@ func (d *Detector) add(w, x *rec, nc bool, missing func() string) {
 	}
 	d.total++
 	wa, xa := w.access(), x.access()
-	xa.NC = nc
+	if nc {
+		// The load by ld.global.nc: the later access, or the earlier
+		// one when a write came after it during its kernel.
+		if x.write {
+			wa.NC = true
+		} else {
+			xa.NC = true
+		}
+	}
 	k := siteKey{siteOf(wa), siteOf(xa), nc}
 	if i, ok := d.sites[k]; ok {
 		if i >= 0 {
