@@ -69,25 +69,7 @@ func (m *Module) NewBlockMemDynamic(entry string, params []byte, dynamicShared i
 	if dynamicShared < 0 {
 		return nil, fmt.Errorf("ptx: negative dynamic shared memory size %d", dynamicShared)
 	}
-	seen := map[string]bool{}
-	var walk func(name string) error
-	walk = func(name string) error {
-		if seen[name] {
-			return nil
-		}
-		seen[name] = true
-		fn, err := m.Func(name)
-		if err != nil {
-			return err
-		}
-		for _, c := range fn.callees {
-			if err := walk(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := walk(entry); err != nil {
+	if err := m.eachReachable(entry, func(*Func) {}); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()

@@ -41,26 +41,7 @@ func (m *Module) Resources(entry string) (Resources, error) {
 		return Resources{}, fmt.Errorf("ptx: no entry %q in the module", entry)
 	}
 	r := Resources{StaticShared: m.moduleShared}
-	seen := map[string]bool{}
-	var walk func(name string) error
-	walk = func(name string) error {
-		if seen[name] {
-			return nil
-		}
-		seen[name] = true
-		fn, err := m.Func(name)
-		if err != nil {
-			return err
-		}
-		r.StaticShared += fn.shared
-		for _, c := range fn.callees {
-			if err := walk(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := walk(entry); err != nil {
+	if err := m.eachReachable(entry, func(fn *Func) { r.StaticShared += fn.shared }); err != nil {
 		return Resources{}, err
 	}
 	if err := r.directives(src.header); err != nil {
@@ -133,4 +114,30 @@ func (r *Resources) directives(h []token) error {
 		}
 	}
 	return nil
+}
+
+// eachReachable decodes entry and every function it calls, directly or
+// not, handing each to visit once, in the order a depth-first walk of the
+// calls reaches them.
+func (m *Module) eachReachable(entry string, visit func(*Func)) error {
+	seen := map[string]bool{}
+	var walk func(name string) error
+	walk = func(name string) error {
+		if seen[name] {
+			return nil
+		}
+		seen[name] = true
+		fn, err := m.Func(name)
+		if err != nil {
+			return err
+		}
+		visit(fn)
+		for _, c := range fn.callees {
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(entry)
 }
