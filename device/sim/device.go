@@ -439,29 +439,10 @@ func (d *simDevice) runKernel(o *op, k *kernels.Kernel, id uint64, grid, threads
 }
 
 // runBlocks runs body for every block of ln, each block a labelled task,
-// waits for all of them and returns the error of the lowest block.
+// all of them resident at once, waits for all of them and returns the
+// error of the lowest block.
 func (d *simDevice) runBlocks(ln *launch, body func(ctx *blockCtx) error) error {
-	errs := make([]error, ln.grid)
-	done := 0
-	var finished actor.Bell // rung by every block that finishes
-	parent := d.w.sched.Current().ID()
-	ln.begun = d.w.weak.stamp
-	for b := 0; b < ln.grid; b++ {
-		ctx := &blockCtx{l: ln, index: b, lane: -1}
-		d.w.sched.GoLabeled(ctx.label(), func() {
-			ctx.emit(&Access{Kind: BlockStart, Parent: parent})
-			errs[b] = body(ctx)
-			ctx.emit(&Access{Kind: BlockEnd, Parent: -1})
-			done++
-			finished.Ring()
-		})
-	}
-	what := "device " + itoa(d.index) + " kernel " + ln.kernel + "#" + utoa(ln.id) + ": its " + itoa(ln.grid) + " blocks to finish"
-	if err := d.w.sched.WaitBell(what, func() bool { return done == ln.grid }, &finished, 0); err != nil {
-		return err
-	}
-	d.record("kernel", "dev%d end %s#%d", d.index, ln.kernel, ln.id)
-	return firstError(errs, "blocks")
+	return d.runResident(ln, Residency{Blocks: ln.grid}, body)
 }
 
 // firstError returns the error of the lowest index, noting how many more

@@ -303,15 +303,15 @@ func blockRange(bs []int) string {
 // in practice it is block order). Once a block failed no block starts
 // (on a GPU a hung block never exits; a fault ends the launch). A launch
 // whose failures are spins while blocks had not started fails with an
-// [*OccupancyError]. With r.Blocks covering the grid this is runBlocks.
+// [*OccupancyError]. With r.Blocks covering the grid every block starts
+// at once.
 func (d *simDevice) runResident(ln *launch, r Residency, body func(ctx *blockCtx) error) error {
-	if r.Blocks >= ln.grid {
-		return d.runBlocks(ln, body)
-	}
+	resident := min(r.Blocks, ln.grid)
 	errs := make([]error, ln.grid)
 	started, done, failed := 0, 0, false
 	var finished actor.Bell // rung by every block that finishes
 	parent := d.w.sched.Current().ID()
+	ln.begun = d.w.weak.stamp
 	var start func()
 	start = func() {
 		b := started
@@ -330,11 +330,13 @@ func (d *simDevice) runResident(ln *launch, r Residency, body func(ctx *blockCtx
 			finished.Ring()
 		})
 	}
-	for range r.Blocks {
+	for range resident {
 		start()
 	}
-	what := "device " + itoa(d.index) + " kernel " + ln.kernel + "#" + utoa(ln.id) + ": its " + itoa(ln.grid) +
-		" blocks to finish, " + itoa(r.Blocks) + " resident at once"
+	what := "device " + itoa(d.index) + " kernel " + ln.kernel + "#" + utoa(ln.id) + ": its " + itoa(ln.grid) + " blocks to finish"
+	if resident < ln.grid {
+		what += ", " + itoa(resident) + " resident at once"
+	}
 	ready := func() bool { return done == started && (started == ln.grid || failed) }
 	if err := d.w.sched.WaitBell(what, ready, &finished, 0); err != nil {
 		return err
