@@ -34,6 +34,10 @@ type Options struct {
 	Steps    int64
 	// MaxThreads and MaxBlocks cap every launch's shape (0: none).
 	MaxThreads, MaxBlocks int
+	// LaneByLane runs every thread by itself, where by default the
+	// converged lanes of a warp run their plain instructions in lockstep
+	// ([sim.Kernels].LaneByLane): the same findings, for comparison.
+	LaneByLane bool
 	// MaxSteps bounds each run's scheduling steps (0: DefaultMaxSteps);
 	// a run that reaches it counts as a hang.
 	MaxSteps int64
@@ -415,7 +419,7 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 	if err != nil {
 		return Run{}, nil, nil, err
 	}
-	caps := sim.Kernels{MaxThreads: opts.MaxThreads, MaxBlocks: opts.MaxBlocks}
+	caps := sim.Kernels{MaxThreads: opts.MaxThreads, MaxBlocks: opts.MaxBlocks, LaneByLane: opts.LaneByLane}
 	plan := opts.Plan
 	if plan == nil && len(opts.Faults) > 0 {
 		counts, err := c.counts(vars, world, opts.Repeats)

@@ -32,6 +32,7 @@ type checkFlags struct {
 	strategy   string
 	depth      int
 	maxThreads int
+	laneByLane bool
 	maxBlocks  int
 	maxSteps   int64
 	race       bool
@@ -122,6 +123,7 @@ fill; for a module of several entries without one named, it lists them.`,
 	fl.StringVar(&f.strategy, "strategy", "random", "schedule: random or pct")
 	fl.IntVar(&f.depth, "depth", 3, "PCT depth")
 	fl.IntVar(&f.maxThreads, "max-threads", 0, "cap every launch's threads per block (0: the launch's own)")
+	fl.BoolVar(&f.laneByLane, "lane-by-lane", false, "run every thread by itself, not the converged lanes of a warp in lockstep (the same findings; for comparison)")
 	fl.IntVar(&f.maxBlocks, "max-blocks", 0, "cap every launch's blocks (0: the launch's own)")
 	fl.Int64Var(&f.maxSteps, "max-steps", ptxcheck.DefaultMaxSteps, "scheduling steps a run may take before it counts as a hang")
 	fl.BoolVar(&f.race, "race", true, "run the race detector")
@@ -257,7 +259,7 @@ func runCheck(ctx context.Context, out, errOut io.Writer, f *checkFlags, args []
 		return err
 	}
 	opts := ptxcheck.Options{Worlds: worlds, Seeds: f.seeds, FirstSeed: f.firstSeed, Strategy: f.strategy, Depth: f.depth,
-		MaxThreads: f.maxThreads, MaxBlocks: f.maxBlocks, MaxSteps: f.maxSteps, NoRace: !f.race, Vars: vars,
+		MaxThreads: f.maxThreads, MaxBlocks: f.maxBlocks, LaneByLane: f.laneByLane, MaxSteps: f.maxSteps, NoRace: !f.race, Vars: vars,
 		Faults: kinds, Plan: plan, Decisions: decisions, Jobs: f.jobs, Context: ctx}
 	if len(repeats) > 0 {
 		opts.Repeats = repeats
@@ -555,6 +557,9 @@ func replayCommand(harness string, f *checkFlags, world int, seed uint64, plan p
 	}
 	if opts.MaxThreads > 0 {
 		args = append(args, "--max-threads", fmt.Sprint(opts.MaxThreads))
+	}
+	if opts.LaneByLane {
+		args = append(args, "--lane-by-lane")
 	}
 	if opts.MaxBlocks > 0 {
 		args = append(args, "--max-blocks", fmt.Sprint(opts.MaxBlocks))

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 
+	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/signal"
 )
@@ -117,10 +118,16 @@ const StoreUnknown = ^uint64(0)
 // world's own access (see scratch), a copied there unless it was built
 // there: handing it a itself would make every caller's access escape to
 // the heap.
-func (w *World) emit(a *Access) {
+func (w *World) emit(a *Access) { w.emitAs(a, nil) }
+
+// emitAs is emit of an access made by task t (nil: the running task).
+func (w *World) emitAs(a *Access, t *actor.Task) {
 	if w.observe != nil {
-		if cur := w.sched.Current(); cur != nil {
-			a.Task = cur.ID()
+		if t == nil {
+			t = w.sched.Current()
+		}
+		if t != nil {
+			a.Task = t.ID()
 		} else {
 			a.Task = -1
 		}

@@ -37,6 +37,10 @@ type blockCtx struct {
 	// bell rings on writes to the memory the block waits for (see
 	// blockOn).
 	bell actor.Bell
+	// task is the task whose accesses these are, when another task may
+	// make them (a PTX lane run in lockstep by its warp's first lane);
+	// nil: the running task.
+	task *actor.Task
 }
 
 var _ kernels.Block = (*blockCtx)(nil)
@@ -115,7 +119,7 @@ func (c *blockCtx) emit(a *Access) {
 	}
 	a.Device, a.Stream, a.Seq, a.Op = c.l.dev.index, c.l.op.stream.id, c.l.op.seq, "kernel"
 	a.Kernel, a.Launch, a.Block, a.Lane = c.l.kernel, c.l.id, c.index, c.lane
-	w.emit(a)
+	w.emitAs(a, c.task)
 }
 
 func (c *blockCtx) emitSeg(kind AccessKind, sg segment, write bool, order signal.Order, scope signal.Scope) {

@@ -42,6 +42,11 @@ type Kernels struct {
 	// interleave changes no outcome of a program without data races, and
 	// the race detector sees every one of them either way.
 	PlainYield int
+	// LaneByLane runs every thread of a PTX launch by itself, as before
+	// warps ran in lockstep (ptx.Lockstep): the converged lanes of a warp
+	// no longer execute their plain instructions together. Outcomes and
+	// findings are the same either way; it is for comparing the two.
+	LaneByLane bool
 }
 
 // Capped reports whether k caps launch shapes, and how, as "64 threads x
@@ -165,12 +170,12 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 	parent := w.sched.Current().ID()
 	block := &weakView{started: true} // the floors of what the block read (weak.go)
 	for phase := 0; len(live) > 0; phase++ {
-		done := 0
-		var stopped actor.Bell // rung by every thread that stops
+		ph := &lanePhase{parent: parent}
 		bar := blockSync{stamp: w.weak.stamp, block: block}
 		for _, ln := range live {
 			bar.add(&ln.wv)
 		}
+		warpsOf(live, w.cfg.Kernels.LaneByLane)
 		for _, ln := range live {
 			ln.reset()
 			if phase == 0 {
@@ -179,20 +184,15 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 			} else {
 				ln.wv.syncBlock(&bar) // bar.sync
 			}
-			w.sched.GoLabeled(ln.lbl, func() {
-				w.sched.SetWhere(ln.where)
-				ln.emit(&Access{Kind: LaneStart, Parent: parent})
-				before := ln.th.Executed()
-				ln.stop, ln.err = ln.th.Run()
-				w.executed += ln.th.Executed() - before
-				ln.emit(&Access{Kind: LaneEnd, Parent: -1})
-				done++
-				stopped.Ring()
-			})
+		}
+		for _, ln := range live {
+			if ln.mates[0] == ln {
+				ln.spawn(ph) // its warp's first lane: it starts the others
+			}
 		}
 		n := len(live)
 		what := c.name() + ": its " + itoa(n) + " threads to reach a barrier or exit"
-		if err := w.sched.WaitBell(what, func() bool { return done == n }, &stopped, 0); err != nil {
+		if err := w.sched.WaitBell(what, func() bool { return ph.done == n }, &ph.stopped, 0); err != nil {
 			return err
 		}
 		c.emit(&Access{Kind: BlockSync, Parent: -1})
@@ -227,15 +227,89 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 	return nil
 }
 
+// lanePhase is what the tasks of a block's threads share in one phase
+// (from one barrier of every thread to the next).
+type lanePhase struct {
+	parent  int        // the block's task
+	done    int        // the threads that stopped
+	stopped actor.Bell // rung by every thread that stops
+}
+
+// warpsOf groups the lanes of a phase by warp (each lane alone when
+// laneByLane), setting each lane's mates.
+func warpsOf(live []*ptxLane, laneByLane bool) {
+	for i := 0; i < len(live); {
+		j := i + 1
+		for !laneByLane && j < len(live) && live[j].lane/32 == live[i].lane/32 {
+			j++
+		}
+		for _, ln := range live[i:j] {
+			ln.mates = live[i:j:j]
+			ln.begun = false
+		}
+		i = j
+	}
+}
+
+// spawn starts the task that runs the lane in phase ph.
+func (l *ptxLane) spawn(ph *lanePhase) {
+	l.task = l.l.dev.w.sched.SpawnLabeled(l.lbl, func() { l.run(ph) })
+}
+
+// run runs the lane until it stops at a barrier of every thread, exits or
+// fails.
+func (l *ptxLane) run(ph *lanePhase) {
+	w := l.l.dev.w
+	w.sched.SetWhere(l.where)
+	if !l.begun {
+		w.executed += l.startWarp(ph)
+	}
+	before := l.th.Executed()
+	l.stop, l.err = l.th.Run()
+	w.executed += l.th.Executed() - before
+	l.emit(&Access{Kind: LaneEnd, Parent: -1})
+	ph.done++
+	ph.stopped.Ring()
+}
+
+// startWarp starts the phase of the warp of l, its first lane, whose task
+// alone the block started: a warp is scheduled as one until its lanes
+// part. It starts the other lanes' tasks, reports every lane's start to
+// the race detector and runs the lanes in lockstep up to the first
+// instruction one of them must make alone (ptx.Lockstep), each lane's
+// accesses its own. It returns the lane-instructions executed.
+func (l *ptxLane) startWarp(ph *lanePhase) uint64 {
+	for _, m := range l.mates {
+		if m != l {
+			m.spawn(ph)
+		}
+		m.begun = true
+		m.emit(&Access{Kind: LaneStart, Parent: ph.parent})
+	}
+	if len(l.mates) < 2 {
+		return 0
+	}
+	ths := make([]*ptx.Thread, len(l.mates))
+	for i, m := range l.mates {
+		ths[i] = m.th
+	}
+	return ptx.Lockstep(ths)
+}
+
 // ptxLane is one thread of a PTX block: the thread and the [ptx.Env] it
 // runs against.
 type ptxLane struct {
 	blockCtx
-	th   *ptx.Thread
-	lbl  actor.Label // its tasks' label, one for every phase
-	rec  []byte      // the launch's error record
-	stop ptx.Stop
-	err  error
+	// mates are the lanes of its warp that run in the block's current
+	// phase (itself included); begun: the phase's first lane of the warp
+	// to run started them (startWarp).
+	mates []*ptxLane
+	begun bool
+	th    *ptx.Thread
+	lbl   actor.Label // its tasks' label, one for every phase
+	rec   []byte      // the launch's error record
+	stop  ptx.Stop
+	err   error
 
 	plain      int    // plain accesses since the last scheduling point
 	pointLoops uint64 // the thread's loop count at its last scheduling point
@@ -478,6 +552,30 @@ func (l *ptxLane) point(strong bool, what string) {
 	l.plain, l.pointLoops = 0, l.th.Loops()
 	l.l.dev.w.sched.Yield(what)
 }
+
+// PlainNow is [ptx.PlainEnv]: a plain access may run in lockstep with the
+// lane's warp when it is no scheduling point (see point), cannot be the
+// poll of a spin (the lane made no strong poll since its phase began),
+// and its bytes exist.
+func (l *ptxLane) PlainNow(addr uint64, n int, write bool) bool {
+	if l.prevLive || l.round.strong || l.last.strong || l.hoisted {
+		return false
+	}
+	if every := l.l.dev.w.cfg.Kernels.PlainYield; every > 0 {
+		if l.plain+1 >= every {
+			return false
+		}
+	} else if l.th.Loops()-l.pointLoops >= DefaultPTXPlainLoops {
+		return false
+	}
+	if _, ok, err := l.inRecord(addr, n); ok || err != nil {
+		return err == nil
+	}
+	_, err := l.l.dev.resolve(device.Ptr(addr), uint64(n), write)
+	return err == nil
+}
+
+var _ ptx.PlainEnv = (*ptxLane)(nil)
 
 // inRecord returns the bytes of the launch's error record that an access
 // of n bytes at addr touches; ok is false when addr is not in the record.

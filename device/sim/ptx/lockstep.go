@@ -1,0 +1,270 @@
+package ptx
+
+// PlainEnv is implemented by an [Env] whose threads may run in lockstep
+// with their warp ([Lockstep]).
+type PlainEnv interface {
+	// PlainNow reports whether a plain (weak) access of n bytes of global
+	// memory at addr may be made now through Load or Store with no
+	// scheduling point and no error. Lockstep leaves a thread before an
+	// access for which it reports false; the thread's own Run makes it.
+	PlainNow(addr uint64, n int, write bool) bool
+}
+
+// Lockstep runs threads, lanes of one warp of a block that stand at one
+// place (the same frames, each at the same instruction), together: it
+// decodes each instruction once and executes it for every lane, as a
+// warp executes it, for as long as the lanes take every branch the same
+// way and the instruction is none that makes a scheduling point or
+// needs one lane at a time. It executes register arithmetic, branches,
+// and plain loads and stores of global memory, of the kernel's
+// parameters and of local memory (a global one only where the lane's
+// Env, a [PlainEnv], says it may be made now); it stops before any other
+// instruction (strong, atomic, fenced and shared-memory accesses,
+// barriers, warp collectives, calls, returns, traps, prints), before a
+// branch its lanes take differently, and before an access the model may
+// reorder with a later store (hoist.go). Each thread is left before the
+// first instruction it did not execute, from where [Thread.Run]
+// continues it, with the registers, memory accesses, instruction count
+// and loops that running it alone there would have given.
+//
+// Threads not at the place of the first are left as they are. Lockstep
+// returns the lane-instructions it executed.
+func Lockstep(threads []*Thread) uint64 {
+	if len(threads) < 2 || threads[0].stacks == nil {
+		return 0
+	}
+	lanes := make([]*Thread, 0, len(threads))
+	for _, t := range threads {
+		if t.stacks != nil && t.barInst == nil && samePlace(threads[0], t) {
+			lanes = append(lanes, t)
+		}
+	}
+	if len(lanes) < 2 {
+		return 0
+	}
+	for _, t := range lanes {
+		if _, ok := t.env.(PlainEnv); !ok {
+			return 0
+		}
+	}
+	top := len(lanes[0].frames) - 1
+	frames := make([]*frame, len(lanes))
+	for i, t := range lanes {
+		frames[i] = &t.frames[top]
+	}
+	f0 := frames[0]
+	heads, code := f0.fn.heads, f0.fn.code
+	pc := f0.pc
+	left := DefaultBudget
+	var done uint64
+	// moved[i]: lane i executed the instruction at pc already (an access
+	// that some lanes made before one could not): it stands at pc+1.
+	var moved []bool
+	defer func() {
+		for i, f := range frames {
+			f.pc = pc
+			if moved != nil && moved[i] {
+				f.pc = pc + 1
+			}
+		}
+	}()
+	for {
+		h := &heads[pc]
+		in := &code[pc]
+		switch {
+		case h.fast != fastNone:
+			for _, f := range frames {
+				if h.guard < 0 || (f.regs[h.guard] != 0) != h.neg {
+					runFast(f.regs, h)
+				}
+			}
+		case h.op == opBra:
+			taken := h.guard < 0 || (f0.regs[h.guard] != 0) != h.neg
+			for _, f := range frames[1:] {
+				if (h.guard < 0 || (f.regs[h.guard] != 0) != h.neg) != taken {
+					return done // the warp diverges: each lane goes its own way
+				}
+			}
+			if taken && in.target <= pc {
+				if left -= pc + 1 - in.target; left < 0 {
+					return done // Run reports the budget, lane by lane
+				}
+				for _, t := range lanes {
+					t.loops++
+					t.loop = in.line
+				}
+			}
+			for _, t := range lanes {
+				t.executed++
+			}
+			done += uint64(len(lanes))
+			if taken {
+				pc = in.target
+			} else {
+				pc++
+			}
+			continue
+		case h.op == opLd || h.op == opSt:
+			if in.sem != Weak || in.hoist != 0 || in.space == spShared {
+				return done
+			}
+			for _, f := range frames {
+				if h.op == opSt && f.hoisted == pc+1 {
+					return done
+				}
+			}
+			left = DefaultBudget
+			for i, t := range lanes {
+				f := frames[i]
+				if h.guard >= 0 && (f.regs[h.guard] != 0) == h.neg {
+					continue
+				}
+				if !t.plainMemory(f, in) {
+					if i > 0 {
+						moved = make([]bool, len(lanes))
+						for j := range i {
+							moved[j] = true
+							lanes[j].executed++
+						}
+						done += uint64(i)
+					}
+					return done
+				}
+			}
+		case aluOnly(h.op):
+			if !aluSafe(in) {
+				return done
+			}
+			for i, t := range lanes {
+				f := frames[i]
+				if h.guard >= 0 && (f.regs[h.guard] != 0) == h.neg {
+					continue
+				}
+				if err := t.alu(f, in); err != nil {
+					// Run meets the error again, lane by lane; alu
+					// writes no register before it fails.
+					if i > 0 {
+						moved = make([]bool, len(lanes))
+						for j := range i {
+							moved[j] = true
+							lanes[j].executed++
+						}
+						done += uint64(i)
+					}
+					return done
+				}
+			}
+		default:
+			return done
+		}
+		for _, t := range lanes {
+			t.executed++
+		}
+		done += uint64(len(lanes))
+		pc++
+	}
+}
+
+// samePlace reports whether threads a and b stand at the same place: the
+// same functions called from the same instructions, each frame at the
+// same instruction.
+func samePlace(a, b *Thread) bool {
+	if len(a.frames) != len(b.frames) || len(a.frames) == 0 {
+		return false
+	}
+	for i := range a.frames {
+		fa, fb := &a.frames[i], &b.frames[i]
+		if fa.fn != fb.fn || fa.pc != fb.pc || fa.call != fb.call {
+			return false
+		}
+	}
+	return true
+}
+
+// aluSafe reports whether in, an instruction of aluOnly's, may run in
+// lockstep: not one reading a special register whose value depends on
+// when a lane reads it (the clocks), which the lanes read one at a time.
+func aluSafe(in *inst) bool {
+	for i := range in.ops {
+		if o := &in.ops[i]; o.kind == oSpecial {
+			switch o.sp {
+			case spGlobaltimer, spClock64, spClock:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// plainMemory executes ld or st in, a plain access, for t in frame f, as
+// Run's memory does, and reports true; or, for an access that Run must
+// make (one of shared memory, one the Env will not make now, or one that
+// fails), it changes nothing and reports false.
+func (t *Thread) plainMemory(f *frame, in *inst) bool {
+	o := &in.ops[1]
+	if in.op == opSt {
+		o = &in.ops[0]
+	}
+	addr := t.addr(f, o)
+	n := in.t.size() * in.vec
+	if addr%uint64(n) != 0 {
+		return false
+	}
+	sp := in.space
+	switch {
+	case sp == spParam && o.sym != nil && o.sym.kind == symFrameParam:
+	case sp == spGeneric || sp == spParam || sp == spLocal:
+		switch {
+		case addr >= ParamWindow && addr < ParamWindow+windowSize:
+			addr -= ParamWindow
+			if in.op == opSt || addr > uint64(len(t.mem.Params)) || uint64(n) > uint64(len(t.mem.Params))-addr {
+				return false
+			}
+		case addr >= LocalWindow && addr < LocalWindow+windowSize:
+			addr -= LocalWindow
+			if addr > uint64(len(t.local)) || uint64(n) > uint64(len(t.local))-addr {
+				return false
+			}
+		case sp == spGeneric:
+			if !t.plainGlobal(addr, n, in.op == opSt) {
+				return false
+			}
+		case sp == spLocal && addr < 1<<32:
+			if addr > uint64(len(t.local)) || uint64(n) > uint64(len(t.local))-addr {
+				return false
+			}
+		default:
+			return false
+		}
+	case sp == spGlobal:
+		if !t.plainGlobal(addr, n, in.op == opSt) {
+			return false
+		}
+	default:
+		return false
+	}
+	line := t.line
+	t.line = in.line
+	if err := t.memory(f, in); err != nil {
+		// Not expected after the checks above; Run makes the access
+		// again and meets the error itself.
+		t.line = line
+		return false
+	}
+	return true
+}
+
+// plainGlobal reports whether a plain access of n bytes at addr, in global
+// memory or a module-scope variable, may run in lockstep.
+func (t *Thread) plainGlobal(addr uint64, n int, write bool) bool {
+	if addr >= GlobalVarWindow && addr < GlobalVarWindow+windowSize {
+		off := addr - GlobalVarWindow
+		return !write && off <= uint64(len(t.m.globals)) && uint64(n) <= uint64(len(t.m.globals))-off
+	}
+	if addr >= ParamWindow && addr < ParamWindow+windowSize ||
+		addr >= SharedWindow && addr < SharedWindow+windowSize ||
+		addr >= LocalWindow && addr < LocalWindow+windowSize {
+		return false
+	}
+	return t.env.(PlainEnv).PlainNow(addr, n, write)
+}

@@ -1,0 +1,315 @@
+package ptx
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// laneEnv is one lane's Env over a shared sliceEnv: it logs the lane's
+// global accesses in the order it makes them, and refuses a plain access
+// in lockstep (PlainNow) at the addresses refuse names.
+type laneEnv struct {
+	*sliceEnv
+	log    *[]string
+	refuse func(addr uint64) bool
+	asked  int // PlainNow calls
+}
+
+func (e *laneEnv) Load(addr uint64, dst []byte, sem Sem, sc Scope) error {
+	*e.log = append(*e.log, fmt.Sprintf("ld %s %#x %d", sem, addr, len(dst)))
+	return e.sliceEnv.Load(addr, dst, sem, sc)
+}
+
+func (e *laneEnv) Store(addr uint64, src []byte, sem Sem, sc Scope) error {
+	*e.log = append(*e.log, fmt.Sprintf("st %s %#x %x", sem, addr, src))
+	return e.sliceEnv.Store(addr, src, sem, sc)
+}
+
+func (e *laneEnv) PlainNow(addr uint64, n int, write bool) bool {
+	e.asked++
+	_, err := e.at(addr, n)
+	return err == nil && (e.refuse == nil || !e.refuse(addr))
+}
+
+// lockstepKernel: every thread sums in[tid*4 .. tid*4+3] (a loop of
+// four rounds, the same for every lane) through local memory, scales it
+// with non-fast arithmetic, stores it to out[tid]; then the lanes part at
+// a branch on their index, each side storing a word of its own, and the
+// even lanes make an acquire load.
+const lockstepKernel = `
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 in, .param .u64 out)
+{
+	.local .align 4 .b8 acc[4];
+	.reg .b32 %r<12>;
+	.reg .b64 %rd<12>;
+	.reg .pred %p<4>;
+	.reg .f32 %f<4>;
+	ld.param.u64 %rd1, [in];
+	ld.param.u64 %rd2, [out];
+	mov.u32 %r1, %tid.x;
+	mul.wide.u32 %rd3, %r1, 16;
+	add.s64 %rd4, %rd1, %rd3;
+	mov.u32 %r2, 0;
+	st.local.u32 [acc], %r2;
+	mov.u32 %r3, 0;
+$L_loop:
+	ld.global.u32 %r4, [%rd4];
+	ld.local.u32 %r5, [acc];
+	add.s32 %r5, %r5, %r4;
+	st.local.u32 [acc], %r5;
+	add.s64 %rd4, %rd4, 4;
+	add.s32 %r3, %r3, 1;
+	setp.lt.u32 %p1, %r3, 4;
+	@%p1 bra $L_loop;
+	ld.local.u32 %r6, [acc];
+	mad.lo.s32 %r7, %r6, 3, %r1;
+	cvt.rn.f32.u32 %f1, %r7;
+	mul.f32 %f2, %f1, 0f3F000000;
+	cvt.rzi.u32.f32 %r8, %f2;
+	mul.wide.u32 %rd5, %r1, 4;
+	add.s64 %rd6, %rd2, %rd5;
+	st.global.u32 [%rd6], %r8;
+	and.b32 %r9, %r1, 1;
+	setp.eq.u32 %p2, %r9, 0;
+	@%p2 bra $L_even;
+	st.global.u32 [%rd6+128], %r1;
+	ret;
+$L_even:
+	ld.acquire.gpu.global.u32 %r10, [%rd6];
+	st.global.u32 [%rd6+256], %r10;
+	ret;
+}
+`
+
+const (
+	lockIn  = 0x7000_0000_0000
+	lockOut = 0x7100_0000_0000
+)
+
+// lockstepRun starts a block of n threads of lockstepKernel over fresh
+// memory; it returns the threads, their envs and logs, and the memory.
+func lockstepRun(t *testing.T, n int, refuse func(uint64) bool) ([]*Thread, []*laneEnv, [][]string, []byte) {
+	t.Helper()
+	m, err := Parse(lockstepKernel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := make([]byte, 16*n)
+	for i := range 4 * n {
+		binary.LittleEndian.PutUint32(in[4*i:], uint32(7*i+1))
+	}
+	out := make([]byte, 4*n+256+4*n)
+	mem := &sliceEnv{regions: []region{{lockIn, in}, {lockOut, out}}}
+	params := binary.LittleEndian.AppendUint64(nil, lockIn)
+	params = binary.LittleEndian.AppendUint64(params, lockOut)
+	bm, err := m.NewBlockMem("k", params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := make([][]string, n)
+	envs := make([]*laneEnv, n)
+	ths := make([]*Thread, n)
+	for i := range ths {
+		envs[i] = &laneEnv{sliceEnv: mem, log: &logs[i], refuse: refuse}
+		if ths[i], err = m.NewThread("k", envs[i], bm, Dim{Tid: uint32(i), Ntid: uint32(n), Nctaid: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ths, envs, logs, out
+}
+
+// finish runs every thread to its exit, one after the other.
+func finish(t *testing.T, ths []*Thread) {
+	t.Helper()
+	for i, th := range ths {
+		if stop, err := th.Run(); err != nil || stop != Exited {
+			t.Fatalf("thread %d: %v, %v", i, stop, err)
+		}
+	}
+}
+
+// TestLockstepMatchesLaneByLane runs a warp in lockstep, then each lane
+// on, and compares every lane's accesses (in its order), instruction
+// count, loops and the memory it leaves with the same block run thread
+// by thread.
+func TestLockstepMatchesLaneByLane(t *testing.T) {
+	for _, n := range []int{32, 7} {
+		t.Run(fmt.Sprint(n, " lanes"), func(t *testing.T) {
+			alone, _, aloneLogs, aloneOut := lockstepRun(t, n, nil)
+			finish(t, alone)
+
+			ths, envs, logs, out := lockstepRun(t, n, nil)
+			done := Lockstep(ths)
+			// The lanes part at the branch on their index: every lane
+			// executed the same instructions before it.
+			per := ths[0].Executed()
+			if per == 0 || done != per*uint64(n) {
+				t.Fatalf("Lockstep executed %d lane-instructions, lane 0 %d: want %d lanes' worth", done, per, n)
+			}
+			for i, th := range ths {
+				if th.Executed() != per || th.Loops() != 3 {
+					t.Errorf("lane %d: %d instructions, %d loops after lockstep; want %d, 3", i, th.Executed(), th.Loops(), per)
+				}
+				if want := slices.Index(aloneLogs[i], logs[i][len(logs[i])-1]); want != len(logs[i])-1 {
+					t.Errorf("lane %d: lockstep made %d accesses, not the first ones of its run alone", i, len(logs[i]))
+				}
+				if envs[i].asked != 5 {
+					t.Errorf("lane %d: PlainNow asked %d times, want 5 (four loads, one store)", i, envs[i].asked)
+				}
+				if th.Line() == 0 {
+					t.Errorf("lane %d: no line of its last access", i)
+				}
+			}
+			finish(t, ths)
+			for i := range ths {
+				if !slices.Equal(logs[i], aloneLogs[i]) {
+					t.Errorf("lane %d accesses:\nlockstep: %q\nalone:    %q", i, logs[i], aloneLogs[i])
+				}
+				if ths[i].Executed() != alone[i].Executed() || ths[i].Loops() != alone[i].Loops() {
+					t.Errorf("lane %d: %d instructions, %d loops; alone %d, %d", i, ths[i].Executed(), ths[i].Loops(), alone[i].Executed(), alone[i].Loops())
+				}
+			}
+			if !bytes.Equal(out, aloneOut) {
+				t.Errorf("memory differs:\nlockstep %x\nalone    %x", out, aloneOut)
+			}
+		})
+	}
+}
+
+// TestLockstepStopsWhereALaneMust: an access the Env refuses for some
+// lanes leaves the lanes before it in lane order past it and the others
+// before it, each at a place Run continues from; a strong access stops
+// every lane before it.
+func TestLockstepStopsWhereALaneMust(t *testing.T) {
+	const n = 32
+	// Lane 5's first load is refused: lanes 0-4 made it, 5-31 did not.
+	ths, _, logs, out := lockstepRun(t, n, func(addr uint64) bool { return addr == lockIn+5*16 })
+	Lockstep(ths)
+	for i := range n {
+		want := 0
+		if i < 5 {
+			want = 1
+		}
+		if len(logs[i]) != want {
+			t.Errorf("lane %d made %d accesses in lockstep, want %d: %q", i, len(logs[i]), want, logs[i])
+		}
+	}
+	finish(t, ths)
+	alone, _, _, aloneOut := lockstepRun(t, n, nil)
+	finish(t, alone)
+	if !bytes.Equal(out, aloneOut) {
+		t.Errorf("memory differs after a refused access:\nlockstep %x\nalone    %x", out, aloneOut)
+	}
+
+}
+
+// TestLockstepStopsBeforeSchedulingPoints: a strong load, an atom, a
+// fence, a shared-memory access, a barrier and a warp collective each
+// stop every lane before it, with no access made; a read of the clock
+// too (the lanes read it one at a time).
+func TestLockstepStopsBeforeSchedulingPoints(t *testing.T) {
+	for _, inst := range []string{
+		"ld.acquire.gpu.global.u32 %r2, [%rd1];",
+		"ld.volatile.global.u32 %r2, [%rd1];",
+		"ld.relaxed.sys.global.u32 %r2, [%rd1];",
+		"st.release.gpu.global.u32 [%rd1], %r1;",
+		"atom.global.add.u32 %r2, [%rd1], 1;",
+		"fence.acq_rel.gpu;",
+		"ld.shared.u32 %r2, [sh];",
+		"bar.sync 0;",
+		"shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;",
+		"mov.u64 %rd3, %globaltimer;",
+	} {
+		src := `
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 in, .param .u64 out)
+{
+	.shared .align 4 .b8 sh[128];
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [in];
+	mov.u32 %r1, %tid.x;
+	ld.global.u32 %r3, [%rd1];
+	add.u32 %r3, %r3, 1;
+	` + inst + `
+	st.global.u32 [%rd1+4], %r3;
+	ret;
+}
+`
+		m, err := Parse(src)
+		if err != nil {
+			t.Fatalf("%s: %v", inst, err)
+		}
+		in := make([]byte, 64)
+		mem := &sliceEnv{regions: []region{{lockIn, in}}}
+		bm, err := m.NewBlockMem("k", binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, lockIn), lockOut))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs := make([][]string, 4)
+		ths := make([]*Thread, 4)
+		for i := range ths {
+			if ths[i], err = m.NewThread("k", &laneEnv{sliceEnv: mem, log: &logs[i]}, bm, Dim{Tid: uint32(i), Ntid: 4, Nctaid: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := Lockstep(ths); got != 4*4 {
+			t.Errorf("%s: Lockstep ran %d lane-instructions, want the 4 before it in 4 lanes", inst, got)
+		}
+		for i, l := range logs {
+			if len(l) != 1 || l[0] != fmt.Sprintf("ld weak %#x 4", lockIn) {
+				t.Errorf("%s: lane %d made %q in lockstep, want only the plain load", inst, i, l)
+			}
+		}
+	}
+}
+
+// TestLockstepNeedsOnePlace: threads at different places, or an Env
+// that is no PlainEnv, are not run.
+func TestLockstepNeedsOnePlace(t *testing.T) {
+	ths, _, logs, _ := lockstepRun(t, 4, nil)
+	if _, err := ths[1].Run(); err != nil {
+		t.Fatal(err)
+	}
+	before := logs[1]
+	if got := Lockstep([]*Thread{ths[1], ths[0]}); got != 0 {
+		t.Errorf("Lockstep of an exited thread and another ran %d lane-instructions", got)
+	}
+	if got := Lockstep([]*Thread{ths[0]}); got != 0 {
+		t.Errorf("Lockstep of one thread ran %d lane-instructions", got)
+	}
+	if len(logs[0]) != 0 || len(logs[1]) != len(before) {
+		t.Errorf("threads not run together made accesses: %q, %q", logs[0], logs[1])
+	}
+
+	m, err := Parse(lockstepKernel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, out := make([]byte, 64), make([]byte, 512)
+	env := &sliceEnv{regions: []region{{lockIn, in}, {lockOut, out}}}
+	params := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, lockIn), lockOut)
+	bm, err := m.NewBlockMem("k", params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain []*Thread
+	for i := range 2 {
+		th, err := m.NewThread("k", env, bm, Dim{Tid: uint32(i), Ntid: 2, Nctaid: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain = append(plain, th)
+	}
+	if got := Lockstep(plain); got != 0 {
+		t.Errorf("Lockstep over an Env that is no PlainEnv ran %d lane-instructions", got)
+	}
+}
