@@ -201,8 +201,26 @@ func (s *Scheduler) Spawn(name string, fn func()) *Task {
 
 // SpawnLabeled starts a task labelled l and returns it.
 func (s *Scheduler) SpawnLabeled(l Label, fn func()) *Task {
-	t := &Task{id: s.nextID, label: l, point: "start", deadline: -1}
+	return s.SpawnLabeledID(s.ReserveID(), l, fn)
+}
+
+// ReserveID takes the next task ID without starting a task: for what the
+// tasks' observers must tell apart from every task (a simulated thread
+// that may never need a task of its own), or for a task that
+// SpawnLabeledID starts later.
+func (s *Scheduler) ReserveID() int {
+	id := s.nextID
 	s.nextID++
+	return id
+}
+
+// SpawnLabeledID is SpawnLabeled of a task whose ID id was reserved with
+// ReserveID after the ID of every task started so far.
+func (s *Scheduler) SpawnLabeledID(id int, l Label, fn func()) *Task {
+	if n := len(s.tasks); n > 0 && s.tasks[n-1].id >= id || id >= s.nextID {
+		panic(fmt.Sprintf("actor: task ID %d was not reserved after every started task's", id))
+	}
+	t := &Task{id: id, label: l, point: "start", deadline: -1}
 	s.tasks = append(s.tasks, t)
 	s.Recordf("spawn", "%d %s", t.id, l.Name)
 	if !s.haltNew(t) {

@@ -9,7 +9,8 @@ import (
 // benchHarness runs a harness of examples/peers over seeds seeds a
 // benchmark iteration (one run at a time, no shrinking) with vars
 // replaced, and reports the lane-instructions its PTX threads executed a
-// second and the time a seed took.
+// second, the share of them warps executed in lockstep and the time a
+// seed took.
 func benchHarness(b *testing.B, name string, vars map[string]Expr, seeds int) {
 	if _, err := os.Stat(peersDir); err != nil {
 		b.Skipf("%s is absent: %v", peersDir, err)
@@ -22,7 +23,7 @@ func benchHarness(b *testing.B, name string, vars map[string]Expr, seeds int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var insts uint64
+	var insts, lockstep uint64
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {
@@ -35,10 +36,12 @@ func benchHarness(b *testing.B, name string, vars map[string]Expr, seeds int) {
 		}
 		for _, r := range rep.Runs {
 			insts += r.Instructions
+			lockstep += r.InLockstep
 		}
 	}
 	elapsed := time.Since(start)
 	b.ReportMetric(float64(insts)/elapsed.Seconds(), "lane-inst/s")
+	b.ReportMetric(100*float64(lockstep)/float64(max(insts, 1)), "%lockstep")
 	b.ReportMetric(elapsed.Seconds()/float64(b.N*seeds), "s/seed")
 }
 

@@ -103,11 +103,12 @@ type Run struct {
 	Seed  uint64
 	Trace string // the trace hash: the same seed gives the same one
 	Steps int64
-	// Instructions is the lane-instructions its PTX threads executed.
-	Instructions uint64
-	Findings     int  // findings of this run, before they are merged by site
-	Plan         Plan // the faults injected (nil: none)
-	Fired        int  // how many of them fired
+	// Instructions is the lane-instructions its PTX threads executed,
+	// InLockstep those of warps in lockstep.
+	Instructions, InLockstep uint64
+	Findings                 int  // findings of this run, before they are merged by site
+	Plan                     Plan // the faults injected (nil: none)
+	Fired                    int  // how many of them fired
 }
 
 // Finding is one distinct problem: a race, a hang, a failure of a kernel
@@ -473,7 +474,7 @@ func (c *compiled) runOnce(world int, seed uint64, opts Options, shapes map[stri
 	if opts.Context != nil && opts.Context.Err() != nil {
 		return Run{World: world, Seed: seed}, nil, nil, errStopped
 	}
-	run := Run{World: world, Seed: seed, Trace: res.Trace, Steps: res.Steps, Instructions: res.Instructions, Plan: plan}
+	run := Run{World: world, Seed: seed, Trace: res.Trace, Steps: res.Steps, Instructions: res.Instructions, InLockstep: res.InLockstep, Plan: plan}
 	for _, f := range w.fired {
 		if f {
 			run.Fired++

@@ -70,9 +70,12 @@ type Result struct {
 	// Instructions is the lane-instructions the PTX launches executed
 	// (sim.World.PTXInstructions); 0 with the Go twins.
 	Instructions uint64
-	VirtualTime  time.Duration // virtual time at the end
-	Errs         []error       // each rank's error (nil when it succeeded)
-	Events       []actor.Event // every trace event, when Config.KeepTrace
+	// InLockstep is how many of them warps executed in lockstep
+	// (sim.World.PTXLockstepInstructions).
+	InLockstep  uint64
+	VirtualTime time.Duration // virtual time at the end
+	Errs        []error       // each rank's error (nil when it succeeded)
+	Events      []actor.Event // every trace event, when Config.KeepTrace
 	// Races lists the data races found when Config.RaceDetector is set;
 	// nil when none were found.
 	Races *race.Error
@@ -186,6 +189,7 @@ func Simulate(cfg Config, program rank.Program) (Result, error) {
 	res.Trace = sched.Trace().Hash()
 	res.Steps = sched.Steps()
 	res.Instructions = world.PTXInstructions()
+	res.InLockstep = world.PTXLockstepInstructions()
 	res.VirtualTime = sched.Now()
 	res.Events = sched.Trace().Events()
 	if detector != nil {

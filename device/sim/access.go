@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 
-	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/signal"
 )
@@ -118,19 +117,20 @@ const StoreUnknown = ^uint64(0)
 // world's own access (see scratch), a copied there unless it was built
 // there: handing it a itself would make every caller's access escape to
 // the heap.
-func (w *World) emit(a *Access) { w.emitAs(a, nil) }
-
-// emitAs is emit of an access made by task t (nil: the running task).
-func (w *World) emitAs(a *Access, t *actor.Task) {
+func (w *World) emit(a *Access) {
 	if w.observe != nil {
-		if t == nil {
-			t = w.sched.Current()
+		task := -1
+		if cur := w.sched.Current(); cur != nil {
+			task = cur.ID()
 		}
-		if t != nil {
-			a.Task = t.ID()
-		} else {
-			a.Task = -1
-		}
+		w.emitAs(a, task)
+	}
+}
+
+// emitAs is emit of an access made by the task of ID task.
+func (w *World) emitAs(a *Access, task int) {
+	if w.observe != nil {
+		a.Task = task
 		if a != &w.scratch {
 			w.scratch = *a
 		}

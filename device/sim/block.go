@@ -37,10 +37,12 @@ type blockCtx struct {
 	// bell rings on writes to the memory the block waits for (see
 	// blockOn).
 	bell actor.Bell
-	// task is the task whose accesses these are, when another task may
-	// make them (a PTX lane run in lockstep by its warp's first lane);
-	// nil: the running task.
-	task *actor.Task
+	// task is the ID of the task whose accesses these are, when another
+	// task may make them (a PTX lane run in lockstep by its warp's first
+	// lane, whose own task may never start), and ownTask says it is set;
+	// else they are the running task's.
+	task    int
+	ownTask bool
 }
 
 var _ kernels.Block = (*blockCtx)(nil)
@@ -119,7 +121,11 @@ func (c *blockCtx) emit(a *Access) {
 	}
 	a.Device, a.Stream, a.Seq, a.Op = c.l.dev.index, c.l.op.stream.id, c.l.op.seq, "kernel"
 	a.Kernel, a.Launch, a.Block, a.Lane = c.l.kernel, c.l.id, c.index, c.lane
-	w.emitAs(a, c.task)
+	if c.ownTask {
+		w.emitAs(a, c.task)
+		return
+	}
+	w.emit(a)
 }
 
 func (c *blockCtx) emitSeg(kind AccessKind, sg segment, write bool, order signal.Order, scope signal.Scope) {

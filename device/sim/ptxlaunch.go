@@ -157,7 +157,7 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 	}
 	live := make([]*ptxLane, c.l.threads)
 	for i := range live {
-		ln := &ptxLane{blockCtx: blockCtx{l: c.l, index: c.index, lane: i}, rec: rec}
+		ln := &ptxLane{blockCtx: blockCtx{l: c.l, index: c.index, lane: i, ownTask: true}, rec: rec}
 		th, err := mod.NewThread(entry, ln, mem, ptx.Dim{Tid: uint32(i), Ntid: uint32(c.l.threads),
 			Ctaid: uint32(c.index), Nctaid: uint32(c.l.grid)})
 		if err != nil {
@@ -187,7 +187,9 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 		}
 		for _, ln := range live {
 			if ln.mates[0] == ln {
-				ln.spawn(ph) // its warp's first lane: it starts the others
+				// Its warp's first lane: it starts the others.
+				ln.task = w.sched.ReserveID()
+				ln.spawn(ph)
 			}
 		}
 		n := len(live)
@@ -251,9 +253,10 @@ func warpsOf(live []*ptxLane, laneByLane bool) {
 	}
 }
 
-// spawn starts the task that runs the lane in phase ph.
+// spawn starts the task that runs the lane in phase ph, under the task
+// ID its accesses are reported with.
 func (l *ptxLane) spawn(ph *lanePhase) {
-	l.task = l.l.dev.w.sched.SpawnLabeled(l.lbl, func() { l.run(ph) })
+	l.l.dev.w.sched.SpawnLabeledID(l.task, l.lbl, func() { l.run(ph) })
 }
 
 // run runs the lane until it stops at a barrier of every thread, exits or
@@ -262,11 +265,22 @@ func (l *ptxLane) run(ph *lanePhase) {
 	w := l.l.dev.w
 	w.sched.SetWhere(l.where)
 	if !l.begun {
-		w.executed += l.startWarp(ph)
+		l.startWarp(ph)
+	}
+	if stop, ok := l.th.Stopped(); ok {
+		l.end(ph, stop, nil) // in lockstep with its warp
+		return
 	}
 	before := l.th.Executed()
-	l.stop, l.err = l.th.Run()
+	stop, err := l.th.Run()
 	w.executed += l.th.Executed() - before
+	l.end(ph, stop, err)
+}
+
+// end notes that the lane stopped in phase ph (at a barrier of every
+// thread, or at its exit, or failed).
+func (l *ptxLane) end(ph *lanePhase, stop ptx.Stop, err error) {
+	l.stop, l.err = stop, err
 	l.emit(&Access{Kind: LaneEnd, Parent: -1})
 	ph.done++
 	ph.stopped.Ring()
@@ -274,26 +288,39 @@ func (l *ptxLane) run(ph *lanePhase) {
 
 // startWarp starts the phase of the warp of l, its first lane, whose task
 // alone the block started: a warp is scheduled as one until its lanes
-// part. It starts the other lanes' tasks, reports every lane's start to
-// the race detector and runs the lanes in lockstep up to the first
+// part. It reports every lane's start to the race detector, each under a
+// task ID of its own, runs the lanes in lockstep up to the first
 // instruction one of them must make alone (ptx.Lockstep), each lane's
-// accesses its own. It returns the lane-instructions executed.
-func (l *ptxLane) startWarp(ph *lanePhase) uint64 {
+// accesses its own, and starts a task for each other lane that did not
+// stop there (at a barrier of every thread or its exit): a lane that
+// did ends its phase without one.
+func (l *ptxLane) startWarp(ph *lanePhase) {
+	w := l.l.dev.w
 	for _, m := range l.mates {
 		if m != l {
-			m.spawn(ph)
+			m.task = w.sched.ReserveID()
 		}
 		m.begun = true
 		m.emit(&Access{Kind: LaneStart, Parent: ph.parent})
 	}
-	if len(l.mates) < 2 {
-		return 0
+	if len(l.mates) > 1 {
+		ths := make([]*ptx.Thread, len(l.mates))
+		for i, m := range l.mates {
+			ths[i] = m.th
+		}
+		n := ptx.Lockstep(ths)
+		w.executed += n
+		w.lockstep += n
 	}
-	ths := make([]*ptx.Thread, len(l.mates))
-	for i, m := range l.mates {
-		ths[i] = m.th
+	for _, m := range l.mates {
+		switch stop, ok := m.th.Stopped(); {
+		case m == l:
+		case ok:
+			m.end(ph, stop, nil)
+		default:
+			m.spawn(ph)
+		}
 	}
-	return ptx.Lockstep(ths)
 }
 
 // ptxLane is one thread of a PTX block: the thread and the [ptx.Env] it

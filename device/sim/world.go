@@ -69,6 +69,7 @@ type World struct {
 	launches  uint64
 	observe   func(*Access)
 	executed  uint64              // instructions the PTX threads of its launches executed
+	lockstep  uint64              // those executed by warps in lockstep (ptx.Lockstep)
 	scratch   Access              // the access an observer is handed (see emit)
 	weak      weakMem             // weak reads of kernel threads (weak.go)
 	waits     map[int]*SignalWait // blocked signal waits by task
@@ -147,6 +148,10 @@ func (w *World) Observer() func(*Access) { return w.observe }
 // world's PTX launches executed so far (their lane-instructions: a warp
 // instruction of 32 lanes counts 32).
 func (w *World) PTXInstructions() uint64 { return w.executed }
+
+// PTXLockstepInstructions is how many of [World.PTXInstructions] warps
+// executed in lockstep, their lanes together.
+func (w *World) PTXLockstepInstructions() uint64 { return w.lockstep }
 
 func (w *World) proc(pid int) (int, error) {
 	i := pid - w.cfg.PIDBase

@@ -24,7 +24,7 @@ func BenchmarkGraphsWorld4(b *testing.B) {
 	if graphs.Program == nil {
 		b.Fatal("no graphs case")
 	}
-	var insts uint64
+	var insts, lockstep uint64
 	start := time.Now()
 	for range b.N {
 		res, err := simjob.Simulate(simjob.Config{World: 4, Seed: 1, Device: sim.Config{Kernels: sim.Kernels{PTX: true}}}, graphs.Program)
@@ -38,8 +38,10 @@ func BenchmarkGraphsWorld4(b *testing.B) {
 			b.Fatal("no PTX instruction executed")
 		}
 		insts += res.Instructions
+		lockstep += res.InLockstep
 	}
 	elapsed := time.Since(start)
 	b.ReportMetric(float64(insts)/elapsed.Seconds(), "lane-inst/s")
+	b.ReportMetric(100*float64(lockstep)/float64(max(insts, 1)), "%lockstep")
 	b.ReportMetric(elapsed.Seconds()/float64(b.N), "s/seed")
 }

@@ -62,10 +62,13 @@ func Lockstep(threads []*Thread) uint64 {
 	var moved []bool
 	defer func() {
 		for i, f := range frames {
-			f.pc = pc
 			if moved != nil && moved[i] {
-				f.pc = pc + 1
+				if lanes[i].stacks != nil {
+					f.pc = pc + 1
+				}
+				continue
 			}
+			f.pc = pc
 		}
 	}()
 	for {
@@ -131,6 +134,46 @@ func Lockstep(threads []*Thread) uint64 {
 					return done
 				}
 			}
+		case h.op == opBar && wholeBlockBarrier(in) || h.op == opRet && top == 0:
+			// Every lane stops here, as Run would return: at the barrier
+			// (bar.sync or bar.red of every thread, which involves no
+			// Env) or at its exit.
+			for _, f := range frames[1:] {
+				if (h.guard < 0 || (f.regs[h.guard] != 0) != h.neg) != (h.guard < 0 || (f0.regs[h.guard] != 0) != h.neg) {
+					return done
+				}
+			}
+			if h.guard >= 0 && (f0.regs[h.guard] != 0) == h.neg {
+				break // no lane stops: the next instruction
+			}
+			stopped := 0
+			for i, t := range lanes {
+				if h.op == opRet {
+					t.frames = t.frames[:0]
+					t.mem.leave(t.dim, laneExited, 0)
+					t.mem.exited(t.dim)
+					t.exit()
+				} else {
+					frames[i].pc = pc + 1
+					t.line = in.line
+					if stop, err := t.barrier(frames[i], in); err != nil || !stop {
+						// Not expected of a barrier of every thread; Run
+						// meets the error itself.
+						frames[i].pc = pc
+						break
+					}
+				}
+				t.executed++
+				stopped++
+			}
+			done += uint64(stopped)
+			if stopped > 0 {
+				moved = make([]bool, len(lanes))
+				for j := range stopped {
+					moved[j] = true
+				}
+			}
+			return done
 		case aluOnly(h.op):
 			if !aluSafe(in) {
 				return done
@@ -163,6 +206,30 @@ func Lockstep(threads []*Thread) uint64 {
 		done += uint64(len(lanes))
 		pc++
 	}
+}
+
+// wholeBlockBarrier reports whether in, a bar or barrier instruction,
+// waits for every thread of the block: bar.sync or bar.red without a
+// thread count.
+func wholeBlockBarrier(in *inst) bool {
+	at := 0
+	if in.bar == barRed {
+		at = 1
+	}
+	return in.bar != barArrive && len(in.ops) <= at+1+boolInt(in.bar == barRed)
+}
+
+// Stopped reports whether the thread stopped where [Thread.Run] returns:
+// at a barrier of every thread, which [Thread.Release] ends, or at its
+// exit. Lockstep may leave lanes so.
+func (t *Thread) Stopped() (Stop, bool) {
+	switch {
+	case t.stacks == nil:
+		return Exited, true
+	case t.barInst != nil:
+		return AtBarrier, true
+	}
+	return 0, false
 }
 
 // samePlace reports whether threads a and b stand at the same place: the

@@ -222,7 +222,8 @@ func TestLockstepStopsBeforeSchedulingPoints(t *testing.T) {
 		"atom.global.add.u32 %r2, [%rd1], 1;",
 		"fence.acq_rel.gpu;",
 		"ld.shared.u32 %r2, [sh];",
-		"bar.sync 0;",
+		"bar.sync 1, 32;",
+		"bar.arrive 1, 64;",
 		"shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;",
 		"mov.u64 %rd3, %globaltimer;",
 	} {
@@ -268,6 +269,88 @@ func TestLockstepStopsBeforeSchedulingPoints(t *testing.T) {
 			if len(l) != 1 || l[0] != fmt.Sprintf("ld weak %#x 4", lockIn) {
 				t.Errorf("%s: lane %d made %q in lockstep, want only the plain load", inst, i, l)
 			}
+		}
+	}
+}
+
+// TestLockstepStopsAtBarriersAndExits: lanes in lockstep stop at a
+// barrier of every thread as Run stops them there (Release resumes
+// them, and lockstep again takes them on) and exit together.
+func TestLockstepStopsAtBarriersAndExits(t *testing.T) {
+	src := `
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 in)
+{
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [in];
+	mov.u32 %r1, %tid.x;
+	mul.wide.u32 %rd2, %r1, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r1;
+	bar.sync 0;
+	ld.global.u32 %r2, [%rd1+4];
+	add.u32 %r2, %r2, %r1;
+	st.global.u32 [%rd3+64], %r2;
+	ret;
+}
+`
+	m, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	mem := &sliceEnv{regions: []region{{lockIn, make([]byte, 128)}}}
+	bm, err := m.NewBlockMem("k", binary.LittleEndian.AppendUint64(nil, lockIn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := make([][]string, n)
+	ths := make([]*Thread, n)
+	for i := range ths {
+		if ths[i], err = m.NewThread("k", &laneEnv{sliceEnv: mem, log: &logs[i]}, bm, Dim{Tid: uint32(i), Ntid: n, Nctaid: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := Lockstep(ths); got != 6*n {
+		t.Errorf("Lockstep to the barrier ran %d lane-instructions, want 6 in %d lanes", got, n)
+	}
+	for i, th := range ths {
+		if stop, ok := th.Stopped(); !ok || stop != AtBarrier {
+			t.Fatalf("lane %d after lockstep: stopped %v (%v), want at the barrier", i, ok, stop)
+		}
+		if b := th.Barrier(); !b.Done || b.ID != 0 {
+			t.Fatalf("lane %d waits at %+v, want barrier 0 completed", i, b)
+		}
+	}
+	for _, th := range ths {
+		if err := th.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := Lockstep(ths); got != 4*n {
+		t.Errorf("Lockstep to the exit ran %d lane-instructions, want 4 in %d lanes", got, n)
+	}
+	for i, th := range ths {
+		if stop, ok := th.Stopped(); !ok || stop != Exited {
+			t.Errorf("lane %d after lockstep: stopped %v (%v), want exited", i, ok, stop)
+		}
+		if _, err := th.Run(); err == nil {
+			t.Errorf("lane %d runs after its exit", i)
+		}
+		if len(logs[i]) != 3 || logs[i][1] != fmt.Sprintf("ld weak %#x 4", lockIn+4) {
+			t.Errorf("lane %d made %q", i, logs[i])
+		}
+	}
+	if err := bm.Err(); err != nil {
+		t.Errorf("block after every lane exited: %v", err)
+	}
+	out := mem.regions[0].b
+	for i := range n {
+		if got := binary.LittleEndian.Uint32(out[64+4*i:]); got != uint32(1+i) {
+			t.Errorf("lane %d stored %d after the barrier, want %d", i, got, 1+i)
 		}
 	}
 }
