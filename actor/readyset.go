@@ -9,22 +9,22 @@ import "math/bits"
 // insertion or removal).
 //
 // The IDs from base up are cut into chunks of 64, each a bitmap of the
-// IDs present with their tasks (nil while none is); a Fenwick tree over
+// IDs present and their tasks (nil while none is); a Fenwick tree over
 // the chunks' counts gives the number of tasks before a chunk and the
-// chunk that holds the task at a position.
+// chunk that holds the task at a position. The bitmaps lie side by side
+// (a few KiB for a launch's lanes): a search reads the tasks of one
+// chunk at most.
 type taskSet struct {
-	base   int        // the ID of bit 0 of chunks[0], a multiple of 64
-	chunks []*idChunk // nil where no ID of the chunk is present
+	base   int        // the ID of bit 0 of chunk 0, a multiple of 64
+	words  []uint64   // words[c]: the IDs of chunk c present, a bit each
+	chunks []*idChunk // chunks[c]: their tasks; nil where none is present
 	tree   []int32    // tree[i]: the count of chunks (i-lowbit(i), i], 1-based
 	top    int        // the highest power of two <= len(chunks) (0: none)
 	n      int
 	spare  []*idChunk // emptied chunks, reused
 }
 
-type idChunk struct {
-	bits  uint64
-	tasks [64]*Task
-}
+type idChunk [64]*Task
 
 // maxSpare bounds the emptied chunks a taskSet keeps for reuse.
 const maxSpare = 16
@@ -42,14 +42,17 @@ func (s *taskSet) locate(id int) (int, uint) {
 // has reports whether t is in the set.
 func (s *taskSet) has(t *Task) bool {
 	c, b := s.locate(t.id)
-	if c < 0 || c >= len(s.chunks) || s.chunks[c] == nil {
+	if c < 0 || c >= len(s.chunks) || s.words[c]&(1<<b) == 0 {
 		return false
 	}
-	return s.chunks[c].tasks[b] == t
+	return s.chunks[c][b] == t
 }
 
-// add puts t in the set; it must not be there.
+// add puts t in the set, if it is not there.
 func (s *taskSet) add(t *Task) {
+	if s.has(t) {
+		return
+	}
 	if len(s.chunks) == 0 {
 		s.base = t.id &^ 63
 	}
@@ -68,8 +71,8 @@ func (s *taskSet) add(t *Task) {
 		}
 		s.chunks[c] = ch
 	}
-	ch.bits |= 1 << b
-	ch.tasks[b] = t
+	s.words[c] |= 1 << b
+	ch[b] = t
 	s.n++
 	for i := c + 1; i <= len(s.tree)-1; i += i & -i {
 		s.tree[i]++
@@ -83,9 +86,9 @@ func (s *taskSet) remove(t *Task) bool {
 	}
 	c, b := s.locate(t.id)
 	ch := s.chunks[c]
-	ch.bits &^= 1 << b
-	ch.tasks[b] = nil
-	if ch.bits == 0 {
+	s.words[c] &^= 1 << b
+	ch[b] = nil
+	if s.words[c] == 0 {
 		s.chunks[c] = nil
 		if len(s.spare) < maxSpare {
 			s.spare = append(s.spare, ch)
@@ -112,10 +115,7 @@ func (s *taskSet) rank(id int) int {
 	for i := c; i > 0; i &= i - 1 {
 		r += int(s.tree[i])
 	}
-	if ch := s.chunks[c]; ch != nil {
-		r += bits.OnesCount64(ch.bits & (1<<b - 1))
-	}
-	return r
+	return r + bits.OnesCount64(s.words[c]&(1<<b-1))
 }
 
 // at is the task at index k of the set in ID order; 0 <= k < len().
@@ -129,8 +129,7 @@ func (s *taskSet) at(k int) *Task {
 			k -= int(s.tree[i])
 		}
 	}
-	ch := s.chunks[c]
-	w := ch.bits
+	w := s.words[c]
 	sh := 0
 	for ; sh < 56; sh += 8 {
 		n := bits.OnesCount8(uint8(w >> sh))
@@ -143,17 +142,14 @@ func (s *taskSet) at(k int) *Task {
 	for ; k > 0; k-- {
 		w &= w - 1
 	}
-	return ch.tasks[sh+bits.TrailingZeros64(w)]
+	return s.chunks[c][sh+bits.TrailingZeros64(w)]
 }
 
 // appendTo appends the tasks of the set to dst in ID order.
 func (s *taskSet) appendTo(dst []*Task) []*Task {
-	for _, ch := range s.chunks {
-		if ch == nil {
-			continue
-		}
-		for w := ch.bits; w != 0; w &= w - 1 {
-			dst = append(dst, ch.tasks[bits.TrailingZeros64(w)])
+	for c, w := range s.words {
+		for ; w != 0; w &= w - 1 {
+			dst = append(dst, s.chunks[c][bits.TrailingZeros64(w)])
 		}
 	}
 	return dst
@@ -164,15 +160,19 @@ func (s *taskSet) appendTo(dst []*Task) []*Task {
 func (s *taskSet) span(id int) {
 	if id < s.base {
 		grow := (s.base - id&^63) >> 6
+		words := make([]uint64, len(s.words)+grow)
+		copy(words[grow:], s.words)
 		chunks := make([]*idChunk, len(s.chunks)+grow)
 		copy(chunks[grow:], s.chunks)
 		s.base -= grow << 6
-		s.chunks = chunks
+		s.words, s.chunks = words, chunks
 	} else {
-		need := (id-s.base)>>6 + 1
-		chunks := make([]*idChunk, max(2*need, 16))
+		n := max(2*((id-s.base)>>6+1), 16)
+		words := make([]uint64, n)
+		copy(words, s.words)
+		chunks := make([]*idChunk, n)
 		copy(chunks, s.chunks)
-		s.chunks = chunks
+		s.words, s.chunks = words, chunks
 	}
 	s.build()
 }
@@ -188,6 +188,7 @@ func (s *taskSet) trim(floor int) {
 	if drop == 0 {
 		return
 	}
+	s.words = append(s.words[:0], s.words[drop:]...)
 	s.chunks = append(s.chunks[:0], s.chunks[drop:]...)
 	clear(s.chunks[len(s.chunks) : len(s.chunks)+drop])
 	s.base += drop << 6
@@ -203,10 +204,8 @@ func (s *taskSet) build() {
 	} else {
 		s.tree = make([]int32, n+1)
 	}
-	for i, ch := range s.chunks {
-		if ch != nil {
-			s.tree[i+1] += int32(bits.OnesCount64(ch.bits))
-		}
+	for i, w := range s.words {
+		s.tree[i+1] += int32(bits.OnesCount64(w))
 		if j := (i + 1) + (i+1)&-(i+1); j <= n {
 			s.tree[j] += s.tree[i+1]
 		}

@@ -119,12 +119,12 @@ type Scheduler struct {
 	// ready and blocked hold the tasks that are not halted and not done,
 	// in ID order: those parked at a Yield (or not started), with the
 	// running task when it was chosen from there, and those parked in a
-	// Wait. A step visits the blocked ones only. The ready ones can be
-	// tens of thousands (a launch's lanes), a few of which change at
-	// each step: a set that finds a task's position, and the task at a
+	// Wait. A step visits the blocked ones only. Either can hold tens
+	// of thousands of tasks (a launch's lanes), a few of which change at
+	// each step: sets that find a task's position, and the task at a
 	// position, without moving the others.
-	ready   taskSet
-	blocked []*Task
+	ready, blocked taskSet
+	scan           []*Task // the blocked tasks, while fireTimers visits them
 	// readyList is the ready tasks as a list in ID order, built when a
 	// strategy that is no Picker asks for the runnable list, at ready's
 	// version readyListAt.
@@ -472,7 +472,7 @@ func (s *Scheduler) pick() *Task {
 		if s.live() == 0 {
 			return nil
 		}
-		if s.ready.len()+len(s.blocked) == 0 {
+		if s.ready.len()+s.blocked.len() == 0 {
 			return nil // every task left is halted
 		}
 		n := s.collect()
@@ -673,7 +673,7 @@ func (s *Scheduler) enlist(t *Task) {
 	if t.state == taskBlocked {
 		s.unready(t)
 		if !t.halted {
-			insert(&s.blocked, t)
+			s.blocked.add(t)
 			s.makeLoud(t)
 			if t.bell != nil {
 				t.bell.waiters = append(t.bell.waiters, t)
@@ -695,8 +695,7 @@ func (s *Scheduler) delist(t *Task) {
 		return
 	}
 	if t.state == taskBlocked {
-		if i, found := IndexOf(s.blocked, t.id); found && s.blocked[i] == t {
-			s.blocked = removeAt(s.blocked, i)
+		if s.blocked.remove(t) {
 			s.unblock(t)
 		}
 	}
@@ -742,14 +741,20 @@ func (s *Scheduler) reap() {
 	if len(live) > 0 {
 		floor = live[0].id
 	}
-	s.ready.trim(floor) // the ready list's IDs below the oldest task's are free
+	s.ready.trim(floor) // the lists' IDs below the oldest task's are free
+	s.blocked.trim(floor)
 }
 
 // fireTimers advances the clock to the earliest deadline and times out the
 // tasks waiting for it. It reports false when no task has a deadline.
 func (s *Scheduler) fireTimers() bool {
+	blocked := s.blocked.appendTo(s.scan[:0])
+	defer func() {
+		clear(blocked)
+		s.scan = blocked[:0]
+	}()
 	next := time.Duration(-1)
-	for _, t := range s.blocked {
+	for _, t := range blocked {
 		if t.deadline >= 0 && (next < 0 || t.deadline < next) {
 			next = t.deadline
 		}
@@ -761,16 +766,16 @@ func (s *Scheduler) fireTimers() bool {
 		s.now = next
 	}
 	s.trace.Add(s.steps, -1, "clock", s.now.String())
-	s.blocked = slices.DeleteFunc(s.blocked, func(t *Task) bool {
+	for _, t := range blocked {
 		if t.deadline < 0 || t.deadline > s.now {
-			return false
+			continue
 		}
+		s.blocked.remove(t)
 		s.unblock(t)
 		t.state = taskReady
 		t.timedOut = true
 		s.enlist(t)
-		return true
-	})
+	}
 	return true
 }
 
@@ -806,11 +811,11 @@ func (s *Scheduler) abortAll() {
 		<-done
 		s.cur = nil
 	}
-	for _, t := range s.blocked {
+	for _, t := range s.blocked.appendTo(nil) {
 		s.unblock(t)
 	}
-	s.tasks, s.blocked, s.loud, s.steady = nil, nil, nil, nil
-	s.ready, s.readyList = taskSet{}, nil
+	s.tasks, s.loud, s.steady = nil, nil, nil
+	s.ready, s.blocked, s.readyList = taskSet{}, taskSet{}, nil
 	s.readyVers++
 	s.finished = 0
 	s.runnable, s.merged = nil, nil
