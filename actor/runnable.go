@@ -23,21 +23,6 @@ func IndexOf(l []*Task, id int) (int, bool) {
 	return lo, lo < len(l) && l[lo].id == id
 }
 
-// indexOfID is the index of id in the ordered list ids and true, or
-// where it would go and false.
-func indexOfID(ids []int, id int) (int, bool) {
-	lo, hi := 0, len(ids)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if ids[m] < id {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo, lo < len(ids) && ids[lo] == id
-}
-
 // Unseen is the tasks of runnable numbered above seen, the highest ID a
 // strategy saw before: the tasks it has not seen yet, in the order they
 // started.

@@ -119,11 +119,17 @@ type Scheduler struct {
 	// ready and blocked hold the tasks that are not halted and not done,
 	// in ID order: those parked at a Yield (or not started), with the
 	// running task when it was chosen from there, and those parked in a
-	// Wait. A step visits the blocked ones only.
-	ready, blocked []*Task
-	// readyIDs is the IDs of ready, which searches of the ready list
-	// (thousands of lanes) read instead of a task each.
-	readyIDs []int
+	// Wait. A step visits the blocked ones only. Either can hold tens
+	// of thousands of tasks (a launch's lanes), a few of which change at
+	// each step: sets that find a task's position, and the task at a
+	// position, without moving the others.
+	ready, blocked taskSet
+	scan           []*Task // the blocked tasks, while fireTimers visits them
+	// readyList is the ready tasks as a list in ID order, built when a
+	// strategy that is no Picker asks for the runnable list, at ready's
+	// version readyListAt.
+	readyList   []*Task
+	readyListAt uint64
 	// loud is the blocked tasks a step asks, in ID order: those without
 	// a bell, those just blocked, and those whose bell rang since their
 	// condition was last asked. steady is those, in ID order too, whose condition held when
@@ -147,12 +153,17 @@ type Scheduler struct {
 	// (haltedInNext) leave the lists once it has chosen.
 	choosing     bool
 	haltedInNext []*Task
-	wakeable     []*Task // the blocked tasks of the runnable list shown
-	finished     int     // finished tasks still in tasks (until the next reap)
-	failure      error
-	running      bool
-	halts        []func(*Task) bool // Halt rules that also stop tasks started later
-	idle         []*worker          // workers done with a task of this run
+	// wakeable is the blocked tasks of the runnable list shown: the
+	// steady list itself when no loud task woke (hundreds of tasks
+	// waiting to be chosen, copied at every step otherwise), else
+	// wakeBuf, the steady and woken lists merged.
+	wakeable []*Task
+	wakeBuf  []*Task
+	finished int // finished tasks still in tasks (until the next reap)
+	failure  error
+	running  bool
+	halts    []func(*Task) bool // Halt rules that also stop tasks started later
+	idle     []*worker          // workers done with a task of this run
 }
 
 // NewScheduler returns a scheduler with no tasks.
@@ -224,8 +235,7 @@ func (s *Scheduler) SpawnLabeledID(id int, l Label, fn func()) *Task {
 	s.tasks = append(s.tasks, t)
 	s.Recordf("spawn", "%d %s", t.id, l.Name)
 	if !s.haltNew(t) {
-		s.ready = append(s.ready, t) // IDs grow: the list stays in order
-		s.readyIDs = append(s.readyIDs, t.id)
+		s.ready.add(t)
 		s.readyVers++
 		t.listed = true
 	}
@@ -480,7 +490,7 @@ func (s *Scheduler) pick() *Task {
 		if s.live() == 0 {
 			return nil
 		}
-		if len(s.ready)+len(s.blocked) == 0 {
+		if s.ready.len()+s.blocked.len() == 0 {
 			return nil // every task left is halted
 		}
 		n := s.collect()
@@ -509,8 +519,8 @@ func (s *Scheduler) pick() *Task {
 		}
 		clear(s.woken)
 		s.woken = s.woken[:0]
-		clear(s.wakeable)
-		s.wakeable = s.wakeable[:0]
+		clear(s.wakeBuf)
+		s.wakeBuf, s.wakeable = s.wakeBuf[:0], nil
 		for _, h := range s.haltedInNext {
 			s.delist(h)
 		}
@@ -559,8 +569,13 @@ func (s *Scheduler) collect() int {
 	}
 	clear(s.loud[len(keep):])
 	s.loud = keep
-	s.wakeable = mergeByID(s.wakeable[:0], s.steady, s.woken)
-	return len(s.ready) + len(s.wakeable)
+	if len(s.woken) == 0 {
+		s.wakeable = s.steady // unchanged until the strategy has chosen
+	} else {
+		s.wakeBuf = mergeByID(s.wakeBuf[:0], s.steady, s.woken)
+		s.wakeable = s.wakeBuf
+	}
+	return s.ready.len() + len(s.wakeable)
 }
 
 // nth is the task at index k of the runnable list that collect found,
@@ -571,8 +586,7 @@ func (s *Scheduler) nth(k int) *Task {
 	// which grows with j; the search leaves in lo how many of them come
 	// before position k.
 	before := func(j int) int {
-		i, _ := indexOfID(s.readyIDs, s.wakeable[j].id)
-		return i + j
+		return s.ready.rank(s.wakeable[j].id) + j
 	}
 	lo, hi := 0, len(s.wakeable)
 	for lo < hi {
@@ -586,7 +600,7 @@ func (s *Scheduler) nth(k int) *Task {
 	if lo < len(s.wakeable) && before(lo) == k {
 		return s.wakeable[lo]
 	}
-	return s.ready[k-lo]
+	return s.ready.at(k - lo)
 }
 
 // merge returns the runnable list that collect found, in ID order: the
@@ -595,16 +609,30 @@ func (s *Scheduler) nth(k int) *Task {
 // the last merge).
 func (s *Scheduler) merge() []*Task {
 	if len(s.wakeable) == 0 {
-		return s.ready // the strategy only reads it
+		return s.readyTasks() // the strategy only reads it
 	}
 	if s.mergedAt == s.readyVers && slices.Equal(s.wakeable, s.merged) {
 		return s.runnable
 	}
-	runnable := mergeByID(s.runnable[:0], s.ready, s.wakeable)
+	runnable := mergeByID(s.runnable[:0], s.readyTasks(), s.wakeable)
 	s.runnable = runnable
 	s.merged = append(s.merged[:0], s.wakeable...)
 	s.mergedAt = s.readyVers
 	return runnable
+}
+
+// readyTasks is the ready list in ID order (built again only once it
+// changed since it was last built).
+func (s *Scheduler) readyTasks() []*Task {
+	if s.readyListAt != s.readyVers {
+		old := len(s.readyList)
+		s.readyList = s.ready.appendTo(s.readyList[:0])
+		if n := len(s.readyList); n < old {
+			clear(s.readyList[n:old]) // drop the tasks no longer ready
+		}
+		s.readyListAt = s.readyVers
+	}
+	return s.readyList
 }
 
 // mergeByID appends to dst the tasks of a and b, two ID-ordered lists with
@@ -663,7 +691,7 @@ func (s *Scheduler) enlist(t *Task) {
 	if t.state == taskBlocked {
 		s.unready(t)
 		if !t.halted {
-			insert(&s.blocked, t)
+			s.blocked.add(t)
 			s.makeLoud(t)
 			if t.bell != nil {
 				t.bell.waiters = append(t.bell.waiters, t)
@@ -672,9 +700,7 @@ func (s *Scheduler) enlist(t *Task) {
 		return
 	}
 	if !t.halted && !t.listed {
-		i, _ := indexOfID(s.readyIDs, t.id)
-		s.ready = slices.Insert(s.ready, i, t)
-		s.readyIDs = slices.Insert(s.readyIDs, i, t.id)
+		s.ready.add(t)
 		s.readyVers++
 		t.listed = true
 	}
@@ -687,8 +713,7 @@ func (s *Scheduler) delist(t *Task) {
 		return
 	}
 	if t.state == taskBlocked {
-		if i, found := IndexOf(s.blocked, t.id); found && s.blocked[i] == t {
-			s.blocked = removeAt(s.blocked, i)
+		if s.blocked.remove(t) {
 			s.unblock(t)
 		}
 	}
@@ -700,9 +725,7 @@ func (s *Scheduler) unready(t *Task) {
 		return
 	}
 	t.listed = false
-	if i, found := indexOfID(s.readyIDs, t.id); found && s.ready[i] == t {
-		s.ready = removeAt(s.ready, i)
-		s.readyIDs = removeAt(s.readyIDs, i)
+	if s.ready.remove(t) {
 		s.readyVers++
 	}
 }
@@ -732,13 +755,24 @@ func (s *Scheduler) reap() {
 		s.tasks[i] = nil
 	}
 	s.tasks = live
+	floor := s.nextID // no task left
+	if len(live) > 0 {
+		floor = live[0].id
+	}
+	s.ready.trim(floor) // the lists' IDs below the oldest task's are free
+	s.blocked.trim(floor)
 }
 
 // fireTimers advances the clock to the earliest deadline and times out the
 // tasks waiting for it. It reports false when no task has a deadline.
 func (s *Scheduler) fireTimers() bool {
+	blocked := s.blocked.appendTo(s.scan[:0])
+	defer func() {
+		clear(blocked)
+		s.scan = blocked[:0]
+	}()
 	next := time.Duration(-1)
-	for _, t := range s.blocked {
+	for _, t := range blocked {
 		if t.deadline >= 0 && (next < 0 || t.deadline < next) {
 			next = t.deadline
 		}
@@ -750,16 +784,16 @@ func (s *Scheduler) fireTimers() bool {
 		s.now = next
 	}
 	s.trace.Add(s.steps, -1, "clock", s.now.String())
-	s.blocked = slices.DeleteFunc(s.blocked, func(t *Task) bool {
+	for _, t := range blocked {
 		if t.deadline < 0 || t.deadline > s.now {
-			return false
+			continue
 		}
+		s.blocked.remove(t)
 		s.unblock(t)
 		t.state = taskReady
 		t.timedOut = true
 		s.enlist(t)
-		return true
-	})
+	}
 	return true
 }
 
@@ -795,11 +829,12 @@ func (s *Scheduler) abortAll() {
 		<-done
 		s.cur = nil
 	}
-	for _, t := range s.blocked {
+	for _, t := range s.blocked.appendTo(nil) {
 		s.unblock(t)
 	}
-	s.tasks, s.ready, s.blocked, s.loud, s.steady = nil, nil, nil, nil, nil
-	s.readyIDs = nil
+	s.tasks, s.loud, s.steady = nil, nil, nil
+	s.ready, s.blocked, s.readyList = taskSet{}, taskSet{}, nil
+	s.readyVers++
 	s.finished = 0
 	s.runnable, s.merged = nil, nil
 }
