@@ -195,14 +195,16 @@ func drawPlan(kinds []FaultKind, world int, seed uint64, counts opCounts) Plan {
 
 // counts walks the program as rank r would, counting its launches and
 // write steps (repeat counts evaluated as the rank evaluates them).
-func (c *compiled) counts(vars env, world int, repeats map[string]int) (opCounts, error) {
+func (c *compiled) counts(vars *frame, world int, repeats map[string]int) (opCounts, error) {
 	oc := opCounts{launches: make([]int, world), writes: make([]int, world)}
+	loc := vars.clone()
 	for r := range world {
-		var walk func(ss []cStep, loc map[string]float64) error
-		walk = func(ss []cStep, loc map[string]float64) error {
+		loc.bind(slotRank, float64(r))
+		var walk func(ss []cStep) error
+		walk = func(ss []cStep) error {
 			for _, s := range ss {
 				if s.when != nil {
-					v, err := s.when.eval(vars, loc)
+					v, err := s.when.eval(loc)
 					if err != nil {
 						return fmt.Errorf("%s: when: %w", s.what, err)
 					}
@@ -212,7 +214,7 @@ func (c *compiled) counts(vars env, world int, repeats map[string]int) (opCounts
 				}
 				switch {
 				case s.graph != nil:
-					if err := walk(s.graph.steps, loc); err != nil {
+					if err := walk(s.graph.steps); err != nil {
 						return err
 					}
 				case s.launch != nil:
@@ -220,25 +222,23 @@ func (c *compiled) counts(vars env, world int, repeats map[string]int) (opCounts
 				case s.write != nil:
 					oc.writes[r]++
 				case s.repeat != nil:
-					n, err := repeatTimes(s, vars, loc, repeats)
+					n, err := repeatTimes(s, loc, repeats)
 					if err != nil {
 						return err
 					}
-					inner := map[string]float64{}
-					for k, v := range loc {
-						inner[k] = v
-					}
+					saved := loc.save(slotIter)
 					for it := range n {
-						inner["iter"] = float64(it)
-						if err := walk(s.repeat.steps, inner); err != nil {
+						loc.bind(slotIter, float64(it))
+						if err := walk(s.repeat.steps); err != nil {
 							return err
 						}
 					}
+					loc.restore(slotIter, saved)
 				}
 			}
 			return nil
 		}
-		if err := walk(c.steps, map[string]float64{"rank": float64(r)}); err != nil {
+		if err := walk(c.steps); err != nil {
 			return opCounts{}, err
 		}
 	}
@@ -247,11 +247,11 @@ func (c *compiled) counts(vars env, world int, repeats map[string]int) (opCounts
 
 // repeatTimes is how often repeat step s runs: its override, else its
 // times expression.
-func repeatTimes(s cStep, vars env, loc map[string]float64, repeats map[string]int) (int64, error) {
+func repeatTimes(s cStep, loc *frame, repeats map[string]int) (int64, error) {
 	if n, ok := repeats[s.repeat.path]; ok {
 		return int64(n), nil
 	}
-	n, err := s.repeat.times.evalInt(vars, loc)
+	n, err := s.repeat.times.evalInt(loc)
 	if err != nil {
 		return 0, fmt.Errorf("%s: times: %w", s.what, err)
 	}

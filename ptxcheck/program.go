@@ -458,6 +458,7 @@ type compiled struct {
 	src       *Source
 	timeout   time.Duration
 	occupancy *sim.Occupancy
+	scope     *scope // where its expressions' variables live
 	vars      []namedExpr
 	buffers   []*cBuffer
 	bufIdx    map[string]int
@@ -466,6 +467,7 @@ type compiled struct {
 
 type namedExpr struct {
 	name string
+	slot int
 	x    *expr
 }
 
@@ -579,22 +581,27 @@ func compile(p *Program, src *Source) (*compiled, error) {
 	if _, err := ParseWorlds(p.Worlds); err != nil {
 		errs = append(errs, err)
 	}
-	names := make([]string, 0, len(p.Vars))
+	all := make([]string, 0, len(p.Vars))
 	for n := range p.Vars {
-		names = append(names, n)
+		all = append(all, n)
 	}
-	sort.Strings(names)
-	for _, n := range names {
+	sort.Strings(all)
+	var names []string
+	for _, n := range all {
 		if builtin[n] {
 			bad("vars: %q is a built-in variable", n)
 			continue
 		}
-		x, err := parseExpr(string(p.Vars[n]))
+		names = append(names, n)
+	}
+	c.scope = newScope(names)
+	for _, n := range names {
+		x, err := c.scope.expr(string(p.Vars[n]))
 		if err != nil {
 			bad("vars: %s: %v", n, err)
 			continue
 		}
-		c.vars = append(c.vars, namedExpr{n, x})
+		c.vars = append(c.vars, namedExpr{n, c.scope.slots[n], x})
 	}
 	parse := func(what string, e Expr, def string) *expr {
 		if e == "" {
@@ -604,7 +611,7 @@ func compile(p *Program, src *Source) (*compiled, error) {
 			}
 			e = Expr(def)
 		}
-		x, err := parseExpr(string(e))
+		x, err := c.scope.expr(string(e))
 		if err != nil {
 			bad("%s: %v", what, err)
 		}

@@ -314,10 +314,10 @@ func TestRefusal(t *testing.T) {
 // TestBadHarness: every problem of a harness is named in one error.
 func TestBadHarness(t *testing.T) {
 	src := load(t, "testdata/stamp.ptx")
-	p := program(t, `{"worlds": "9-2", "buffers": [{"name": "in", "kind": "weird", "bytes": "4*"}],
+	p := program(t, `{"worlds": "9-2", "vars": {"m": "n + 1"}, "buffers": [{"name": "in", "kind": "weird", "bytes": "4*"}],
 		"steps": [{"launch": {"entry": "stamp", "grid": 1, "block": 1, "params": [
 			{"u32": 1}, {"ptr": "nope"}, {"struct": [{"u8": 1}]}]}},
-			{"check": {"buffer": "in", "dtype": "f128", "value": "1"}},
+			{"check": {"buffer": "in", "dtype": "f128", "value": "1 + typo"}},
 			{"sync": true, "barrier": true},
 			{"launch": {"entry": "nothing", "grid": 1, "block": 1, "params": []}}]}`)
 	err := Validate(p, src)
@@ -329,6 +329,7 @@ func TestBadHarness(t *testing.T) {
 		"3 parameters given, the entry declares 4",
 		"parameter 0: u32 is a scalar of 4 bytes: the declaration .param .align 8 .b8 stamp_param_0[64] is an array",
 		`no buffer "nope"`, `dtype "f128"`, "step 3: want exactly one of", `no entry point "nothing"`,
+		`step 2 (check in): value: expression "1 + typo": unknown variable "typo"`, `vars: m: expression "n + 1": unknown variable "n"`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not say %q:\n%v", want, err)
@@ -352,6 +353,7 @@ func TestHarnessMistakes(t *testing.T) {
 		{`{"u8": "rank"}`, `{"u8": "rank*200"}`, 3, "rank 2: step 1 (launch stamp): parameter 2 (stamp_param_2): 400 out of the range of u8"},
 		{`"grid": 5`, `"grid": "5*(world-2)"`, 2, "rank 0: step 1 (launch stamp): device 0: launch stamp: grid of 0 blocks out of range"},
 		{`"count": "n", "value": "2*`, `"count": "n*1000", "value": "2*`, 2, "480000 elements of f32 at offset 0 overrun the 131072-byte buffer out"},
+		{`"grid": 5`, `"grid": "5 + i"`, 2, `rank 0: step 1 (launch stamp): grid: expression "5 + i": unknown variable "i"`},
 	} {
 		text := strings.Replace(stampHarness, c.old, c.new, 1)
 		if text == stampHarness {
@@ -432,7 +434,19 @@ func TestSignatures(t *testing.T) {
 
 // TestExpressions covers the harness's arithmetic.
 func TestExpressions(t *testing.T) {
-	e := env{vars: map[string]float64{"world": 4}}
+	sc := newScope(nil)
+	eval := func(src string, bind map[int]float64) (*expr, *frame, error) {
+		x, err := sc.expr(src)
+		if err != nil {
+			return nil, nil, err
+		}
+		f := sc.frame()
+		f.bind(slotWorld, 4)
+		for s, v := range bind {
+			f.bind(s, v)
+		}
+		return x, f, nil
+	}
 	for src, want := range map[string]float64{
 		"1 + 2*3": 7, "(1+2)*3": 9, "-2 - -3": 1, "7 % 4": 3, "0x10 / 4": 4, "1.5e1": 15,
 		"sum_ranks(rank)": 6, "sum_ranks(rank*10 + i)": 60 + 4*2, "min(3, 4) + max(3, 4) + floor(2.7)": 9,
@@ -440,12 +454,13 @@ func TestExpressions(t *testing.T) {
 		"(i == 2) + (i == 2) * 2": 3, "max(i == 2, 0)": 1,
 		"sum(k, 0, 3, k*k)": 14, "sum(k, 1, world, k)": 10, "sum(k, 0, i, sum(j, 0, k, 1))": 6, "sum(k, 3, 2, 1)": 0,
 		"sum(k, 0.5, 2, k)": 3, "sqrt(16) + sqrt(world)": 6, "sum(rank_, 0, 1, sum_ranks(rank_ + rank))": 2*6 + 4,
+		"sum(k, 0, 1, sum(k, 0, 2, k)) + sum_ranks(sum_ranks(rank))": 2*3 + 4*6, "-7 % 4": -3, "7.5 % 2": 1.5,
 	} {
-		x, err := parseExpr(src)
+		x, f, err := eval(src, map[int]float64{slotI: 2, slotRank: 2})
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
-		got, err := x.eval(e, map[string]float64{"i": 2, "rank": 2})
+		got, err := x.eval(f)
 		if err != nil || got != want {
 			t.Errorf("%s = %v (%v), want %v", src, got, err, want)
 		}
@@ -456,23 +471,27 @@ func TestExpressions(t *testing.T) {
 			t.Errorf("%q parsed", bad)
 		}
 	}
-	x, _ := parseExpr("nope + 1")
-	if _, err := x.eval(e, nil); err == nil || !strings.Contains(err.Error(), `unknown variable "nope"`) {
+	if _, err := sc.expr("nope + 1"); err == nil || !strings.Contains(err.Error(), `unknown variable "nope"`) {
 		t.Errorf("unknown variable: %v", err)
 	}
 	// A name sum binds is bound in its term only.
-	x, _ = parseExpr("sum(k, 0, 1, k) + k")
-	if _, err := x.eval(e, nil); err == nil || !strings.Contains(err.Error(), `unknown variable "k"`) {
+	if _, err := sc.expr("sum(k, 0, 1, k) + k"); err == nil || !strings.Contains(err.Error(), `unknown variable "k"`) {
 		t.Errorf("sum's name outside its term: %v", err)
+	}
+	// A built-in not bound where it is read.
+	if x, f, err := eval("iter + 1", nil); err != nil {
+		t.Error(err)
+	} else if _, err := x.eval(f); err == nil || !strings.Contains(err.Error(), `unknown variable "iter"`) {
+		t.Errorf("iter outside a repeat: %v", err)
 	}
 	// Integers: int64's range, its ends included, and nothing past them.
 	for src, want := range map[string]int64{"-9223372036854775808": math.MinInt64, "7/2*2": 7, "2.5": 0,
 		"9223372036854775808": 0, "-9223372036854775808*2": 0, "1/0": 0} {
-		x, err := parseExpr(src)
+		x, f, err := eval(src, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
-		got, err := x.evalInt(e, nil)
+		got, err := x.evalInt(f)
 		if want == 0 && (err == nil || !strings.Contains(err.Error(), "not an integer")) || want != 0 && (err != nil || got != want) {
 			t.Errorf("%s as an integer: %d, %v; want %d (0: an error)", src, got, err, want)
 		}

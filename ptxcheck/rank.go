@@ -36,7 +36,7 @@ func (m Mismatch) String() string {
 type worldRun struct {
 	c          *compiled
 	world      int
-	vars       env
+	vars       *frame       // world and the vars bound, for the ranks to copy
 	mismatches [][]Mismatch // by rank
 	shapes     map[string]bool
 	caps       sim.Kernels
@@ -77,6 +77,9 @@ type rankRun struct {
 	sizes   []uint64
 	sym     []*rank.SymmetricMemory
 	streams map[int]device.Stream
+	// loc is the rank's frame: the world's with rank bound, and iter and
+	// i where a repeat or a fill binds them.
+	loc     *frame
 	barrier int
 	// launches and writes count the rank's launch and write steps, for
 	// the fault plan.
@@ -94,12 +97,13 @@ type pendingWrite struct {
 
 // run runs the program on rank r.
 func (w *worldRun) run(r *rank.Rank) error {
-	rr := &rankRun{worldRun: w, r: r, dev: r.Device(), streams: map[int]device.Stream{0: r.Stream()}}
+	rr := &rankRun{worldRun: w, r: r, dev: r.Device(), streams: map[int]device.Stream{0: r.Stream()}, loc: w.vars.clone()}
+	rr.loc.bind(slotRank, float64(r.ID()))
 	w.layout.stream(r.ID(), r.Stream(), 0)
 	if err := rr.setup(); err != nil {
 		return fmt.Errorf("rank %d: %w", r.ID(), err)
 	}
-	if err := rr.steps(rr.c.steps, rr.local(nil)); err != nil {
+	if err := rr.steps(rr.c.steps); err != nil {
 		return fmt.Errorf("rank %d: %w", r.ID(), err)
 	}
 	if err := rr.redeliver(); err != nil {
@@ -111,32 +115,23 @@ func (w *worldRun) run(r *rank.Rank) error {
 	return nil
 }
 
-// local returns the rank's variables over outer (the enclosing repeats').
-func (rr *rankRun) local(outer map[string]float64) map[string]float64 {
-	m := map[string]float64{"rank": float64(rr.r.ID())}
-	for k, v := range outer {
-		m[k] = v
-	}
-	return m
-}
-
 // setup allocates the buffers, writes their initial values and meets the
 // peers to map the symmetric ones.
 func (rr *rankRun) setup() error {
-	loc := rr.local(nil)
+	defer rr.loc.restore(slotI, rr.loc.save(slotI)) // bound for the tables' entries
 	counts := make([]int64, len(rr.c.buffers))
 	for _, b := range rr.c.buffers {
 		var n int64
 		var err error
 		if b.Kind == "table" {
-			if counts[b.idx], err = b.count.evalInt(rr.vars, loc); err != nil {
+			if counts[b.idx], err = b.count.evalInt(rr.loc); err != nil {
 				return harness(fmt.Errorf("buffer %s: table: count: %w", b.Name, err))
 			}
 			if counts[b.idx] < 1 || counts[b.idx] > 1<<20 {
 				return harness(fmt.Errorf("buffer %s: table: count %d out of range [1, 2^20]", b.Name, counts[b.idx]))
 			}
 			n = counts[b.idx] * int64(b.entry.size)
-		} else if n, err = b.bytes.evalInt(rr.vars, loc); err != nil {
+		} else if n, err = b.bytes.evalInt(rr.loc); err != nil {
 			return harness(fmt.Errorf("buffer %s: bytes: %w", b.Name, err))
 		}
 		if n < 1 || n > 1<<32 {
@@ -155,7 +150,7 @@ func (rr *rankRun) setup() error {
 			}
 		}
 		if b.init != nil {
-			if err := rr.write(b.idx, 0, *b.init, loc); err != nil {
+			if err := rr.write(b.idx, 0, *b.init); err != nil {
 				return fmt.Errorf("buffer %s: init: %w", b.Name, err)
 			}
 		}
@@ -190,10 +185,9 @@ func (rr *rankRun) setup() error {
 		tables = true
 		size := b.entry.size
 		data := make([]byte, counts[b.idx]*int64(size))
-		el := rr.local(loc)
 		for i := range counts[b.idx] {
-			el["i"] = float64(i)
-			if err := rr.pack(*b.entry, data[i*int64(size):(i+1)*int64(size)], el); err != nil {
+			rr.loc.bind(slotI, float64(i))
+			if err := rr.pack(*b.entry, data[i*int64(size):(i+1)*int64(size)]); err != nil {
 				return harness(fmt.Errorf("buffer %s: table entry %d: %w", b.Name, i, err))
 			}
 		}
@@ -207,10 +201,10 @@ func (rr *rankRun) setup() error {
 	return nil
 }
 
-// steps runs ss with the variables loc.
-func (rr *rankRun) steps(ss []cStep, loc map[string]float64) error {
+// steps runs ss with the rank's variables.
+func (rr *rankRun) steps(ss []cStep) error {
 	for _, s := range ss {
-		if on, err := rr.selected(s, loc); err != nil || !on {
+		if on, err := rr.selected(s); err != nil || !on {
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.what, err)
 			}
@@ -220,13 +214,13 @@ func (rr *rankRun) steps(ss []cStep, loc map[string]float64) error {
 		restore := rr.layout.running(rr.r.ID(), s.what)
 		switch {
 		case s.write != nil:
-			err = rr.write(s.write.buf, s.write.stream, s.write.fill, loc)
+			err = rr.write(s.write.buf, s.write.stream, s.write.fill)
 		case s.memset != nil:
-			err = rr.memset(s.memset, loc)
+			err = rr.memset(s.memset)
 		case s.launch != nil:
-			err = rr.launch(s.launch, loc)
+			err = rr.launch(s.launch)
 		case s.graph != nil:
-			err = rr.graph(s.graph, loc)
+			err = rr.graph(s.graph)
 		case s.sync:
 			err = rr.syncAll(s.what)
 		case s.wait != nil:
@@ -234,19 +228,20 @@ func (rr *rankRun) steps(ss []cStep, loc map[string]float64) error {
 		case s.bar:
 			err = rr.hostBarrier()
 		case s.check != nil:
-			err = rr.check(s, loc)
+			err = rr.check(s)
 		case s.repeat != nil:
 			var n int64
-			if n, err = repeatTimes(s, rr.vars, loc, rr.repeats); err != nil {
+			if n, err = repeatTimes(s, rr.loc, rr.repeats); err != nil {
 				return harness(err)
 			}
-			inner := rr.local(loc)
+			saved := rr.loc.save(slotIter)
 			for it := range n {
-				inner["iter"] = float64(it)
-				if err = rr.steps(s.repeat.steps, inner); err != nil {
+				rr.loc.bind(slotIter, float64(it))
+				if err = rr.steps(s.repeat.steps); err != nil {
 					break
 				}
 			}
+			rr.loc.restore(slotIter, saved)
 		}
 		restore()
 		if err != nil {
@@ -257,11 +252,11 @@ func (rr *rankRun) steps(ss []cStep, loc map[string]float64) error {
 }
 
 // selected reports whether the rank runs step s: its when is not 0.
-func (rr *rankRun) selected(s cStep, loc map[string]float64) (bool, error) {
+func (rr *rankRun) selected(s cStep) (bool, error) {
 	if s.when == nil {
 		return true, nil
 	}
-	v, err := s.when.eval(rr.vars, loc)
+	v, err := s.when.eval(rr.loc)
 	if err != nil {
 		return false, harness(fmt.Errorf("when: %w", err))
 	}
@@ -270,8 +265,8 @@ func (rr *rankRun) selected(s cStep, loc map[string]float64) (bool, error) {
 
 // graph captures g's steps on its stream, evaluating their expressions
 // now, and enqueues the graph as often as it replays.
-func (rr *rankRun) graph(g *cGraph, loc map[string]float64) error {
-	n, err := g.replays.evalInt(rr.vars, loc)
+func (rr *rankRun) graph(g *cGraph) error {
+	n, err := g.replays.evalInt(rr.loc)
 	if err != nil {
 		return harness(fmt.Errorf("replays: %w", err))
 	}
@@ -285,7 +280,7 @@ func (rr *rankRun) graph(g *cGraph, loc map[string]float64) error {
 	if err := rr.dev.BeginCapture(s); err != nil {
 		return err
 	}
-	capErr := rr.steps(g.steps, loc)
+	capErr := rr.steps(g.steps)
 	gr, err := rr.dev.EndCapture(s)
 	if capErr != nil || err != nil {
 		return errors.Join(capErr, err)
@@ -299,12 +294,12 @@ func (rr *rankRun) graph(g *cGraph, loc map[string]float64) error {
 }
 
 // memset enqueues a byte fill on its stream, ordered with nothing else.
-func (rr *rankRun) memset(m *cMemset, loc map[string]float64) error {
+func (rr *rankRun) memset(m *cMemset) error {
 	ev := func(x *expr, def int64) (int64, error) {
 		if x == nil {
 			return def, nil
 		}
-		return x.evalInt(rr.vars, loc)
+		return x.evalInt(rr.loc)
 	}
 	v, err := ev(m.value, 0)
 	if err != nil {
@@ -330,7 +325,7 @@ func (rr *rankRun) memset(m *cMemset, loc map[string]float64) error {
 	}
 	dst := rr.bufs[m.buf]
 	if m.rank != nil {
-		peer, err := m.rank.evalInt(rr.vars, loc)
+		peer, err := m.rank.evalInt(rr.loc)
 		if err != nil {
 			return harness(fmt.Errorf("rank: %w", err))
 		}
@@ -362,16 +357,16 @@ func (rr *rankRun) wait(streams []int) error {
 
 // span resolves a fill's element range in buffer b; its errors are the
 // harness's.
-func (rr *rankRun) span(b int, f cFill, loc map[string]float64) (off uint64, count int, err error) {
-	off, count, err = rr.spanOf(b, f, loc)
+func (rr *rankRun) span(b int, f cFill) (off uint64, count int, err error) {
+	off, count, err = rr.spanOf(b, f)
 	return off, count, harness(err)
 }
 
-func (rr *rankRun) spanOf(b int, f cFill, loc map[string]float64) (off uint64, count int, err error) {
+func (rr *rankRun) spanOf(b int, f cFill) (off uint64, count int, err error) {
 	size := dtypeSizes[f.dtype]
 	var o int64
 	if f.offset != nil {
-		if o, err = f.offset.evalInt(rr.vars, loc); err != nil {
+		if o, err = f.offset.evalInt(rr.loc); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -380,7 +375,7 @@ func (rr *rankRun) spanOf(b int, f cFill, loc map[string]float64) (off uint64, c
 	}
 	n := int64((rr.sizes[b] - uint64(o)) / uint64(size))
 	if f.count != nil {
-		if n, err = f.count.evalInt(rr.vars, loc); err != nil {
+		if n, err = f.count.evalInt(rr.loc); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -391,17 +386,17 @@ func (rr *rankRun) spanOf(b int, f cFill, loc map[string]float64) (off uint64, c
 }
 
 // write writes a fill into buffer b after the earlier work of stream k.
-func (rr *rankRun) write(b, k int, f cFill, loc map[string]float64) error {
-	off, n, err := rr.span(b, f, loc)
+func (rr *rankRun) write(b, k int, f cFill) error {
+	off, n, err := rr.span(b, f)
 	if err != nil {
 		return err
 	}
 	size := dtypeSizes[f.dtype]
 	data := make([]byte, n*size)
-	el := rr.local(loc)
+	defer rr.loc.restore(slotI, rr.loc.save(slotI))
 	for i := 0; i < n; i++ {
-		el["i"] = float64(i)
-		v, err := f.value.eval(rr.vars, el)
+		rr.loc.bind(slotI, float64(i))
+		v, err := f.value.eval(rr.loc)
 		if err != nil {
 			return harness(fmt.Errorf("element %d: %w", i, err))
 		}
@@ -471,9 +466,9 @@ func (rr *rankRun) faultLaunch() error {
 }
 
 // check reads a buffer and compares it, recording a mismatch.
-func (rr *rankRun) check(s cStep, loc map[string]float64) error {
+func (rr *rankRun) check(s cStep) error {
 	ck := s.check
-	off, n, err := rr.span(ck.buf, ck.fill, loc)
+	off, n, err := rr.span(ck.buf, ck.fill)
 	if err != nil {
 		return err
 	}
@@ -485,10 +480,10 @@ func (rr *rankRun) check(s cStep, loc map[string]float64) error {
 		}
 	}
 	m := Mismatch{Rank: rr.r.ID(), Step: s.what, Buffer: rr.c.buffers[ck.buf].Name, Count: n}
-	el := rr.local(loc)
+	defer rr.loc.restore(slotI, rr.loc.save(slotI))
 	for i := 0; i < n; i++ {
-		el["i"] = float64(i)
-		want, err := ck.fill.value.eval(rr.vars, el)
+		rr.loc.bind(slotI, float64(i))
+		want, err := ck.fill.value.eval(rr.loc)
 		if err != nil {
 			return harness(fmt.Errorf("element %d: %w", i, err))
 		}
@@ -552,23 +547,23 @@ func (rr *rankRun) hostBarrier() error {
 }
 
 // launch packs the parameters and enqueues the launch.
-func (rr *rankRun) launch(l *cLaunch, loc map[string]float64) error {
-	grid, err := l.grid.evalInt(rr.vars, loc)
+func (rr *rankRun) launch(l *cLaunch) error {
+	grid, err := l.grid.evalInt(rr.loc)
 	if err != nil {
 		return harness(fmt.Errorf("grid: %w", err))
 	}
-	block, err := l.block.evalInt(rr.vars, loc)
+	block, err := l.block.evalInt(rr.loc)
 	if err != nil {
 		return harness(fmt.Errorf("block: %w", err))
 	}
-	shared, err := l.shared.evalInt(rr.vars, loc)
+	shared, err := l.shared.evalInt(rr.loc)
 	if err != nil {
 		return harness(fmt.Errorf("shared: %w", err))
 	}
 	params := make([]byte, l.sig.Size)
 	for i, p := range l.params {
 		d := l.sig.Params[i]
-		if err := rr.pack(p, params[d.Offset:d.Offset+d.Size()], loc); err != nil {
+		if err := rr.pack(p, params[d.Offset:d.Offset+d.Size()]); err != nil {
 			return harness(fmt.Errorf("parameter %d (%s): %w", i, d.Name, err))
 		}
 	}
@@ -613,12 +608,12 @@ func capped(grid, block int, caps sim.Kernels) (int, int) {
 }
 
 // pack writes parameter p into dst (its declared bytes, zeroed).
-func (rr *rankRun) pack(p cParam, dst []byte, loc map[string]float64) error {
+func (rr *rankRun) pack(p cParam, dst []byte) error {
 	switch p.form {
 	case "ptr":
 		addr := rr.bufs[p.buf]
 		if p.rank != nil {
-			peer, err := p.rank.evalInt(rr.vars, loc)
+			peer, err := p.rank.evalInt(rr.loc)
 			if err != nil {
 				return err
 			}
@@ -628,7 +623,7 @@ func (rr *rankRun) pack(p cParam, dst []byte, loc map[string]float64) error {
 			addr = rr.sym[p.buf].BufferPtrs()[peer]
 		}
 		if p.offset != nil {
-			off, err := p.offset.evalInt(rr.vars, loc)
+			off, err := p.offset.evalInt(rr.loc)
 			if err != nil {
 				return err
 			}
@@ -649,13 +644,13 @@ func (rr *rankRun) pack(p cParam, dst []byte, loc map[string]float64) error {
 		at := 0
 		for _, f := range p.fields {
 			at = alignUp(at, f.align)
-			if err := rr.pack(f, dst[at:at+f.size], loc); err != nil {
+			if err := rr.pack(f, dst[at:at+f.size]); err != nil {
 				return err
 			}
 			at += f.size
 		}
 	default:
-		v, err := p.value.eval(rr.vars, loc)
+		v, err := p.value.eval(rr.loc)
 		if err != nil {
 			return err
 		}

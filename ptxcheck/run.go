@@ -389,27 +389,30 @@ func orNone(xs []string) string {
 	return strings.Join(xs, ", ")
 }
 
-// env evaluates the program's vars at a world size.
-func (c *compiled) env(world int) (env, error) {
-	e := env{vars: map[string]float64{"world": float64(world)}}
+// env is a frame of the program at a world size: world and the vars
+// bound, the vars evaluated in as many passes as their references to
+// each other take.
+func (c *compiled) env(world int) (*frame, error) {
+	f := c.scope.frame()
+	f.bind(slotWorld, float64(world))
 	left := c.vars
 	for len(left) > 0 {
 		var next []namedExpr
 		var last error
 		for _, v := range left {
-			x, err := v.x.eval(e, nil)
+			x, err := v.x.eval(f)
 			if err != nil {
 				next, last = append(next, v), err
 				continue
 			}
-			e.vars[v.name] = x
+			f.bind(v.slot, x)
 		}
 		if len(next) == len(left) {
-			return env{}, fmt.Errorf("vars: %s: %w", next[0].name, last)
+			return nil, fmt.Errorf("vars: %s: %w", next[0].name, last)
 		}
 		left = next
 	}
-	return e, nil
+	return f, nil
 }
 
 // runOnce runs one world and seed and returns its findings and, when

@@ -272,7 +272,7 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, lim ShrinkLimi
 	for _, path := range c.repeatPaths() {
 		n, ok := cur.Repeats[path]
 		if !ok {
-			x, err := c.repeatExpr(path).evalInt(env, map[string]float64{"rank": 0, "iter": 0})
+			x, err := c.repeatExpr(path).evalInt(firstRank(env))
 			if err != nil {
 				continue // a count of the rank or an outer iteration's: left as it is
 			}
@@ -346,8 +346,8 @@ func capOf(n, cap int) int {
 // largestLaunch is the most blocks and the most threads a block of the
 // program's launches in env, as far as they can be told before a run
 // (a shape of the rank or of an iteration counts as rank 0's first).
-func (c *compiled) largestLaunch(env env) (grid, block int) {
-	loc := map[string]float64{"rank": 0, "iter": 0}
+func (c *compiled) largestLaunch(env *frame) (grid, block int) {
+	loc := firstRank(env)
 	var walk func([]cStep)
 	walk = func(ss []cStep) {
 		for _, s := range ss {
@@ -357,10 +357,10 @@ func (c *compiled) largestLaunch(env env) (grid, block int) {
 			case s.graph != nil:
 				walk(s.graph.steps)
 			case s.launch != nil:
-				if g, err := s.launch.grid.evalInt(env, loc); err == nil {
+				if g, err := s.launch.grid.evalInt(loc); err == nil {
 					grid = max(grid, int(g))
 				}
-				if b, err := s.launch.block.evalInt(env, loc); err == nil {
+				if b, err := s.launch.block.evalInt(loc); err == nil {
 					block = max(block, int(b))
 				}
 			}
@@ -368,6 +368,15 @@ func (c *compiled) largestLaunch(env env) (grid, block int) {
 	}
 	walk(c.steps)
 	return grid, block
+}
+
+// firstRank is a copy of env with rank and iter bound to 0: rank 0 in the
+// first iteration of its repeats.
+func firstRank(env *frame) *frame {
+	f := env.clone()
+	f.bind(slotRank, 0)
+	f.bind(slotIter, 0)
+	return f
 }
 
 // repeatExpr is the times expression of the repeat step at path.
