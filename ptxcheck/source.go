@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/symmem/symmem/device/sim/ptx"
 )
@@ -22,6 +23,10 @@ type Source struct {
 	entries map[string]*Signature
 	order   []string // entries in the order of the text
 	locs    []Loc    // by PTX line (1-based); the zero Loc where none
+	// starts are the offsets in Text where its lines start, made on
+	// first use (findings name lines often).
+	starts     []int
+	startsOnce sync.Once
 }
 
 // Loc is a place in the CUDA source: file and line, and for code inlined
@@ -124,11 +129,22 @@ func (s *Source) HasLineInfo() bool {
 
 // Line is the text of PTX line n, trimmed.
 func (s *Source) Line(n int) string {
-	lines := strings.Split(s.Text, "\n")
-	if n <= 0 || n > len(lines) {
+	s.startsOnce.Do(func() {
+		s.starts = append(s.starts, 0)
+		for i := range len(s.Text) {
+			if s.Text[i] == '\n' {
+				s.starts = append(s.starts, i+1)
+			}
+		}
+	})
+	if n <= 0 || n > len(s.starts) {
 		return ""
 	}
-	return strings.TrimSpace(lines[n-1])
+	end := len(s.Text)
+	if n < len(s.starts) {
+		end = s.starts[n] - 1
+	}
+	return strings.TrimSpace(s.Text[s.starts[n-1]:end])
 }
 
 var (

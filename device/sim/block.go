@@ -59,20 +59,35 @@ func (c *blockCtx) Yield(point string) { c.l.dev.w.sched.Yield(point) }
 // name is the block's (or lane's) task name, "dev0 one_shot#3 block 1"
 // with " lane 2" for a lane.
 func (c *blockCtx) name() string {
+	return threadName(c.l.dev.index, c.l.kernel, c.l.id, c.index, c.lane)
+}
+
+// threadName names block block (lane lane of it; -1: the block) of
+// launch launch of kernel on device dev.
+func threadName(dev int, kernel string, launch uint64, block, lane int) string {
 	b := make([]byte, 0, 64)
 	b = append(b, "dev"...)
-	b = strconv.AppendInt(b, int64(c.l.dev.index), 10)
+	b = strconv.AppendInt(b, int64(dev), 10)
 	b = append(b, ' ')
-	b = append(b, c.l.kernel...)
+	b = append(b, kernel...)
 	b = append(b, '#')
-	b = strconv.AppendUint(b, c.l.id, 10)
+	b = strconv.AppendUint(b, launch, 10)
 	b = append(b, " block "...)
-	b = strconv.AppendInt(b, int64(c.index), 10)
-	if c.lane >= 0 {
+	b = strconv.AppendInt(b, int64(block), 10)
+	if lane >= 0 {
 		b = append(b, " lane "...)
-		b = strconv.AppendInt(b, int64(c.lane), 10)
+		b = strconv.AppendInt(b, int64(lane), 10)
 	}
 	return string(b)
+}
+
+// LaneLabel is the label of the task of the kernel thread that made a,
+// a lane of a block ([Access].Lane at least 0): the label its own task
+// has, or would have, for the accesses a lane makes while its warp runs
+// in lockstep, in the task of the warp's first lane.
+func LaneLabel(a *Access) actor.Label {
+	return actor.Label{Kind: actor.LaneTask, Name: threadName(a.Device, a.Kernel, a.Launch, a.Block, a.Lane),
+		Device: a.Device, Kernel: a.Kernel, Launch: a.Launch, Block: a.Block, Lane: a.Lane}
 }
 
 // label is the block's (or lane's) task label.

@@ -163,7 +163,7 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name(), err)
 		}
-		ln.th, ln.lbl = th, ln.label()
+		ln.th = th
 		ln.changed, ln.where = ln.spinChanged, ln.place
 		live[i] = ln
 	}
@@ -256,6 +256,9 @@ func warpsOf(live []*ptxLane, laneByLane bool) {
 // spawn starts the task that runs the lane in phase ph, under the task
 // ID its accesses are reported with.
 func (l *ptxLane) spawn(ph *lanePhase) {
+	if l.lbl.Name == "" {
+		l.lbl = l.label() // made once a lane needs a task
+	}
 	l.l.dev.w.sched.SpawnLabeledID(l.task, l.lbl, func() { l.run(ph) })
 }
 
@@ -333,7 +336,7 @@ type ptxLane struct {
 	mates []*ptxLane
 	begun bool
 	th    *ptx.Thread
-	lbl   actor.Label // its tasks' label, one for every phase
+	lbl   actor.Label // its tasks' label, one for every phase (made by spawn)
 	rec   []byte      // the launch's error record
 	stop  ptx.Stop
 	err   error

@@ -329,9 +329,9 @@ func (d *Detector) newRec(a *sim.Access, t *thread, at *place) *rec {
 // recOf is the record of a, made by thread t at its current event at
 // place at, with strong part st; t's origin becomes a's.
 func (d *Detector) recOf(a *sim.Access, t *thread, at *place, st *strong) rec {
-	if o := t.org; o == nil || !o.made(a, d.label(t)) {
+	if o := t.org; o == nil || !o.made(a, d.label(t, a)) {
 		t.org = &origin{}
-		*t.org = originOf(a, d.label(t))
+		*t.org = originOf(a, d.label(t, a))
 	}
 	return rec{ep: t.now(), strong: st, org: t.org, at: at, size: a.Size, off: a.PhysOffset,
 		unit: uint32(a.Unit), line: int32(a.Line), kind: kind8(a.Kind), order: uint8(a.Order), scope: uint8(a.Scope),
@@ -1228,11 +1228,18 @@ func observeWrite(w, x *rec, slot int) {
 	}
 }
 
-// label is the label of t's task, the running one; nil when no task runs.
-func (d *Detector) label(t *thread) *actor.Label {
+// label is the label of t's task, which made a: the running task, or,
+// for a lane whose warp runs in lockstep in another lane's task, the
+// label its own task has or would have; nil when no task runs.
+func (d *Detector) label(t *thread, a *sim.Access) *actor.Label {
 	if t.label == nil {
-		if cur := d.sched.Current(); cur != nil {
+		switch cur := d.sched.Current(); {
+		case cur == nil:
+		case cur.ID() == a.Task || a.Lane < 0:
 			l := cur.Label()
+			t.label = &l
+		default:
+			l := sim.LaneLabel(a)
 			t.label = &l
 		}
 	}
