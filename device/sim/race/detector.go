@@ -170,10 +170,42 @@ type pending struct {
 	// vc[s] joins what they observed from releases that need scope s: a
 	// later fence of scope s or wider acquires it (an acquire pattern).
 	vc [signal.System + 1]vclock
-	// last[s] is the clock last joined into vc[s]: released clocks never
-	// change and vc[s] only grows, so joining it again, as a thread
-	// polling a word does, changes nothing.
-	last [signal.System + 1]vclock
+	// last[s] is the clock last joined into vc[s], and joined[s] every
+	// clock joined into it (made once a second one is): released clocks
+	// never change and vc[s] only grows, so joining one again, as a
+	// thread polling a word whose release sequence holds many clocks
+	// does at every poll, changes nothing.
+	last   [signal.System + 1]vclock
+	joined [signal.System + 1]map[clockID]bool
+}
+
+// clockID identifies a released clock (they never change): the first
+// element of its slice and its length.
+type clockID struct {
+	first **chunk
+	n     int
+}
+
+// observe joins c, a released clock, into vc[s] unless it was joined
+// before.
+func (p *pending) observe(s signal.Scope, c vclock) {
+	if len(c) == 0 || same(c, p.last[s]) {
+		return
+	}
+	id := clockID{&c[0], len(c)}
+	if p.last[s] != nil {
+		if p.joined[s] == nil {
+			last := p.last[s]
+			p.joined[s] = map[clockID]bool{{&last[0], len(last)}: true}
+		}
+		if p.joined[s][id] {
+			p.last[s] = c
+			return
+		}
+		p.joined[s][id] = true
+	}
+	p.vc[s].join(c)
+	p.last[s] = c
 }
 
 // merge returns p with what o observed joined in (p is nil when both
@@ -1549,12 +1581,8 @@ func (d *Detector) observeRelease(t *thread, rel []release, a *sim.Access) {
 			if t.pend == nil {
 				t.pend = &pending{}
 			}
-			p := t.pend
 			for _, c := range r.vcs {
-				if !same(c, p.last[need]) {
-					p.vc[need].join(c)
-					p.last[need] = c
-				}
+				t.pend.observe(need, c)
 			}
 		}
 	}
