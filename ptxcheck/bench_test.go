@@ -6,31 +6,14 @@ import (
 
 // vllmShape loads the byte-flag one-stage example (racy: its flag bytes
 // and flag word are mixed-size strong accesses) at the launch shape of a
-// vLLM custom all-reduce: 36 blocks of 512 threads over 8,192 elements,
-// its three back-to-back calls as the harness has them.
+// vLLM custom all-reduce: 36 blocks of 512 threads over 8,192 elements
+// at world 4, its three back-to-back calls as the example has them
+// (examples/kernels/onestage_byteflags_vllm_shape.json).
 func vllmShape(tb testing.TB) (*Program, *Source) {
 	tb.Helper()
-	p, err := LoadHarness("../examples/kernels/onestage_byteflags.json")
+	p, err := LoadHarness("../examples/kernels/onestage_byteflags_vllm_shape.json")
 	if err != nil {
 		tb.Fatal(err)
-	}
-	p.Vars["n"] = "8192"
-	var walk func([]Step)
-	launches := 0
-	walk = func(ss []Step) {
-		for _, s := range ss {
-			if s.Repeat != nil {
-				walk(s.Repeat.Steps)
-			}
-			if s.Launch != nil {
-				s.Launch.Grid, s.Launch.Block = "36", "512"
-				launches++
-			}
-		}
-	}
-	walk(p.Steps)
-	if launches != 1 {
-		tb.Fatalf("the harness has %d launch steps, want its one", launches)
 	}
 	return p, load(tb, p.PTX)
 }
