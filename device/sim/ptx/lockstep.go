@@ -71,6 +71,19 @@ func Lockstep(threads []*Thread) uint64 {
 			f.pc = pc
 		}
 	}()
+	// part ends the lockstep inside the instruction at pc: lanes 0 to n-1
+	// executed it, the others did not. It returns their instructions.
+	part := func(n int) uint64 {
+		if n == 0 {
+			return 0
+		}
+		moved = make([]bool, len(lanes))
+		for j := range n {
+			moved[j] = true
+			lanes[j].executed++
+		}
+		return uint64(n)
+	}
 	for {
 		h := &heads[pc]
 		in := &code[pc]
@@ -123,15 +136,7 @@ func Lockstep(threads []*Thread) uint64 {
 					continue
 				}
 				if !t.plainMemory(f, in) {
-					if i > 0 {
-						moved = make([]bool, len(lanes))
-						for j := range i {
-							moved[j] = true
-							lanes[j].executed++
-						}
-						done += uint64(i)
-					}
-					return done
+					return done + part(i)
 				}
 			}
 		case h.op == opBar && wholeBlockBarrier(in) || h.op == opRet && top == 0:
@@ -163,17 +168,9 @@ func Lockstep(threads []*Thread) uint64 {
 						break
 					}
 				}
-				t.executed++
 				stopped++
 			}
-			done += uint64(stopped)
-			if stopped > 0 {
-				moved = make([]bool, len(lanes))
-				for j := range stopped {
-					moved[j] = true
-				}
-			}
-			return done
+			return done + part(stopped)
 		case aluOnly(h.op):
 			if !aluSafe(in) {
 				return done
@@ -186,15 +183,7 @@ func Lockstep(threads []*Thread) uint64 {
 				if err := t.alu(f, in); err != nil {
 					// Run meets the error again, lane by lane; alu
 					// writes no register before it fails.
-					if i > 0 {
-						moved = make([]bool, len(lanes))
-						for j := range i {
-							moved[j] = true
-							lanes[j].executed++
-						}
-						done += uint64(i)
-					}
-					return done
+					return done + part(i)
 				}
 			}
 		default:

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/symmem/symmem/actor"
-	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/device/sim/ptx"
 	"github.com/symmem/symmem/device/sim/race"
@@ -56,18 +55,8 @@ func TestLockstepRacesNameTheirLanes(t *testing.T) {
 		s.Go("host", func() {
 			runErr = func() error {
 				d := w.Device(0)
-				h, err := d.CreatePhysical(device.Granularity)
+				p, err := mappedGranule(d)
 				if err != nil {
-					return err
-				}
-				p, err := d.Reserve(device.Granularity)
-				if err != nil {
-					return err
-				}
-				if err := d.Map(p, device.Granularity, h); err != nil {
-					return err
-				}
-				if err := d.SetAccess(p, device.Granularity); err != nil {
 					return err
 				}
 				st, err := d.NewStream()

@@ -75,18 +75,8 @@ func runOlderFlag(t *testing.T, mod *ptx.Module, seed uint64) (flag, data uint32
 	s.Go("host", func() {
 		runErr = func() error {
 			d := w.Device(0)
-			h, err := d.CreatePhysical(device.Granularity)
+			p, err := mappedGranule(d)
 			if err != nil {
-				return err
-			}
-			p, err := d.Reserve(device.Granularity)
-			if err != nil {
-				return err
-			}
-			if err := d.Map(p, device.Granularity, h); err != nil {
-				return err
-			}
-			if err := d.SetAccess(p, device.Granularity); err != nil {
 				return err
 			}
 			st, err := d.NewStream()
@@ -118,6 +108,22 @@ func runOlderFlag(t *testing.T, mod *ptx.Module, seed uint64) (flag, data uint32
 		t.Fatalf("seed %d: %v", seed, runErr)
 	}
 	return flag, data, det.Races()
+}
+
+// mappedGranule reserves, backs and maps one granule of d's memory.
+func mappedGranule(d device.Device) (device.Ptr, error) {
+	h, err := d.CreatePhysical(device.Granularity)
+	if err != nil {
+		return 0, err
+	}
+	p, err := d.Reserve(device.Granularity)
+	if err != nil {
+		return 0, err
+	}
+	if err := d.Map(p, device.Granularity, h); err != nil {
+		return 0, err
+	}
+	return p, d.SetAccess(p, device.Granularity)
 }
 
 // TestAcquireOfOlderStorePTX: the simulator tells the race detector which
