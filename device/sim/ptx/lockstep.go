@@ -55,7 +55,15 @@ func Lockstep(threads []*Thread) uint64 {
 	f0 := frames[0]
 	heads, code := f0.fn.heads, f0.fn.code
 	pc := f0.pc
-	left := DefaultBudget
+	// The budget is the smallest of the lanes' (see Thread.Budget),
+	// spent as Run spends it.
+	budget := DefaultBudget
+	for _, t := range lanes {
+		if t.Budget > 0 {
+			budget = min(budget, t.Budget)
+		}
+	}
+	left := budget
 	var done uint64
 	// moved[i]: lane i executed the instruction at pc already (an access
 	// that some lanes made before one could not): it stands at pc+1.
@@ -129,7 +137,7 @@ func Lockstep(threads []*Thread) uint64 {
 					return done
 				}
 			}
-			left = DefaultBudget
+			left = budget
 			for i, t := range lanes {
 				f := frames[i]
 				if h.guard >= 0 && (f.regs[h.guard] != 0) == h.neg {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -394,5 +395,48 @@ func TestLockstepNeedsOnePlace(t *testing.T) {
 	}
 	if got := Lockstep(plain); got != 0 {
 		t.Errorf("Lockstep over an Env that is no PlainEnv ran %d lane-instructions", got)
+	}
+}
+
+// TestLockstepSpendsTheBudget: a loop that never touches memory stops
+// lockstep within the lanes' budget, and each lane's Run then reports
+// the budget as running alone does.
+func TestLockstepSpendsTheBudget(t *testing.T) {
+	src := `
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k()
+{
+	.reg .b32 %r<2>;
+	mov.u32 %r1, 0;
+$L:
+	add.u32 %r1, %r1, 1;
+	bra $L;
+}
+`
+	m, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, err := m.NewBlockMem("k", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs [4][]string
+	ths := make([]*Thread, 4)
+	for i := range ths {
+		if ths[i], err = m.NewThread("k", &laneEnv{sliceEnv: &sliceEnv{}, log: &logs[i]}, bm, Dim{Tid: uint32(i), Ntid: 4, Nctaid: 1}); err != nil {
+			t.Fatal(err)
+		}
+		ths[i].Budget = 1000
+	}
+	if got := Lockstep(ths); got == 0 || got > 4*(1000+8) {
+		t.Errorf("Lockstep of an endless loop ran %d lane-instructions with a budget of 1000", got)
+	}
+	for i, th := range ths {
+		if _, err := th.Run(); err == nil || !strings.Contains(err.Error(), "budget") {
+			t.Errorf("lane %d after lockstep: %v, want the budget's error", i, err)
+		}
 	}
 }
