@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,8 +66,8 @@ type Shrunk struct {
 	Stopped string
 }
 
-// Size describes the reproduction: its world, launch shape caps, repeats
-// and decisions.
+// Size describes the reproduction: its world, launch shape caps, vars,
+// repeats and decisions.
 func (s *Shrunk) Size() string { return caseSize(s.Options) }
 
 func caseSize(o Options) string {
@@ -76,6 +77,9 @@ func caseSize(o Options) string {
 	}
 	if o.MaxThreads > 0 {
 		parts = append(parts, fmt.Sprintf("at most %d threads a block", o.MaxThreads))
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Vars)) {
+		parts = append(parts, fmt.Sprintf("%s=%s", name, o.Vars[name]))
 	}
 	if len(o.Repeats) > 0 {
 		var rs []string
@@ -93,13 +97,14 @@ func caseSize(o Options) string {
 // Shrink reduces the run that found f (a finding of RunProgram(prog, src,
 // opts)) to a smaller one that still finds it: the same kind and the same
 // sites. In turn it caps every launch to fewer blocks, then to fewer
-// threads a block (whole warps), tries the smaller worlds the harness
+// threads a block (whole warps), sets each var of the harness that is a
+// whole number (its elements, as a rule) smaller (a 1,024th of it up to a
+// half, the smallest first), tries the smaller worlds the harness
 // declares (never another: a fault of rank r moves to rank r mod the
 // world), drops faults of the run's plan, runs each repeat step fewer
-// times, and,
-// replaying the run's scheduling decisions with a [fuzz.Replay], drops
-// decisions (the tail first, then by delta debugging). A candidate that
-// no longer finds f is discarded.
+// times, and, replaying the run's scheduling decisions with a
+// [fuzz.Replay], drops decisions (the tail first, then by delta
+// debugging). A candidate that no longer finds f is discarded.
 //
 // lim bounds the runs and the time; when a bound is reached, or the
 // Context of opts ends, the shrink stops and returns the smallest case
@@ -138,8 +143,13 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, lim ShrinkLimi
 		sched fuzz.Schedule
 		run   Run
 		g     *Finding
+		elems map[string]Expr // the vars the elements stage set
 	}
 	cur := opts
+	// elems are the vars the elements stage set so far, cand and
+	// candElems a candidate's program and vars (nil: c and elems).
+	var elems, candElems map[string]Expr
+	var cand *compiled
 	stage := ""
 	stopped := func() bool {
 		switch {
@@ -167,7 +177,11 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, lim ShrinkLimi
 			}
 		}
 		s.Runs++
-		run, found, sched, err := c.runOnce(w, o.FirstSeed, o, shapes, true)
+		cc, ce := c, elems
+		if cand != nil {
+			cc, ce = cand, candElems
+		}
+		run, found, sched, err := cc.runOnce(w, o.FirstSeed, o, shapes, true)
 		var he *HarnessError
 		ok := false
 		switch {
@@ -182,7 +196,7 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, lim ShrinkLimi
 					if o.Decisions != nil && len(sched) <= len(o.Decisions) {
 						o.Decisions = append(fuzz.Schedule{}, sched...) // not nil: the default policy
 					}
-					best.o, best.sched, best.run, best.g = o, sched, run, g
+					best.o, best.sched, best.run, best.g, best.elems = o, sched, run, g, ce
 					break
 				}
 			}
@@ -190,7 +204,9 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, lim ShrinkLimi
 		if lim.Progress != nil {
 			size := caseSize(opts)
 			if best.g != nil {
-				size = caseSize(best.o)
+				bo := best.o
+				bo.Vars = best.elems
+				size = caseSize(bo)
 			}
 			lim.Progress(ShrinkProgress{Runs: s.Runs, Budget: lim.Runs, Elapsed: now().Sub(start), Stage: stage, Found: ok, Size: size})
 		}
@@ -228,6 +244,46 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, lim ShrinkLimi
 		if finds(o) {
 			adopt()
 			break
+		}
+	}
+	// Elements: each var of the harness that is a whole number (a size,
+	// a count of elements) set smaller, the smallest first, in the
+	// program recompiled with it.
+	stage = "elements"
+	for _, name := range slices.Sorted(maps.Keys(prog.Vars)) {
+		e, ok := vars[name]
+		if !ok {
+			e = prog.Vars[name]
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(string(e)), 10, 64)
+		if err != nil || v < 2 {
+			continue // an expression, or nothing smaller to try
+		}
+		last := int64(0)
+		for shift := 10; shift >= 1; shift-- {
+			k := v >> shift // v/1024 up to v/2
+			if k < 1 || k == last {
+				continue
+			}
+			last = k
+			ce := maps.Clone(elems)
+			if ce == nil {
+				ce = map[string]Expr{}
+			}
+			ce[name] = Expr(strconv.FormatInt(k, 10))
+			o := Options{Vars: mergeVars(vars, ce), Worlds: cur.Worlds}
+			cc, _, err := prepare(prog, src, &o)
+			if err != nil {
+				continue // the harness refuses the smaller size
+			}
+			cand, candElems = cc, ce
+			found := finds(cur)
+			cand, candElems = nil, nil
+			if found {
+				c, elems = cc, ce
+				adopt()
+				break
+			}
 		}
 	}
 	// Only the worlds the harness declares: a kernel built for a fixed
@@ -330,9 +386,23 @@ func Shrink(prog *Program, src *Source, opts Options, f *Finding, lim ShrinkLimi
 		g.World, g.Seed, g.Schedules, g.Runs, g.Plan = best.o.Worlds[0], best.o.FirstSeed, 1, 1, best.o.Plan
 		s.Options, s.Finding, s.Trace = best.o, g, best.run.Trace
 	}
-	s.Options.Vars = vars
+	s.Options.Vars = mergeVars(vars, best.elems)
 	s.Options.Context = nil
 	return s, nil
+}
+
+// mergeVars is vars with set's vars set over them (nil when both are
+// empty).
+func mergeVars(vars, set map[string]Expr) map[string]Expr {
+	if len(vars) == 0 && len(set) == 0 {
+		return nil
+	}
+	out := maps.Clone(vars)
+	if out == nil {
+		out = map[string]Expr{}
+	}
+	maps.Copy(out, set)
+	return out
 }
 
 // capOf is the size a cap leaves of n (0: no cap).

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,10 +72,11 @@ faults, a smaller world, fewer repeats, fewer scheduling decisions),
 printed with its own replay command. It exits non-zero when it found
 anything.
 
-A shrink tries the smaller case first where runs are cheap: the faults,
-the world, the launch (fewer blocks, then fewer threads a block, as
---max-blocks and --max-threads cap them), the repeat counts, then the
-scheduling decisions. It stops after --shrink-runs runs or --shrink-time,
+A shrink tries the smaller case first where runs are cheap: the launch
+(fewer blocks, then fewer threads a block, as --max-blocks and
+--max-threads cap them), its elements (each var of the harness that is a
+whole number set smaller, as --var sets it), the world, the faults, the
+repeat counts, then the scheduling decisions. It stops after --shrink-runs runs or --shrink-time,
 whichever comes first, with the smallest case it found so far, and shows
 each smaller case on stderr as it finds it. A shrunk case whose decisions
 are too long for a command line has them written to a case file (in
@@ -465,6 +468,11 @@ func printShrunk(out io.Writer, i int, s *ptxcheck.Shrunk, f *checkFlags, harnes
 	if o.MaxThreads > 0 && o.MaxThreads != f.maxThreads {
 		fmt.Fprintf(out, ", at most %d threads a block", o.MaxThreads)
 	}
+	for _, name := range slices.Sorted(maps.Keys(o.Vars)) {
+		if v := name + "=" + string(o.Vars[name]); !slices.Contains(f.vars, v) {
+			fmt.Fprintf(out, ", %s", v) // set by the shrink
+		}
+	}
 	if len(o.Repeats) > 0 {
 		fmt.Fprintf(out, ", repeats %s", strings.Join(repeatArgs(o.Repeats), " "))
 	}
@@ -570,8 +578,8 @@ func replayCommand(harness string, f *checkFlags, world int, seed uint64, plan p
 	if !f.race {
 		args = append(args, "--race=false")
 	}
-	for _, v := range f.vars {
-		args = append(args, "--var", v)
+	for _, name := range slices.Sorted(maps.Keys(opts.Vars)) {
+		args = append(args, "--var", name+"="+string(opts.Vars[name]))
 	}
 	for _, r := range repeatArgs(opts.Repeats) {
 		args = append(args, "--repeat", r)
