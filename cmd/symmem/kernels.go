@@ -12,7 +12,7 @@ import (
 
 // kernelsFlag adds --kernels, which chooses what simulated kernels run.
 func kernelsFlag(fl *pflag.FlagSet, p *string) {
-	fl.StringVar(p, "kernels", "go", "simulated kernels: go (the Go twins) or ptx (the kernels' PTX, interpreted thread by thread)")
+	fl.StringVar(p, "kernels", "go", "simulated kernels: go (the Go twins) or ptx (the kernels' PTX, interpreted with the converged lanes of a warp together and each thread on its own past divergence and strong accesses)")
 }
 
 // parseKernels parses --kernels.
