@@ -127,6 +127,9 @@ type Thread struct {
 	// executed counts the instructions the thread executed (see
 	// [Thread.Executed]).
 	executed uint64
+	// lockstep: Lockstep makes the access that access serves, which
+	// returns errNotNow rather than make a scheduling point.
+	lockstep bool
 }
 
 // DefaultBudget is the default [Thread.Budget].
@@ -772,6 +775,9 @@ func (t *Thread) access(f *frame, in *inst, o *operand, buf []byte, write bool) 
 		}
 		return move(t.mem.Params, addr, buf, false, "kernel parameter")
 	case spShared:
+		if t.lockstep {
+			return errNotNow
+		}
 		if addr <= uint64(len(t.mem.Shared)) && uint64(len(buf)) <= uint64(len(t.mem.Shared))-addr {
 			t.env.Shared(addr, len(buf), write, false)
 		}
@@ -782,6 +788,9 @@ func (t *Thread) access(f *frame, in *inst, o *operand, buf []byte, write bool) 
 	}
 	if sp == spConst {
 		return fmt.Errorf("address %#x is not in the constant window", addr)
+	}
+	if t.lockstep && (in.sem != Weak || !t.env.(PlainEnv).PlainNow(addr, len(buf), write)) {
+		return errNotNow
 	}
 	t.unit, t.nc = in.t.size(), in.nc
 	if write {

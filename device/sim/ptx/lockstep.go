@@ -1,5 +1,7 @@
 package ptx
 
+import "errors"
+
 // PlainEnv is implemented by an [Env] whose threads may run in lockstep
 // with their warp ([Lockstep]).
 type PlainEnv interface {
@@ -263,72 +265,21 @@ func aluSafe(in *inst) bool {
 // plainMemory executes ld or st in, a plain access, for t in frame f, as
 // Run's memory does, and reports true; or, for an access that Run must
 // make (one of shared memory, one the Env will not make now, or one that
-// fails), it changes nothing and reports false.
+// fails), it changes nothing and reports false: access stops before any
+// Env call that would be a scheduling point (errNotNow), and it and move
+// check an access before they make it.
 func (t *Thread) plainMemory(f *frame, in *inst) bool {
-	o := &in.ops[1]
-	if in.op == opSt {
-		o = &in.ops[0]
-	}
-	addr := t.addr(f, o)
-	n := in.t.size() * in.vec
-	if addr%uint64(n) != 0 {
-		return false
-	}
-	sp := in.space
-	switch {
-	case sp == spParam && o.sym != nil && o.sym.kind == symFrameParam:
-	case sp == spGeneric || sp == spParam || sp == spLocal:
-		switch {
-		case addr >= ParamWindow && addr < ParamWindow+windowSize:
-			addr -= ParamWindow
-			if in.op == opSt || addr > uint64(len(t.mem.Params)) || uint64(n) > uint64(len(t.mem.Params))-addr {
-				return false
-			}
-		case addr >= LocalWindow && addr < LocalWindow+windowSize:
-			addr -= LocalWindow
-			if addr > uint64(len(t.local)) || uint64(n) > uint64(len(t.local))-addr {
-				return false
-			}
-		case sp == spGeneric:
-			if !t.plainGlobal(addr, n, in.op == opSt) {
-				return false
-			}
-		case sp == spLocal && addr < 1<<32:
-			if addr > uint64(len(t.local)) || uint64(n) > uint64(len(t.local))-addr {
-				return false
-			}
-		default:
-			return false
-		}
-	case sp == spGlobal:
-		if !t.plainGlobal(addr, n, in.op == opSt) {
-			return false
-		}
-	default:
-		return false
-	}
 	line := t.line
-	t.line = in.line
-	if err := t.memory(f, in); err != nil {
-		// Not expected after the checks above; Run makes the access
-		// again and meets the error itself.
-		t.line = line
+	t.line, t.lockstep = in.line, true
+	err := t.memory(f, in)
+	t.lockstep = false
+	if err != nil {
+		t.line = line // Run makes the access again, and meets the error itself
 		return false
 	}
 	return true
 }
 
-// plainGlobal reports whether a plain access of n bytes at addr, in global
-// memory or a module-scope variable, may run in lockstep.
-func (t *Thread) plainGlobal(addr uint64, n int, write bool) bool {
-	if addr >= GlobalVarWindow && addr < GlobalVarWindow+windowSize {
-		off := addr - GlobalVarWindow
-		return !write && off <= uint64(len(t.m.globals)) && uint64(n) <= uint64(len(t.m.globals))-off
-	}
-	if addr >= ParamWindow && addr < ParamWindow+windowSize ||
-		addr >= SharedWindow && addr < SharedWindow+windowSize ||
-		addr >= LocalWindow && addr < LocalWindow+windowSize {
-		return false
-	}
-	return t.env.(PlainEnv).PlainNow(addr, n, write)
-}
+// errNotNow is access's error, in lockstep, for an access a lane must make
+// alone (Thread.lockstep).
+var errNotNow = errors.New("ptx: the access is a scheduling point")
