@@ -100,14 +100,14 @@ func Lockstep(threads []*Thread) uint64 {
 		switch {
 		case h.fast != fastNone:
 			for _, f := range frames {
-				if h.guard < 0 || (f.regs[h.guard] != 0) != h.neg {
+				if h.runs(f.regs) {
 					runFast(f.regs, h)
 				}
 			}
 		case h.op == opBra:
-			taken := h.guard < 0 || (f0.regs[h.guard] != 0) != h.neg
+			taken := h.runs(f0.regs)
 			for _, f := range frames[1:] {
-				if (h.guard < 0 || (f.regs[h.guard] != 0) != h.neg) != taken {
+				if h.runs(f.regs) != taken {
 					return done // the warp diverges: each lane goes its own way
 				}
 			}
@@ -142,7 +142,7 @@ func Lockstep(threads []*Thread) uint64 {
 			left = budget
 			for i, t := range lanes {
 				f := frames[i]
-				if h.guard >= 0 && (f.regs[h.guard] != 0) == h.neg {
+				if !h.runs(f.regs) {
 					continue
 				}
 				if !t.plainMemory(f, in) {
@@ -154,11 +154,11 @@ func Lockstep(threads []*Thread) uint64 {
 			// (bar.sync or bar.red of every thread, which involves no
 			// Env) or at its exit.
 			for _, f := range frames[1:] {
-				if (h.guard < 0 || (f.regs[h.guard] != 0) != h.neg) != (h.guard < 0 || (f0.regs[h.guard] != 0) != h.neg) {
+				if h.runs(f.regs) != h.runs(f0.regs) {
 					return done
 				}
 			}
-			if h.guard >= 0 && (f0.regs[h.guard] != 0) == h.neg {
+			if !h.runs(f0.regs) {
 				break // no lane stops: the next instruction
 			}
 			stopped := 0
@@ -187,7 +187,7 @@ func Lockstep(threads []*Thread) uint64 {
 			}
 			for i, t := range lanes {
 				f := frames[i]
-				if h.guard >= 0 && (f.regs[h.guard] != 0) == h.neg {
+				if !h.runs(f.regs) {
 					continue
 				}
 				if err := t.alu(f, in); err != nil {
@@ -205,6 +205,12 @@ func Lockstep(threads []*Thread) uint64 {
 		done += uint64(len(lanes))
 		pc++
 	}
+}
+
+// runs reports whether the instruction of head h runs in a lane of
+// registers regs: its guard, if any, holds.
+func (h *head) runs(regs []uint64) bool {
+	return h.guard < 0 || (regs[h.guard] != 0) != h.neg
 }
 
 // wholeBlockBarrier reports whether in, a bar or barrier instruction,

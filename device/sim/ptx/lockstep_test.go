@@ -93,22 +93,16 @@ const (
 	lockOut = 0x7100_0000_0000
 )
 
-// lockstepRun starts a block of n threads of lockstepKernel over fresh
-// memory; it returns the threads, their envs and logs, and the memory.
-func lockstepRun(t *testing.T, n int, refuse func(uint64) bool) ([]*Thread, []*laneEnv, [][]string, []byte) {
+// startLanes parses src and starts a block of n threads of its entry k
+// with the parameter bytes params, each over mem through a laneEnv of its
+// own that refuses what refuse names; it returns the threads, their envs
+// and their logs.
+func startLanes(t *testing.T, src string, n int, mem *sliceEnv, params []byte, refuse func(uint64) bool) ([]*Thread, []*laneEnv, [][]string) {
 	t.Helper()
-	m, err := Parse(lockstepKernel)
+	m, err := Parse(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := make([]byte, 16*n)
-	for i := range 4 * n {
-		binary.LittleEndian.PutUint32(in[4*i:], uint32(7*i+1))
-	}
-	out := make([]byte, 4*n+256+4*n)
-	mem := &sliceEnv{regions: []region{{lockIn, in}, {lockOut, out}}}
-	params := binary.LittleEndian.AppendUint64(nil, lockIn)
-	params = binary.LittleEndian.AppendUint64(params, lockOut)
 	bm, err := m.NewBlockMem("k", params)
 	if err != nil {
 		t.Fatal(err)
@@ -122,6 +116,22 @@ func lockstepRun(t *testing.T, n int, refuse func(uint64) bool) ([]*Thread, []*l
 			t.Fatal(err)
 		}
 	}
+	return ths, envs, logs
+}
+
+// lockstepRun starts a block of n threads of lockstepKernel over fresh
+// memory; it returns the threads, their envs and logs, and the memory.
+func lockstepRun(t *testing.T, n int, refuse func(uint64) bool) ([]*Thread, []*laneEnv, [][]string, []byte) {
+	t.Helper()
+	in := make([]byte, 16*n)
+	for i := range 4 * n {
+		binary.LittleEndian.PutUint32(in[4*i:], uint32(7*i+1))
+	}
+	out := make([]byte, 4*n+256+4*n)
+	mem := &sliceEnv{regions: []region{{lockIn, in}, {lockOut, out}}}
+	params := binary.LittleEndian.AppendUint64(nil, lockIn)
+	params = binary.LittleEndian.AppendUint64(params, lockOut)
+	ths, envs, logs := startLanes(t, lockstepKernel, n, mem, params, refuse)
 	return ths, envs, logs, out
 }
 
@@ -246,23 +256,8 @@ func TestLockstepStopsBeforeSchedulingPoints(t *testing.T) {
 	ret;
 }
 `
-		m, err := Parse(src)
-		if err != nil {
-			t.Fatalf("%s: %v", inst, err)
-		}
-		in := make([]byte, 64)
-		mem := &sliceEnv{regions: []region{{lockIn, in}}}
-		bm, err := m.NewBlockMem("k", binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, lockIn), lockOut))
-		if err != nil {
-			t.Fatal(err)
-		}
-		logs := make([][]string, 4)
-		ths := make([]*Thread, 4)
-		for i := range ths {
-			if ths[i], err = m.NewThread("k", &laneEnv{sliceEnv: mem, log: &logs[i]}, bm, Dim{Tid: uint32(i), Ntid: 4, Nctaid: 1}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		mem := &sliceEnv{regions: []region{{lockIn, make([]byte, 64)}}}
+		ths, _, logs := startLanes(t, src, 4, mem, binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, lockIn), lockOut), nil)
 		if got := Lockstep(ths); got != 4*4 {
 			t.Errorf("%s: Lockstep ran %d lane-instructions, want the 4 before it in 4 lanes", inst, got)
 		}
@@ -298,23 +293,9 @@ func TestLockstepStopsAtBarriersAndExits(t *testing.T) {
 	ret;
 }
 `
-	m, err := Parse(src)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 8
 	mem := &sliceEnv{regions: []region{{lockIn, make([]byte, 128)}}}
-	bm, err := m.NewBlockMem("k", binary.LittleEndian.AppendUint64(nil, lockIn))
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := make([][]string, n)
-	ths := make([]*Thread, n)
-	for i := range ths {
-		if ths[i], err = m.NewThread("k", &laneEnv{sliceEnv: mem, log: &logs[i]}, bm, Dim{Tid: uint32(i), Ntid: n, Nctaid: 1}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ths, _, logs := startLanes(t, src, n, mem, binary.LittleEndian.AppendUint64(nil, lockIn), nil)
 	if got := Lockstep(ths); got != 6*n {
 		t.Errorf("Lockstep to the barrier ran %d lane-instructions, want 6 in %d lanes", got, n)
 	}
@@ -345,7 +326,7 @@ func TestLockstepStopsAtBarriersAndExits(t *testing.T) {
 			t.Errorf("lane %d made %q", i, logs[i])
 		}
 	}
-	if err := bm.Err(); err != nil {
+	if err := ths[0].mem.Err(); err != nil {
 		t.Errorf("block after every lane exited: %v", err)
 	}
 	out := mem.regions[0].b
@@ -415,21 +396,9 @@ $L:
 	bra $L;
 }
 `
-	m, err := Parse(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bm, err := m.NewBlockMem("k", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs [4][]string
-	ths := make([]*Thread, 4)
-	for i := range ths {
-		if ths[i], err = m.NewThread("k", &laneEnv{sliceEnv: &sliceEnv{}, log: &logs[i]}, bm, Dim{Tid: uint32(i), Ntid: 4, Nctaid: 1}); err != nil {
-			t.Fatal(err)
-		}
-		ths[i].Budget = 1000
+	ths, _, _ := startLanes(t, src, 4, &sliceEnv{}, nil, nil)
+	for _, th := range ths {
+		th.Budget = 1000
 	}
 	if got := Lockstep(ths); got == 0 || got > 4*(1000+8) {
 		t.Errorf("Lockstep of an endless loop ran %d lane-instructions with a budget of 1000", got)
