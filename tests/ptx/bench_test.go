@@ -25,6 +25,7 @@ func BenchmarkGraphsWorld4(b *testing.B) {
 		b.Fatal("no graphs case")
 	}
 	var insts, lockstep uint64
+	var steps int64
 	start := time.Now()
 	for range b.N {
 		res, err := simjob.Simulate(simjob.Config{World: 4, Seed: 1, Device: sim.Config{Kernels: sim.Kernels{PTX: true}}}, graphs.Program)
@@ -39,9 +40,11 @@ func BenchmarkGraphsWorld4(b *testing.B) {
 		}
 		insts += res.Instructions
 		lockstep += res.InLockstep
+		steps += res.Steps
 	}
 	elapsed := time.Since(start)
 	b.ReportMetric(float64(insts)/elapsed.Seconds(), "lane-inst/s")
 	b.ReportMetric(100*float64(lockstep)/float64(max(insts, 1)), "%lockstep")
 	b.ReportMetric(elapsed.Seconds()/float64(b.N), "s/seed")
+	b.ReportMetric(float64(steps)/float64(b.N), "steps/seed")
 }
