@@ -68,6 +68,7 @@ type Task struct {
 	loud     bool          // in the scheduler's loud list
 	steady   bool          // in the scheduler's steady list
 	deadline time.Duration // < 0: none
+	waited   time.Duration // the timeout of its wait
 	timedOut bool
 	woke     bool // the last resumption ended a Wait
 	wakeable bool // blocked, with its condition true in the runnable list shown
@@ -79,6 +80,12 @@ type Task struct {
 	aborting bool                // being unwound by Run's end: Wait and Yield return at once
 	ran      int64               // the step that last chose it
 	where    func() fmt.Stringer // where it is, for reports (see SetWhere)
+	// then is what a task that has not started, or was parked by
+	// YieldThen or WaitBellThen, runs when chosen: it holds no worker
+	// (w is nil) meanwhile.
+	then func()
+	// thenWait is WaitBellThen's continuation, given the wait's outcome.
+	thenWait func(error)
 }
 
 // ID is the task's number, unique within its scheduler, in creation order.
@@ -239,15 +246,7 @@ func (s *Scheduler) SpawnLabeledID(id int, l Label, fn func()) *Task {
 		s.readyVers++
 		t.listed = true
 	}
-	var w *worker
-	if n := len(s.idle); n > 0 {
-		w = s.idle[n-1]
-		s.idle = s.idle[:n-1]
-	} else {
-		w = takeWorker()
-	}
-	t.w = w
-	w.job = job{s, t, fn}
+	t.then = fn // it takes a worker once chosen (see attach)
 	return t
 }
 
@@ -255,20 +254,24 @@ func (s *Scheduler) SpawnLabeledID(id int, l Label, fn func()) *Task {
 // in which case w has joined the idle list and the next task to run is
 // chosen; an aborted task's worker ends.
 func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
-	if t.aborting { // aborted before it started
-		t.state = taskDone
-		s.finished++
-		return false
-	}
 	aborted := true
 	defer func() {
 		r := recover()
-		if r != nil && s.failure == nil {
+		switch {
+		case r != nil && s.failure == nil:
 			s.failure = &PanicError{Task: t.label.Name, Value: r, Stack: string(debug.Stack())}
-		} else if !aborted {
+		case !aborted && (t.then != nil || t.thenWait != nil) && !t.aborting:
+			// Parked by YieldThen or WaitBellThen: the task lives on
+			// without a worker.
+			t.w = nil
+			s.handOn(w)
+			reusable = true
+			return
+		case !aborted:
 			s.Record("exit", t.label.Name)
 		}
 		t.state, t.where = taskDone, nil // where may hold much: drop it with the task
+		t.then, t.thenWait = nil, nil
 		s.finished++
 		s.unready(t)
 		if t.aborting || aborted && r == nil {
@@ -277,13 +280,52 @@ func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
 			reusable = false
 			return
 		}
-		s.idle = append(s.idle, w)
-		s.next = s.pick()
+		s.handOn(w)
 		reusable = true
 	}()
 	fn()
 	aborted = false
 	return true
+}
+
+// handOn takes the scheduling step after the task of worker w ended or
+// parked without it. A task chosen that holds no worker runs next on w
+// itself, with no hand-off through the driver; else w joins the idle list
+// and the driver resumes the task chosen.
+func (s *Scheduler) handOn(w *worker) {
+	next := s.pick()
+	if next != nil && next.w == nil {
+		s.attach(next, w)
+		return
+	}
+	s.idle = append(s.idle, w)
+	s.next = next
+}
+
+// attach gives t, parked by YieldThen or WaitBellThen, the worker w to
+// run its continuation on.
+func (s *Scheduler) attach(t *Task, w *worker) {
+	fn := t.then
+	if wait := t.thenWait; wait != nil {
+		var err error
+		if t.timedOut {
+			err = &TimeoutError{Task: t.label.Name, What: t.what, After: t.waited}
+		}
+		fn = func() { wait(err) }
+	}
+	t.then, t.thenWait = nil, nil
+	t.w = w
+	w.job = job{s, t, fn}
+}
+
+// worker returns an idle worker of the run, or a new one.
+func (s *Scheduler) worker() *worker {
+	if n := len(s.idle); n > 0 {
+		w := s.idle[n-1]
+		s.idle = s.idle[:n-1]
+		return w
+	}
+	return takeWorker()
 }
 
 // park passes control on from the running task t and waits to be resumed.
@@ -316,6 +358,37 @@ func (s *Scheduler) Yield(point string) {
 	t.point = point
 	s.enlist(t)
 	s.park(t)
+}
+
+// YieldThen is a Yield after which the task goes on with then instead of
+// returning: the running task's function must return right after it,
+// and its task runs then when the strategy chooses it again, meanwhile
+// holding no goroutine (a parked task of a PTX launch's tens of thousands
+// of lanes costs no stack). The scheduling steps, the trace and the
+// runnable tasks of every step are those a Yield gives.
+func (s *Scheduler) YieldThen(point string, then func()) {
+	t := s.mustCurrent("YieldThen")
+	if t.aborting {
+		return
+	}
+	t.state = taskReady
+	t.point = point
+	t.then = then
+	s.enlist(t)
+}
+
+// WaitBellThen is WaitBell after which the task goes on with then, given
+// what WaitBell would return, instead of returning: as for YieldThen, the
+// running task's function must return right after it, and the task holds
+// no goroutine while it waits.
+func (s *Scheduler) WaitBellThen(what string, ready func() bool, bell *Bell, timeout time.Duration, then func(error)) {
+	t := s.mustCurrent("WaitBellThen")
+	if t.aborting {
+		return
+	}
+	s.block(t, what, ready, bell, timeout)
+	t.thenWait = then
+	s.enlist(t)
 }
 
 // Wait blocks the running task until ready() is true or timeout passes.
@@ -361,6 +434,18 @@ func (s *Scheduler) WaitBell(what string, ready func() bool, bell *Bell, timeout
 	if t.aborting {
 		return fmt.Errorf("%s: %w while waiting for %s", t.label.Name, ErrAborted, what)
 	}
+	s.block(t, what, ready, bell, timeout)
+	s.enlist(t)
+	s.park(t)
+	if t.timedOut {
+		return &TimeoutError{Task: t.label.Name, What: what, After: timeout}
+	}
+	return nil
+}
+
+// block marks t blocked until ready() is true (asked again once bell
+// rang, unless bell is nil) or timeout passes.
+func (s *Scheduler) block(t *Task, what string, ready func() bool, bell *Bell, timeout time.Duration) {
 	t.state = taskBlocked
 	t.point = "wait " + what
 	t.what = what
@@ -369,17 +454,11 @@ func (s *Scheduler) WaitBell(what string, ready func() bool, bell *Bell, timeout
 	if bell != nil {
 		bell.sched = s
 	}
-	t.deadline = -1
+	t.deadline, t.waited = -1, timeout
 	if timeout > 0 {
 		t.deadline = s.now + timeout
 	}
 	t.timedOut = false
-	s.enlist(t)
-	s.park(t)
-	if t.timedOut {
-		return &TimeoutError{Task: t.label.Name, What: what, After: timeout}
-	}
-	return nil
 }
 
 // Sleep blocks the running task for d of virtual time.
@@ -458,6 +537,9 @@ func (s *Scheduler) drive() {
 		defer close(done)
 		for t := s.pick(); t != nil; t = s.next {
 			s.next = nil
+			if t.w == nil {
+				s.attach(t, s.worker())
+			}
 			t.w.resume()
 		}
 		finished = true
@@ -818,6 +900,12 @@ func (s *Scheduler) abortAll() {
 			continue
 		}
 		t.aborting = true
+		if t.w == nil {
+			// Not started, or parked by YieldThen or WaitBellThen:
+			// nothing to unwind.
+			t.state, t.then, t.thenWait, t.where = taskDone, nil, nil, nil
+			continue
+		}
 		s.cur = t
 		// The task unwinds with runtime.Goexit, which its worker passes
 		// on to the goroutine that resumed it: a goroutine of its own.

@@ -49,6 +49,9 @@ func newWorker() *worker {
 			if j.s == nil || !j.s.body(w, j.t, j.fn) {
 				return // no task, or an aborted one: the worker ends
 			}
+			if w.job.s != nil {
+				continue // handed a parked task that holds no worker
+			}
 			if !yield(struct{}{}) {
 				return
 			}

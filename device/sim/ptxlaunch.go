@@ -262,6 +262,15 @@ func (l *ptxLane) spawn(ph *lanePhase) {
 	l.l.dev.w.sched.SpawnLabeledID(l.task, l.lbl, func() { l.run(ph) })
 }
 
+// parkKind is the scheduling point a lane parked before (see park).
+type parkKind uint8
+
+const (
+	parkNone parkKind = iota
+	parkYield
+	parkWait
+)
+
 // run runs the lane until it stops at a barrier of every thread, exits or
 // fails.
 func (l *ptxLane) run(ph *lanePhase) {
@@ -274,10 +283,65 @@ func (l *ptxLane) run(ph *lanePhase) {
 		l.end(ph, stop, nil) // in lockstep with its warp
 		return
 	}
+	l.ph = ph
+	l.resume()
+}
+
+// resume runs the lane's thread on from where it stopped, in its phase
+// l.ph. A thread that parked before a global access (ptx.Parked) leaves
+// its task parked at that scheduling point holding no goroutine (see
+// [actor.Scheduler.YieldThen]); when chosen again, the task resumes the
+// thread, which makes the access without a scheduling point of its own.
+func (l *ptxLane) resume() {
+	w := l.l.dev.w
 	before := l.th.Executed()
 	stop, err := l.th.Run()
 	w.executed += l.th.Executed() - before
-	l.end(ph, stop, err)
+	if err == nil && stop == ptx.Parked {
+		kind := l.parked
+		l.parked, l.tookPoint = parkNone, true
+		if l.resumeFn == nil {
+			l.resumeFn, l.wokeFn = l.resume, l.woke
+		}
+		if kind == parkWait {
+			w.sched.WaitBellThen(l.waitWhat, l.changed, &l.bell, l.waitFor, l.wokeFn)
+		} else {
+			w.sched.YieldThen(l.parkWhat, l.resumeFn)
+		}
+		return
+	}
+	l.end(l.ph, stop, err)
+}
+
+// woke resumes a lane that parked in the wait of a spin, given the wait's
+// outcome.
+func (l *ptxLane) woke(err error) {
+	l.waitErr = l.waited(err)
+	l.resume()
+}
+
+// yield is a scheduling point of the lane's thread: where the thread may
+// stop before its access (ptx.Thread.Parkable) it parks there (the
+// access returns ptx.ErrPark, and resume yields once Run returned), else
+// its task yields at once.
+func (l *ptxLane) yield(what string) error {
+	if l.th.Parkable() {
+		l.parked, l.parkWhat = parkYield, what
+		return ptx.ErrPark
+	}
+	l.l.dev.w.sched.Yield(what)
+	return nil
+}
+
+// took reports whether the scheduling point of the access now made was
+// taken already: the thread parked before it (see resume). err is what
+// the spin's wait there left to return.
+func (l *ptxLane) took() (ok bool, err error) {
+	if !l.tookPoint {
+		return false, nil
+	}
+	err, l.tookPoint, l.waitErr = l.waitErr, false, nil
+	return true, err
 }
 
 // end notes that the lane stopped in phase ph (at a barrier of every
@@ -343,6 +407,20 @@ type ptxLane struct {
 
 	plain      int    // plain accesses since the last scheduling point
 	pointLoops uint64 // the thread's loop count at its last scheduling point
+
+	// ph is the phase the lane runs in. parked is the scheduling point
+	// the thread parked before (see resume): a yield named parkWhat, or
+	// the wait of a spin named waitWhat with timeout waitFor; tookPoint:
+	// the task took it, so the access the thread makes again goes ahead,
+	// waitErr being what the wait left for it to return.
+	ph                 *lanePhase
+	parked             parkKind
+	tookPoint          bool
+	parkWhat, waitWhat string
+	waitFor            time.Duration
+	waitErr            error
+	resumeFn           func()      // l.resume, made once
+	wokeFn             func(error) // l.woke, made once
 
 	// prev is the thread's last strong poll (a strong load, or a
 	// compare-and-swap that failed; b holds its first n bytes, at most
@@ -569,18 +647,18 @@ func (l *ptxLane) emitLoad(sg segment, nc bool) {
 
 // point is the scheduling point of a global access: every strong one,
 // and a plain one as Kernels.PlainYield says.
-func (l *ptxLane) point(strong bool, what string) {
+func (l *ptxLane) point(strong bool, what string) error {
 	if !strong {
 		if every := l.l.dev.w.cfg.Kernels.PlainYield; every > 0 {
 			if l.plain++; l.plain < every {
-				return
+				return nil
 			}
 		} else if l.th.Loops()-l.pointLoops < DefaultPTXPlainLoops {
-			return
+			return nil
 		}
 	}
 	l.plain, l.pointLoops = 0, l.th.Loops()
-	l.l.dev.w.sched.Yield(what)
+	return l.yield(what)
 }
 
 // PlainNow is [ptx.PlainEnv]: a plain access may run in lockstep with the
@@ -665,14 +743,20 @@ func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error
 	if !strong {
 		kind = plainPoll
 	}
-	polls, spins := l.spinsAt(addr, len(dst), kind)
-	if spins {
-		if err := l.spin(polls); err != nil {
-			return err
+	if took, err := l.took(); err != nil {
+		return err
+	} else if !took {
+		polls, spins := l.spinsAt(addr, len(dst), kind)
+		if spins {
+			if err := l.spin(polls); err != nil {
+				return err
+			}
+		} else {
+			l.spinning = l.spinning && l.round.spun
+			if err := l.point(strong, "ptx load"); err != nil {
+				return err
+			}
 		}
-	} else {
-		l.point(strong, "ptx load")
-		l.spinning = l.spinning && l.round.spun
 	}
 	segs, err := l.l.dev.resolve(p, uint64(len(dst)), false)
 	if err != nil {
@@ -759,8 +843,7 @@ func (l *ptxLane) spin(polls []poll) error {
 			if i == 0 {
 				return err
 			}
-			w.sched.Yield("ptx load") // the loop's later read faults
-			return nil
+			return l.yield("ptx load") // the loop's later read faults
 		}
 		reads[i] = spinRead{append(reads[i].segs[:0], segs...), q.b[:q.n]}
 		if polls[main].kind == plainPoll && q.kind != plainPoll {
@@ -769,8 +852,7 @@ func (l *ptxLane) spin(polls []poll) error {
 	}
 	changed := l.changed
 	if changed() {
-		w.sched.Yield("ptx load")
-		return nil
+		return l.yield("ptx load")
 	}
 	p, line := device.Ptr(polls[main].addr), polls[main].line
 	if l.pastTimeout > 0 {
@@ -793,8 +875,7 @@ func (l *ptxLane) spin(polls []poll) error {
 			return e
 		}
 		l.pastTimeout++
-		w.sched.Yield("ptx load")
-		return nil
+		return l.yield("ptx load")
 	}
 	var timeout time.Duration
 	if t := launchTimeout(l.l.args); t > 0 {
@@ -817,8 +898,18 @@ func (l *ptxLane) spin(polls []poll) error {
 	for _, r := range reads {
 		l.watch(r.segs)
 	}
-	err := w.sched.WaitBell(what, changed, &l.bell, timeout)
-	for _, r := range reads {
+	if l.th.Parkable() {
+		l.parked, l.waitWhat, l.waitFor = parkWait, what, timeout
+		return ptx.ErrPark
+	}
+	return l.waited(w.sched.WaitBell(what, changed, &l.bell, timeout))
+}
+
+// waited ends the wait of a spin, whose outcome err is: the thread stops
+// watching the words it read and goes on, polling on for a while if the
+// wait outlasted the launch's timeout.
+func (l *ptxLane) waited(err error) error {
+	for _, r := range l.reads {
 		l.unwatch(r.segs)
 	}
 	switch {
@@ -859,7 +950,11 @@ func (l *ptxLane) Store(addr uint64, src []byte, sem ptx.Sem, sc ptx.Scope) erro
 		return err
 	}
 	strong := sem != ptx.Weak
-	l.point(strong, "ptx store")
+	if took, _ := l.took(); !took {
+		if err := l.point(strong, "ptx store"); err != nil {
+			return err
+		}
+	}
 	segs, err := l.l.dev.resolve(device.Ptr(addr), uint64(len(src)), true)
 	if err != nil {
 		return err

@@ -89,7 +89,18 @@ const (
 	// (bar.sync or bar.red of every thread of the block); its block
 	// resumes it with [Thread.Release] once the barrier completed.
 	AtBarrier
+	// Parked: the thread's Env returned [ErrPark] from the Load or Store
+	// of an ld or st; the thread stands before that instruction, which
+	// the next Run executes again (the Env then makes the access).
+	Parked
 )
+
+// ErrPark is what an Env's Load or Store returns, before it touches
+// anything, when the access must wait for a scheduling step and
+// [Thread.Parkable] says the thread may stop before its instruction:
+// [Thread.Run] then returns Parked, leaving the instruction to execute
+// again, as if it had not begun.
+var ErrPark = errors.New("ptx: the thread parks before its access")
 
 // Barrier describes the barrier a stopped thread waits at.
 type Barrier struct {
@@ -130,7 +141,14 @@ type Thread struct {
 	// lockstep: Lockstep makes the access that access serves, which
 	// returns errNotNow rather than make a scheduling point.
 	lockstep bool
+	// parkable: Run serves an ld or st that may stop before it ([ErrPark]).
+	parkable bool
 }
+
+// Parkable reports whether the Env's Load or Store now called may return
+// [ErrPark]: it serves an ld or st of [Thread.Run] that no earlier store
+// was hoisted into (see Hoist), outside lockstep.
+func (t *Thread) Parkable() bool { return t.parkable }
 
 // DefaultBudget is the default [Thread.Budget].
 const DefaultBudget = 1 << 26
@@ -350,7 +368,15 @@ func (t *Thread) Run() (Stop, error) {
 					return 0, t.fail(f, st, err)
 				}
 			}
-			if err := t.memory(f, in); err != nil {
+			t.parkable = in.hoist == 0 && in.op != opAtom
+			err := t.memory(f, in)
+			t.parkable = false
+			if err != nil {
+				if err == ErrPark && in.hoist == 0 && in.op != opAtom {
+					f.pc--
+					t.executed--
+					return Parked, nil
+				}
 				return 0, t.fail(f, in, err)
 			}
 		case opMembar:
