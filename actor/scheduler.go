@@ -44,7 +44,7 @@ type Picker interface {
 // ErrStepLimit is returned by [Scheduler.Run] when Config.MaxSteps is reached.
 var ErrStepLimit = errors.New("scheduler step limit reached")
 
-type taskState int
+type taskState uint8
 
 const (
 	taskReady taskState = iota
@@ -56,30 +56,49 @@ const (
 // Task is one coroutine under a [Scheduler]: a rank program, a mailbox run, a
 // kernel block or a signalling lane.
 type Task struct {
+	// The fields a step reads and writes when it chooses the task come
+	// first, 64 bytes together: with tens of thousands of tasks, each
+	// line of the chosen one read is a cache miss.
 	id    int
-	label Label
-	w     *worker // the worker that runs it
-	state taskState
-	point string // the scheduling point the task is parked at
-
-	what     string
-	ready    func() bool
-	bell     *Bell         // nil: ready is asked at every step
-	loud     bool          // in the scheduler's loud list
-	deadline time.Duration // < 0: none
-	timedOut bool
-	woke     bool // the last resumption ended a Wait
-	// wakeable: blocked, with its condition true when last asked, and
-	// so in the scheduler's runnable set.
-	wakeable bool
+	point string      // the scheduling point the task is parked at
+	ready func() bool // the condition of the Wait it is parked in
+	bell  *Bell       // nil: ready is asked at every step
+	// resume is its worker's resume: the driver calls it without
+	// reading the worker.
+	resume func() (struct{}, bool)
+	ran    int64 // the step that last chose it
+	state  taskState
+	halted bool // stopped for good by Halt
 	// listed: the task is ready, in the scheduler's runnable set, which
 	// keeps a task chosen as ready there while it runs, so that a Yield
 	// (the step most tasks take most often) moves nothing.
-	listed   bool
-	halted   bool                // stopped for good by Halt
-	aborting bool                // being unwound by Run's end: Wait and Yield return at once
-	ran      int64               // the step that last chose it
-	where    func() fmt.Stringer // where it is, for reports (see SetWhere)
+	listed bool
+	// wakeable: blocked, with its condition true when last asked, and
+	// so in the scheduler's runnable set.
+	wakeable bool
+	loud     bool // in the scheduler's loud list
+	woke     bool // the last resumption ended a Wait
+	timedOut bool
+	aborting bool // being unwound by Run's end: Wait and Yield return at once
+
+	w     *worker // the worker that runs it
+	label Label
+	// waitPoint is the point of the last Wait it parked in: "wait "
+	// and what it waits for (waitWhat).
+	waitPoint string
+	deadline  time.Duration       // < 0: none
+	where     func() fmt.Stringer // where it is, for reports (see SetWhere)
+}
+
+// waitPrefix starts the point of a task parked in a Wait.
+const waitPrefix = "wait "
+
+// waitWhat is what the task waits for, or waited for last.
+func (t *Task) waitWhat() string {
+	if t.waitPoint == "" {
+		return ""
+	}
+	return t.waitPoint[len(waitPrefix):]
 }
 
 // ID is the task's number, unique within its scheduler, in creation order.
@@ -233,7 +252,7 @@ func (s *Scheduler) SpawnLabeledID(id int, l Label, fn func()) *Task {
 	} else {
 		w = takeWorker()
 	}
-	t.w = w
+	t.w, t.resume = w, w.resume
 	w.job = job{s, t, fn}
 	return t
 }
@@ -346,8 +365,12 @@ func (s *Scheduler) WaitBell(what string, ready func() bool, bell *Bell, timeout
 		return fmt.Errorf("%s: %w while waiting for %s", t.label.Name, ErrAborted, what)
 	}
 	t.state = taskBlocked
-	t.point = "wait " + what
-	t.what = what
+	if t.waitPoint == "" || t.waitWhat() != what {
+		// A lane that spins waits for the same thing again and again:
+		// its point is built once.
+		t.waitPoint = waitPrefix + what
+	}
+	t.point = t.waitPoint
 	t.ready = ready
 	t.bell = bell
 	if bell != nil {
@@ -442,7 +465,7 @@ func (s *Scheduler) drive() {
 		defer close(done)
 		for t := s.pick(); t != nil; t = s.next {
 			s.next = nil
-			t.w.resume()
+			t.resume()
 		}
 		finished = true
 	}()
@@ -720,7 +743,7 @@ func (s *Scheduler) deadlock() error {
 	d := &DeadlockError{Now: s.now}
 	for _, t := range s.tasks {
 		if t.state != taskDone && !t.halted {
-			d.Blocked = append(d.Blocked, BlockedTask{ID: t.id, Name: t.label.Name, What: t.what})
+			d.Blocked = append(d.Blocked, BlockedTask{ID: t.id, Name: t.label.Name, What: t.waitWhat()})
 		}
 	}
 	s.trace.Add(s.steps, -1, "deadlock", d.Error())
@@ -780,7 +803,7 @@ func (s *Scheduler) stepLimit() *StepLimitError {
 		switch {
 		case t.state == taskDone || t.halted:
 		case t.state == taskBlocked && !recent:
-			e.Blocked = append(e.Blocked, BlockedTask{ID: t.id, Name: t.label.Name, What: t.what})
+			e.Blocked = append(e.Blocked, BlockedTask{ID: t.id, Name: t.label.Name, What: t.waitWhat()})
 		case recent:
 			r := RunningTask{ID: t.id, Name: t.label.Name, Point: t.point}
 			if t.where != nil {
