@@ -11,7 +11,7 @@ import (
 // 64-byte lines), so that choosing a task reads one line of it.
 func TestTaskHotFieldsShareALine(t *testing.T) {
 	var task Task
-	if off := unsafe.Offsetof(task.w); off != 64 {
+	if off := unsafe.Offsetof(task.label); off != 64 {
 		t.Errorf("the fields after the hot ones start at byte %d, want 64", off)
 	}
 	if size := unsafe.Sizeof(task); size%64 != 0 {

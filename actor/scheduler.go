@@ -63,10 +63,10 @@ type Task struct {
 	point string      // the scheduling point the task is parked at
 	ready func() bool // the condition of the Wait it is parked in
 	bell  *Bell       // nil: ready is asked at every step
-	// resume is its worker's resume: the driver calls it without
-	// reading the worker.
+	// resume and yield are its worker's (see worker): the driver
+	// resumes the task, and the task parks, without reading the worker.
 	resume func() (struct{}, bool)
-	ran    int64 // the step that last chose it
+	yield  func(struct{}) bool
 	state  taskState
 	halted bool // stopped for good by Halt
 	// listed: the task is ready, in the scheduler's runnable set, which
@@ -81,8 +81,8 @@ type Task struct {
 	timedOut bool
 	aborting bool // being unwound by Run's end: Wait and Yield return at once
 
-	w     *worker // the worker that runs it
 	label Label
+	ran   int64 // the step that last chose it
 	// waitPoint is the point of the last Wait it parked in: "wait "
 	// and what it waits for (waitWhat).
 	waitPoint string
@@ -252,7 +252,7 @@ func (s *Scheduler) SpawnLabeledID(id int, l Label, fn func()) *Task {
 	} else {
 		w = takeWorker()
 	}
-	t.w, t.resume = w, w.resume
+	t.resume = w.resume
 	w.job = job{s, t, fn}
 	return t
 }
@@ -261,7 +261,8 @@ func (s *Scheduler) SpawnLabeledID(id int, l Label, fn func()) *Task {
 // in which case w has joined the idle list and the next task to run is
 // chosen; an aborted task's worker ends.
 func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
-	if t.aborting { // aborted before it started
+	t.yield = w.yield // set once w runs
+	if t.aborting {   // aborted before it started
 		t.state = taskDone
 		s.finished++
 		return false
@@ -300,7 +301,7 @@ func (s *Scheduler) park(t *Task) {
 		return
 	}
 	s.next = next
-	if !t.w.yield(struct{}{}) || t.aborting {
+	if !t.yield(struct{}{}) || t.aborting {
 		runtime.Goexit()
 	}
 }
@@ -766,7 +767,7 @@ func (s *Scheduler) abortAll() {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			t.w.resume()
+			t.resume()
 		}()
 		<-done
 		s.cur = nil
