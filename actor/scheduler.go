@@ -261,8 +261,9 @@ func (s *Scheduler) SpawnLabeledID(id int, l Label, fn func()) *Task {
 // in which case w has joined the idle list and the next task to run is
 // chosen; an aborted task's worker ends.
 func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
-	t.yield = w.yield // set once w runs
-	if t.aborting {   // aborted before it started
+	t.yield = w.yield // w's yield is set once w runs
+	if t.aborting {
+		// Aborted before it started.
 		t.state = taskDone
 		s.finished++
 		return false
@@ -533,7 +534,7 @@ func (s *Scheduler) pick() *Task {
 		s.steps++
 		if t.state == taskBlocked {
 			s.delist(t)
-		} // else it stays in the ready list while it runs
+		} // else it stays in runq while it runs
 		t.woke = t.state == taskBlocked
 		t.ran = s.steps
 		s.trace.Add(s.steps, t.id, "run", t.point)
