@@ -3,7 +3,7 @@ package actor
 import "math/bits"
 
 // taskSet is a set of tasks ordered by ID that finds a task's position
-// and the task at a position in O(log n): the scheduler's ready list,
+// and the task at a position in O(log n): the scheduler's runnable set,
 // which holds tens of thousands of lanes in a PTX launch and changes at
 // almost every step (a sorted slice moved half its tasks for each
 // insertion or removal).

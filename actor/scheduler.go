@@ -44,7 +44,7 @@ type Picker interface {
 // ErrStepLimit is returned by [Scheduler.Run] when Config.MaxSteps is reached.
 var ErrStepLimit = errors.New("scheduler step limit reached")
 
-type taskState int
+type taskState uint8
 
 const (
 	taskReady taskState = iota
@@ -56,36 +56,54 @@ const (
 // Task is one coroutine under a [Scheduler]: a rank program, a mailbox run, a
 // kernel block or a signalling lane.
 type Task struct {
+	// The fields a step reads and writes when it chooses the task come
+	// first, 64 bytes together: with tens of thousands of tasks, each
+	// line of the chosen one read is a cache miss.
 	id    int
-	label Label
-	w     *worker // the worker that runs it
-	state taskState
-	point string // the scheduling point the task is parked at
-
-	what     string
-	ready    func() bool
-	bell     *Bell         // nil: ready is asked at every step
-	loud     bool          // in the scheduler's loud list
-	steady   bool          // in the scheduler's steady list
-	deadline time.Duration // < 0: none
-	waited   time.Duration // the timeout of its wait
-	timedOut bool
+	point string      // the scheduling point the task is parked at
+	ready func() bool // the condition of the Wait it is parked in
+	bell  *Bell       // nil: ready is asked at every step
+	// resume and yield are its worker's (see worker): the driver
+	// resumes the task, and the task parks, without reading the worker.
+	resume func() (struct{}, bool)
+	yield  func(struct{}) bool
+	state  taskState
+	halted bool // stopped for good by Halt
+	// listed: the task is ready, in the scheduler's runnable set, which
+	// keeps a task chosen as ready there while it runs, so that a Yield
+	// (the step most tasks take most often) moves nothing.
+	listed bool
+	// wakeable: blocked, with its condition true when last asked, and
+	// so in the scheduler's runnable set.
+	wakeable bool
+	loud     bool // in the scheduler's loud list
 	woke     bool // the last resumption ended a Wait
-	wakeable bool // blocked, with its condition true in the runnable list shown
-	// listed: the task is in the scheduler's ready list, which keeps a
-	// task chosen from it there while it runs, so that a Yield (the step
-	// most tasks take most often) moves nothing.
-	listed   bool
-	halted   bool                // stopped for good by Halt
-	aborting bool                // being unwound by Run's end: Wait and Yield return at once
-	ran      int64               // the step that last chose it
-	where    func() fmt.Stringer // where it is, for reports (see SetWhere)
+	timedOut bool
+	aborting bool // being unwound by Run's end: Wait and Yield return at once
+
+	label Label
+	ran   int64 // the step that last chose it
+	// waitPoint is the point of the last Wait it parked in: "wait "
+	// and what it waits for (waitWhat).
+	waitPoint string
+	deadline  time.Duration       // < 0: none
+	where     func() fmt.Stringer // where it is, for reports (see SetWhere)
 	// then is what a task that has not started, or was parked by
 	// YieldThen or WaitBellThen, runs when chosen: it holds no worker
-	// (w is nil) meanwhile.
+	// (resume is nil) meanwhile.
 	then func()
-	// thenWait is WaitBellThen's continuation, given the wait's outcome.
-	thenWait func(error)
+	_    [56]byte // to 256 bytes, a multiple of 64 (TestTaskHotFieldsShareALine)
+}
+
+// waitPrefix starts the point of a task parked in a Wait.
+const waitPrefix = "wait "
+
+// waitWhat is what the task waits for, or waited for last.
+func (t *Task) waitWhat() string {
+	if t.waitPoint == "" {
+		return ""
+	}
+	return t.waitPoint[len(waitPrefix):]
 }
 
 // ID is the task's number, unique within its scheduler, in creation order.
@@ -123,54 +141,42 @@ type Scheduler struct {
 	trace    *Trace
 	next     *Task // the task the driver resumes next; nil: the run is over
 	result   error
-	// ready and blocked hold the tasks that are not halted and not done,
-	// in ID order: those parked at a Yield (or not started), with the
-	// running task when it was chosen from there, and those parked in a
-	// Wait. A step visits the blocked ones only. Either can hold tens
+	// runq is the runnable tasks, in ID order: the ready ones (parked
+	// at a Yield or not started, with the running task when it was
+	// chosen as ready), nready of them, and the wakeable ones, blocked
+	// in a Wait whose condition held when last asked. blocked is the
+	// tasks parked in a Wait, halted ones excepted. Either can hold tens
 	// of thousands of tasks (a launch's lanes), a few of which change at
 	// each step: sets that find a task's position, and the task at a
-	// position, without moving the others.
-	ready, blocked taskSet
-	scan           []*Task // the blocked tasks, while fireTimers visits them
-	// readyList is the ready tasks as a list in ID order, built when a
-	// strategy that is no Picker asks for the runnable list, at ready's
-	// version readyListAt.
-	readyList   []*Task
-	readyListAt uint64
+	// position, without moving the others. A step's choice by position
+	// is one search of runq.
+	runq, blocked taskSet
+	nready        int
+	scan          []*Task // the blocked tasks, while fireTimers visits them
+	// runList is runq as a list in ID order, built when a strategy that
+	// is no Picker asks for the runnable list, at runq's version
+	// runListAt (runVers counts runq's changes).
+	runList   []*Task
+	runListAt uint64
+	runVers   uint64
 	// loud is the blocked tasks a step asks, in ID order: those without
 	// a bell, those just blocked, and those whose bell rang since their
-	// condition was last asked. steady is those, in ID order too, whose condition held when
-	// last asked and whose bell has not rung since: runnable at every
-	// step without a visit (tasks waiting to be chosen can be hundreds).
-	// The others are silent: their condition failed and nothing it reads
-	// changed since.
-	loud, steady []*Task
-	// woken is the loud tasks whose condition held at this step.
-	woken []*Task
-	// runnable is the last runnable list collect merged from ready and
-	// the blocked tasks whose condition held (merged, when ready's
-	// version was mergedAt): a step that finds the same ones takes it
-	// again.
-	runnable  []*Task
-	merged    []*Task
-	mergedAt  uint64
-	readyVers uint64 // counts the changes of ready
+	// condition was last asked. The steady ones (wakeable, not loud)
+	// are those whose condition held when last asked and whose bell has not
+	// rung since: runnable at every step without a visit (tasks waiting
+	// to be chosen can be hundreds). The others are silent: their
+	// condition failed and nothing it reads changed since.
+	loud []*Task
 	// choosing is set while the strategy chooses, from a runnable list
-	// that may be ready itself: the tasks it halts meanwhile
+	// that may be runList itself: the tasks it halts meanwhile
 	// (haltedInNext) leave the lists once it has chosen.
 	choosing     bool
 	haltedInNext []*Task
-	// wakeable is the blocked tasks of the runnable list shown: the
-	// steady list itself when no loud task woke (hundreds of tasks
-	// waiting to be chosen, copied at every step otherwise), else
-	// wakeBuf, the steady and woken lists merged.
-	wakeable []*Task
-	wakeBuf  []*Task
-	finished int // finished tasks still in tasks (until the next reap)
-	failure  error
-	running  bool
-	halts    []func(*Task) bool // Halt rules that also stop tasks started later
-	idle     []*worker          // workers done with a task of this run
+	finished     int // finished tasks still in tasks (until the next reap)
+	failure      error
+	running      bool
+	halts        []func(*Task) bool // Halt rules that also stop tasks started later
+	idle         []*worker          // workers done with a task of this run
 }
 
 // NewScheduler returns a scheduler with no tasks.
@@ -242,9 +248,7 @@ func (s *Scheduler) SpawnLabeledID(id int, l Label, fn func()) *Task {
 	s.tasks = append(s.tasks, t)
 	s.Recordf("spawn", "%d %s", t.id, l.Name)
 	if !s.haltNew(t) {
-		s.ready.add(t)
-		s.readyVers++
-		t.listed = true
+		s.list(t)
 	}
 	t.then = fn // it takes a worker once chosen (see attach)
 	return t
@@ -254,16 +258,17 @@ func (s *Scheduler) SpawnLabeledID(id int, l Label, fn func()) *Task {
 // in which case w has joined the idle list and the next task to run is
 // chosen; an aborted task's worker ends.
 func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
+	t.yield = w.yield // w's yield is set once w runs
 	aborted := true
 	defer func() {
 		r := recover()
 		switch {
 		case r != nil && s.failure == nil:
 			s.failure = &PanicError{Task: t.label.Name, Value: r, Stack: string(debug.Stack())}
-		case !aborted && (t.then != nil || t.thenWait != nil) && !t.aborting:
+		case !aborted && t.then != nil && !t.aborting:
 			// Parked by YieldThen or WaitBellThen: the task lives on
 			// without a worker.
-			t.w = nil
+			t.resume, t.yield = nil, nil
 			s.handOn(w)
 			reusable = true
 			return
@@ -271,7 +276,7 @@ func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
 			s.Record("exit", t.label.Name)
 		}
 		t.state, t.where = taskDone, nil // where may hold much: drop it with the task
-		t.then, t.thenWait = nil, nil
+		t.then = nil
 		s.finished++
 		s.unready(t)
 		if t.aborting || aborted && r == nil {
@@ -294,7 +299,7 @@ func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
 // and the driver resumes the task chosen.
 func (s *Scheduler) handOn(w *worker) {
 	next := s.pick()
-	if next != nil && next.w == nil {
+	if next != nil && next.resume == nil {
 		s.attach(next, w)
 		return
 	}
@@ -306,15 +311,8 @@ func (s *Scheduler) handOn(w *worker) {
 // run its continuation on.
 func (s *Scheduler) attach(t *Task, w *worker) {
 	fn := t.then
-	if wait := t.thenWait; wait != nil {
-		var err error
-		if t.timedOut {
-			err = &TimeoutError{Task: t.label.Name, What: t.what, After: t.waited}
-		}
-		fn = func() { wait(err) }
-	}
-	t.then, t.thenWait = nil, nil
-	t.w = w
+	t.then = nil
+	t.resume = w.resume // and body takes w's yield
 	w.job = job{s, t, fn}
 }
 
@@ -336,7 +334,7 @@ func (s *Scheduler) park(t *Task) {
 		return
 	}
 	s.next = next
-	if !t.w.yield(struct{}{}) || t.aborting {
+	if !t.yield(struct{}{}) || t.aborting {
 		runtime.Goexit()
 	}
 }
@@ -377,19 +375,23 @@ func (s *Scheduler) YieldThen(point string, then func()) {
 	s.enlist(t)
 }
 
-// WaitBellThen is WaitBell after which the task goes on with then, given
-// what WaitBell would return, instead of returning: as for YieldThen, the
-// running task's function must return right after it, and the task holds
-// no goroutine while it waits.
-func (s *Scheduler) WaitBellThen(what string, ready func() bool, bell *Bell, timeout time.Duration, then func(error)) {
+// WaitBellThen is WaitBell after which the task goes on with then instead
+// of returning: as for YieldThen, the running task's function must return
+// right after it, and the task holds no goroutine while it waits. Where
+// WaitBell would return a [*TimeoutError], TimedOut reports true in then.
+func (s *Scheduler) WaitBellThen(what string, ready func() bool, bell *Bell, timeout time.Duration, then func()) {
 	t := s.mustCurrent("WaitBellThen")
 	if t.aborting {
 		return
 	}
 	s.block(t, what, ready, bell, timeout)
-	t.thenWait = then
+	t.then = then
 	s.enlist(t)
 }
+
+// TimedOut reports whether the running task's last wait ended because its
+// timeout passed (see WaitBellThen).
+func (s *Scheduler) TimedOut() bool { return s.mustCurrent("TimedOut").timedOut }
 
 // Wait blocks the running task until ready() is true or timeout passes.
 // ready is asked at every scheduling step while the task waits.
@@ -413,10 +415,7 @@ type Bell struct {
 func (b *Bell) Ring() {
 	b.rings++
 	for _, t := range b.waiters {
-		if t.steady {
-			b.sched.unsteady(t)
-		}
-		if !t.loud {
+		if !t.loud { // asked again at the next step
 			b.sched.makeLoud(t)
 		}
 	}
@@ -447,14 +446,18 @@ func (s *Scheduler) WaitBell(what string, ready func() bool, bell *Bell, timeout
 // rang, unless bell is nil) or timeout passes.
 func (s *Scheduler) block(t *Task, what string, ready func() bool, bell *Bell, timeout time.Duration) {
 	t.state = taskBlocked
-	t.point = "wait " + what
-	t.what = what
+	if t.waitPoint == "" || t.waitWhat() != what {
+		// A lane that spins waits for the same thing again and again:
+		// its point is built once.
+		t.waitPoint = waitPrefix + what
+	}
+	t.point = t.waitPoint
 	t.ready = ready
 	t.bell = bell
 	if bell != nil {
 		bell.sched = s
 	}
-	t.deadline, t.waited = -1, timeout
+	t.deadline = -1
 	if timeout > 0 {
 		t.deadline = s.now + timeout
 	}
@@ -537,10 +540,10 @@ func (s *Scheduler) drive() {
 		defer close(done)
 		for t := s.pick(); t != nil; t = s.next {
 			s.next = nil
-			if t.w == nil {
+			if t.resume == nil {
 				s.attach(t, s.worker())
 			}
-			t.w.resume()
+			t.resume()
 		}
 		finished = true
 	}()
@@ -572,7 +575,7 @@ func (s *Scheduler) pick() *Task {
 		if s.live() == 0 {
 			return nil
 		}
-		if s.ready.len()+s.blocked.len() == 0 {
+		if s.nready+s.blocked.len() == 0 {
 			return nil // every task left is halted
 		}
 		n := s.collect()
@@ -590,19 +593,12 @@ func (s *Scheduler) pick() *Task {
 		s.choosing = true
 		var t *Task
 		if p, ok := s.strategy.(Picker); ok {
-			t = s.nth(p.Pick(s.steps, n))
+			t = s.runq.at(p.Pick(s.steps, n))
 		} else {
-			runnable := s.merge()
+			runnable := s.runnable()
 			t = runnable[s.strategy.Next(s.steps, runnable)]
 		}
 		s.choosing = false
-		for _, b := range s.woken {
-			b.wakeable = false // a steady task stays wakeable
-		}
-		clear(s.woken)
-		s.woken = s.woken[:0]
-		clear(s.wakeBuf)
-		s.wakeBuf, s.wakeable = s.wakeBuf[:0], nil
 		for _, h := range s.haltedInNext {
 			s.delist(h)
 		}
@@ -614,7 +610,7 @@ func (s *Scheduler) pick() *Task {
 		s.steps++
 		if t.state == taskBlocked {
 			s.delist(t)
-		} // else it stays in the ready list while it runs
+		} // else it stays in runq while it runs
 		t.woke = t.state == taskBlocked
 		t.ran = s.steps
 		s.trace.Add(s.steps, t.id, "run", t.point)
@@ -629,116 +625,52 @@ func (s *Scheduler) pick() *Task {
 // ready ones and the blocked ones whose condition holds (the loud ones
 // asked in ID order; those whose condition fails with a bell fall silent,
 // those whose condition holds with a bell turn steady; the steady ones
-// taken without asking). Those that hold are the wakeable list.
+// taken without asking). The blocked ones that hold are the wakeable
+// ones, in runq with the ready ones.
 func (s *Scheduler) collect() int {
 	keep := s.loud[:0]
 	for _, b := range s.loud {
+		holds := b.ready()
 		switch {
-		case !b.ready():
-			if b.bell != nil {
-				b.loud = false // until its bell rings
-			} else {
-				keep = append(keep, b)
-			}
-		case b.bell != nil:
-			b.loud, b.steady, b.wakeable = false, true, true // until its bell rings
-			insert(&s.steady, b)
+		case b.bell == nil:
+			keep = append(keep, b) // asked again at the next step
+		case holds:
+			b.loud = false // steady, until its bell rings
 		default:
-			keep = append(keep, b)
-			b.wakeable = true
-			s.woken = append(s.woken, b)
+			b.loud = false // until its bell rings
+		}
+		if holds != b.wakeable {
+			s.setWakeable(b, holds)
 		}
 	}
 	clear(s.loud[len(keep):])
 	s.loud = keep
-	if len(s.woken) == 0 {
-		s.wakeable = s.steady // unchanged until the strategy has chosen
+	return s.runq.len()
+}
+
+// setWakeable puts t, a blocked task, in runq or takes it out.
+func (s *Scheduler) setWakeable(t *Task, wakeable bool) {
+	t.wakeable = wakeable
+	if wakeable {
+		s.runq.add(t)
 	} else {
-		s.wakeBuf = mergeByID(s.wakeBuf[:0], s.steady, s.woken)
-		s.wakeable = s.wakeBuf
+		s.runq.remove(t)
 	}
-	return s.ready.len() + len(s.wakeable)
+	s.runVers++
 }
 
-// nth is the task at index k of the runnable list that collect found,
-// in ID order: a wakeable task, or the ready task that many wakeable
-// ones precede.
-func (s *Scheduler) nth(k int) *Task {
-	// before(j) is the position of wakeable[j] in the runnable list,
-	// which grows with j; the search leaves in lo how many of them come
-	// before position k.
-	before := func(j int) int {
-		return s.ready.rank(s.wakeable[j].id) + j
-	}
-	lo, hi := 0, len(s.wakeable)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if before(m) < k {
-			lo = m + 1
-		} else {
-			hi = m
+// runnable is the runnable list that collect found, in ID order (built
+// again only once runq changed since it was last built).
+func (s *Scheduler) runnable() []*Task {
+	if s.runListAt != s.runVers {
+		old := len(s.runList)
+		s.runList = s.runq.appendTo(s.runList[:0])
+		if n := len(s.runList); n < old {
+			clear(s.runList[n:old]) // drop the tasks no longer runnable
 		}
+		s.runListAt = s.runVers
 	}
-	if lo < len(s.wakeable) && before(lo) == k {
-		return s.wakeable[lo]
-	}
-	return s.ready.at(k - lo)
-}
-
-// merge returns the runnable list that collect found, in ID order: the
-// ready list itself when no blocked task holds, else the ready and
-// wakeable lists merged (the last merge again when they are those of
-// the last merge).
-func (s *Scheduler) merge() []*Task {
-	if len(s.wakeable) == 0 {
-		return s.readyTasks() // the strategy only reads it
-	}
-	if s.mergedAt == s.readyVers && slices.Equal(s.wakeable, s.merged) {
-		return s.runnable
-	}
-	runnable := mergeByID(s.runnable[:0], s.readyTasks(), s.wakeable)
-	s.runnable = runnable
-	s.merged = append(s.merged[:0], s.wakeable...)
-	s.mergedAt = s.readyVers
-	return runnable
-}
-
-// readyTasks is the ready list in ID order (built again only once it
-// changed since it was last built).
-func (s *Scheduler) readyTasks() []*Task {
-	if s.readyListAt != s.readyVers {
-		old := len(s.readyList)
-		s.readyList = s.ready.appendTo(s.readyList[:0])
-		if n := len(s.readyList); n < old {
-			clear(s.readyList[n:old]) // drop the tasks no longer ready
-		}
-		s.readyListAt = s.readyVers
-	}
-	return s.readyList
-}
-
-// mergeByID appends to dst the tasks of a and b, two ID-ordered lists with
-// no task in common, in ID order: each task of b (the shorter list) finds
-// its place in a by binary search, and the runs of a between them are
-// copied whole (comparing IDs one by one read every task of a).
-func mergeByID(dst, a, b []*Task) []*Task {
-	i := 0
-	for _, t := range b {
-		j, _ := IndexOf(a[i:], t.id)
-		dst = append(dst, a[i:i+j]...)
-		dst = append(dst, t)
-		i += j
-	}
-	return append(dst, a[i:]...)
-}
-
-// unsteady takes t, whose bell rang, out of the steady list: its
-// condition is asked again.
-func (s *Scheduler) unsteady(t *Task) {
-	t.steady, t.wakeable = false, false
-	if i, found := IndexOf(s.steady, t.id); found && s.steady[i] == t {
-		s.steady = removeAt(s.steady, i)
-	}
+	return s.runList
 }
 
 // makeLoud puts t, a blocked task, in the loud list.
@@ -747,11 +679,11 @@ func (s *Scheduler) makeLoud(t *Task) {
 	insert(&s.loud, t)
 }
 
-// unblock takes t, which leaves the blocked list, out of the loud or
-// steady list and its bell's waiters.
+// unblock takes t, which leaves the blocked list, out of runq, the loud
+// list and its bell's waiters.
 func (s *Scheduler) unblock(t *Task) {
-	if t.steady {
-		s.unsteady(t)
+	if t.wakeable {
+		s.setWakeable(t, false)
 	}
 	if t.loud {
 		t.loud = false
@@ -782,10 +714,16 @@ func (s *Scheduler) enlist(t *Task) {
 		return
 	}
 	if !t.halted && !t.listed {
-		s.ready.add(t)
-		s.readyVers++
-		t.listed = true
+		s.list(t)
 	}
+}
+
+// list puts t, a ready task, in runq.
+func (s *Scheduler) list(t *Task) {
+	s.runq.add(t)
+	s.nready++
+	s.runVers++
+	t.listed = true
 }
 
 // delist removes t from the list it is in, if any.
@@ -801,15 +739,15 @@ func (s *Scheduler) delist(t *Task) {
 	}
 }
 
-// unready removes t from the ready list if it is there.
+// unready removes t from runq if it is there as a ready task.
 func (s *Scheduler) unready(t *Task) {
 	if !t.listed {
 		return
 	}
 	t.listed = false
-	if s.ready.remove(t) {
-		s.readyVers++
-	}
+	s.runq.remove(t)
+	s.nready--
+	s.runVers++
 }
 
 // insert puts t in the ID-ordered list l.
@@ -841,7 +779,7 @@ func (s *Scheduler) reap() {
 	if len(live) > 0 {
 		floor = live[0].id
 	}
-	s.ready.trim(floor) // the lists' IDs below the oldest task's are free
+	s.runq.trim(floor) // the sets' IDs below the oldest task's are free
 	s.blocked.trim(floor)
 }
 
@@ -883,7 +821,7 @@ func (s *Scheduler) deadlock() error {
 	d := &DeadlockError{Now: s.now}
 	for _, t := range s.tasks {
 		if t.state != taskDone && !t.halted {
-			d.Blocked = append(d.Blocked, BlockedTask{ID: t.id, Name: t.label.Name, What: t.what})
+			d.Blocked = append(d.Blocked, BlockedTask{ID: t.id, Name: t.label.Name, What: t.waitWhat()})
 		}
 	}
 	s.trace.Add(s.steps, -1, "deadlock", d.Error())
@@ -900,10 +838,10 @@ func (s *Scheduler) abortAll() {
 			continue
 		}
 		t.aborting = true
-		if t.w == nil {
+		if t.resume == nil {
 			// Not started, or parked by YieldThen or WaitBellThen:
 			// nothing to unwind.
-			t.state, t.then, t.thenWait, t.where = taskDone, nil, nil, nil
+			t.state, t.then, t.where = taskDone, nil, nil
 			continue
 		}
 		s.cur = t
@@ -912,7 +850,7 @@ func (s *Scheduler) abortAll() {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			t.w.resume()
+			t.resume()
 		}()
 		<-done
 		s.cur = nil
@@ -920,11 +858,11 @@ func (s *Scheduler) abortAll() {
 	for _, t := range s.blocked.appendTo(nil) {
 		s.unblock(t)
 	}
-	s.tasks, s.loud, s.steady = nil, nil, nil
-	s.ready, s.blocked, s.readyList = taskSet{}, taskSet{}, nil
-	s.readyVers++
+	s.tasks, s.loud = nil, nil
+	s.runq, s.blocked, s.runList = taskSet{}, taskSet{}, nil
+	s.nready = 0
+	s.runVers++
 	s.finished = 0
-	s.runnable, s.merged = nil, nil
 }
 
 // SetWhere gives the running task a function that says where it is (the
@@ -949,7 +887,7 @@ func (s *Scheduler) stepLimit() *StepLimitError {
 		switch {
 		case t.state == taskDone || t.halted:
 		case t.state == taskBlocked && !recent:
-			e.Blocked = append(e.Blocked, BlockedTask{ID: t.id, Name: t.label.Name, What: t.what})
+			e.Blocked = append(e.Blocked, BlockedTask{ID: t.id, Name: t.label.Name, What: t.waitWhat()})
 		case recent:
 			r := RunningTask{ID: t.id, Name: t.label.Name, Point: t.point}
 			if t.where != nil {

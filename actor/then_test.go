@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -22,7 +23,18 @@ func thenProgram(s *Scheduler, tasks, rounds int, parked bool, log *[]string) {
 			*log = append(*log, fmt.Sprintf("step %d task %d round %d %s", s.Steps(), i, round, what))
 		}
 		ready := func() bool { return rung > round }
+		if i%4 == 0 {
+			// Waits that only their timeout ends.
+			ready = func() bool { return rung > 1<<20 }
+		}
 		var afterWait func(error)
+		woke := func() {
+			var err error
+			if s.TimedOut() {
+				err = &TimeoutError{}
+			}
+			afterWait(err)
+		}
 		step = func() {
 			for round < rounds {
 				round++
@@ -37,7 +49,7 @@ func thenProgram(s *Scheduler, tasks, rounds int, parked bool, log *[]string) {
 				}
 				switch {
 				case round%3 == 0 && parked:
-					s.WaitBellThen("bell", ready, &bell, timeout, afterWait)
+					s.WaitBellThen("bell", ready, &bell, timeout, woke)
 					return
 				case round%3 == 0:
 					afterWait(s.WaitBell("bell", ready, &bell, timeout))
@@ -57,7 +69,7 @@ func thenProgram(s *Scheduler, tasks, rounds int, parked bool, log *[]string) {
 			case err == nil:
 				note("woke")
 			case errors.As(err, &te):
-				note("timed out after " + te.After.String())
+				note("timed out")
 			default:
 				note("failed: " + err.Error())
 			}
@@ -93,6 +105,10 @@ func TestYieldThenRunsAsYield(t *testing.T) {
 			if logs[0][i] != logs[1][i] {
 				t.Fatalf("seed %d: event %d is %q with Yield, %q with YieldThen", seed, i, logs[0][i], logs[1][i])
 			}
+		}
+		joined := strings.Join(logs[1], "\n")
+		if !strings.Contains(joined, "timed out") || !strings.Contains(joined, "woke") {
+			t.Fatalf("seed %d: the waits neither all woke nor all timed out, they must do both:\n%s", seed, joined)
 		}
 		if hashes[0] != hashes[1] {
 			t.Fatalf("seed %d: trace %s with Yield, %s with YieldThen", seed, hashes[0], hashes[1])
@@ -148,7 +164,7 @@ func TestParkedTasksEndWithTheRun(t *testing.T) {
 	ran := false
 	for i := range 3 {
 		s.Go(fmt.Sprint("waiter ", i), func() {
-			s.WaitBellThen("a ring that never comes", func() bool { return false }, &bell, 0, func(error) { ran = true })
+			s.WaitBellThen("a ring that never comes", func() bool { return false }, &bell, 0, func() { ran = true })
 		})
 	}
 	err := s.Run()

@@ -78,6 +78,8 @@ func (t *Trace) Add(step int64, task int, kind, detail string) {
 // string or bool (convert named types to one of those); any other type
 // panics.
 func (t *Trace) Addf(step int64, task int, kind, format string, args ...any) {
+	// Lanes record on deep stacks: this frame stays small (the keeping
+	// and the panic are calls), so that a record seldom grows a stack.
 	b := t.header(recFormat, step, task, kind)
 	b = appendString(b, format)
 	b = binary.AppendUvarint(b, uint64(len(args)))
@@ -102,13 +104,28 @@ func (t *Trace) Addf(step int64, task int, kind, format string, args ...any) {
 				b = append(b, argFalse)
 			}
 		default:
-			panic("actor: Trace.Addf: argument " + strconv.Itoa(i) + " of " + strconv.Quote(format) + " has an unsupported type")
+			badArg(format, i)
 		}
 	}
 	t.done(b)
 	if t.keep {
-		t.events = append(t.events, Event{Step: step, Task: task, Kind: kind, Detail: sprintf(format, args)})
+		t.keepf(step, task, kind, format, args)
 	}
+}
+
+// badArg panics for the argument i of an Addf with format, of a type
+// Addf does not take.
+//
+//go:noinline
+func badArg(format string, i int) {
+	panic("actor: Trace.Addf: argument " + strconv.Itoa(i) + " of " + strconv.Quote(format) + " has an unsupported type")
+}
+
+// keepf keeps an event of Addf, formatting its text.
+//
+//go:noinline
+func (t *Trace) keepf(step int64, task int, kind, format string, args []any) {
+	t.events = append(t.events, Event{Step: step, Task: task, Kind: kind, Detail: sprintf(format, args)})
 }
 
 // sprintf formats args, already checked by Addf, without letting them

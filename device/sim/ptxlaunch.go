@@ -313,9 +313,12 @@ func (l *ptxLane) resume() {
 	l.end(l.ph, stop, err)
 }
 
-// woke resumes a lane that parked in the wait of a spin, given the wait's
-// outcome.
-func (l *ptxLane) woke(err error) {
+// woke resumes a lane that parked in the wait of a spin.
+func (l *ptxLane) woke() {
+	var err error
+	if l.l.dev.w.sched.TimedOut() {
+		err = &actor.TimeoutError{Task: l.lbl.Name, What: l.waitWhat, After: l.waitFor}
+	}
 	l.waitErr = l.waited(err)
 	l.resume()
 }
@@ -419,8 +422,7 @@ type ptxLane struct {
 	parkWhat, waitWhat string
 	waitFor            time.Duration
 	waitErr            error
-	resumeFn           func()      // l.resume, made once
-	wokeFn             func(error) // l.woke, made once
+	resumeFn, wokeFn   func() // l.resume and l.woke, made once
 
 	// prev is the thread's last strong poll (a strong load, or a
 	// compare-and-swap that failed; b holds its first n bytes, at most
