@@ -29,6 +29,9 @@ const maxRaces = 4096
 type Detector struct {
 	sched   *actor.Scheduler
 	threads map[int]*thread // live threads by scheduler task
+	// lazy holds the lanes that started and did nothing yet, by
+	// scheduler task: a lane's thread starts with its first event.
+	lazy map[int]lazyLane
 	// lastTask and lastThread cache the latest lookup in threads.
 	lastTask   int
 	lastThread *thread
@@ -166,18 +169,34 @@ func (f *freshRelease) of(a *sim.Access, fences *[signal.System + 1]vclock) ([]r
 }
 
 // pending is what a thread's strong reads observed from releases.
+//
+// The clocks observed are kept by reference until something needs their
+// join (a fence, the kernel's end): released clocks never change, and a
+// kernel's many waiting lanes each observe the same few clocks, which
+// joining at every lane's first poll would copy and compare component by
+// component (a clock of a large launch has a component per lane).
 type pending struct {
-	// vc[s] joins what they observed from releases that need scope s: a
-	// later fence of scope s or wider acquires it (an acquire pattern).
-	vc [signal.System + 1]vclock
-	// last[s] is the clock last joined into vc[s], and joined[s] every
-	// clock joined into it (made once a second one is): released clocks
-	// never change and vc[s] only grows, so joining one again, as a
-	// thread polling a word whose release sequence holds many clocks
-	// does at every poll, changes nothing.
-	last   [signal.System + 1]vclock
-	joined [signal.System + 1]map[clockID]bool
+	// vc[s] joins clocks observed from releases that need scope s, and
+	// refs[s] holds the others, not yet joined: a later fence of scope
+	// s or wider acquires both (an acquire pattern).
+	vc   [signal.System + 1]vclock
+	refs [signal.System + 1][]vclock
+	// last[s] is the clock last observed at s, and seen[s] (ids) and
+	// seenIdx[s] (past maxPendingIDs) every clock observed at s:
+	// observing one again, as a thread polling a word whose release
+	// sequence holds many clocks does at every poll, changes nothing.
+	last    [signal.System + 1]vclock
+	seen    [signal.System + 1][]clockID
+	seenIdx [signal.System + 1]map[clockID]bool
 }
+
+// maxPendingRefs bounds the clocks a pending keeps unjoined at a scope;
+// past it they are joined.
+const maxPendingRefs = 8
+
+// maxPendingIDs is how many observed clocks' ids a pending searches in a
+// list before it indexes them.
+const maxPendingIDs = 16
 
 // clockID identifies a released clock (they never change): the first
 // element of its slice and its length.
@@ -186,30 +205,50 @@ type clockID struct {
 	n     int
 }
 
-// observe joins c, a released clock, into vc[s] unless it was joined
+// observe notes c, a released clock, at scope s unless it was observed
 // before.
 func (p *pending) observe(s signal.Scope, c vclock) {
 	if len(c) == 0 || same(c, p.last[s]) {
 		return
 	}
+	p.last[s] = c
 	id := clockID{&c[0], len(c)}
-	if p.last[s] != nil {
-		if p.joined[s] == nil {
-			last := p.last[s]
-			p.joined[s] = map[clockID]bool{{&last[0], len(last)}: true}
-		}
-		if p.joined[s][id] {
-			p.last[s] = c
+	switch {
+	case p.seenIdx[s] != nil:
+		if p.seenIdx[s][id] {
 			return
 		}
-		p.joined[s][id] = true
+		p.seenIdx[s][id] = true
+	case slices.Contains(p.seen[s], id):
+		return
+	case len(p.seen[s]) == maxPendingIDs:
+		p.seenIdx[s] = make(map[clockID]bool, 2*maxPendingIDs)
+		for _, i := range p.seen[s] {
+			p.seenIdx[s][i] = true
+		}
+		p.seenIdx[s][id] = true
+		p.seen[s] = nil
+	default:
+		p.seen[s] = append(p.seen[s], id)
 	}
-	p.vc[s].join(c)
-	p.last[s] = c
+	p.refs[s] = append(p.refs[s], c)
+	if len(p.refs[s]) > maxPendingRefs {
+		p.flush(s)
+	}
 }
 
-// merge returns p with what o observed joined in (p is nil when both
-// are: nothing observed). p's clocks are its own: o's are copied.
+// flush joins the clocks observed at scope s into vc[s].
+func (p *pending) flush(s signal.Scope) {
+	for _, c := range p.refs[s] {
+		p.vc[s].join(c)
+	}
+	clear(p.refs[s])
+	p.refs[s] = p.refs[s][:0]
+}
+
+// merge returns p with what o observed added (p is nil when both are:
+// nothing observed). p's clocks are its own: o's joined ones are
+// copied, the released clocks it observed shared.
 func (p *pending) merge(o *pending) *pending {
 	if o == nil {
 		return p
@@ -221,6 +260,9 @@ func (p *pending) merge(o *pending) *pending {
 		if o.vc[s] != nil {
 			p.vc[s].join(o.vc[s])
 		}
+		for _, c := range o.refs[s] {
+			p.observe(signal.Scope(s), c)
+		}
 	}
 	return p
 }
@@ -231,6 +273,7 @@ func (p *pending) at(s signal.Scope) vclock {
 	if p == nil {
 		return nil
 	}
+	p.flush(s)
 	return p.vc[s]
 }
 
@@ -549,6 +592,7 @@ func New(w *sim.World) *Detector {
 	d := &Detector{
 		sched:   w.Scheduler(),
 		threads: map[int]*thread{},
+		lazy:    map[int]lazyLane{},
 		slotOf:  map[threadKey]int{},
 		ops:     map[opKey]vclock{},
 		streams: map[streamKey]*streamClock{},
@@ -626,6 +670,12 @@ func (d *Detector) thread(task int) *thread {
 		return d.lastThread
 	}
 	t := d.threads[task]
+	if t == nil && len(d.lazy) > 0 {
+		if l, ok := d.lazy[task]; ok {
+			delete(d.lazy, task)
+			t = d.start(task, l.parent, l.snap, l.key, l.parent.fence)
+		}
+	}
 	if t != nil {
 		d.lastTask, d.lastThread = task, t
 	}
@@ -791,7 +841,7 @@ func (d *Detector) observe(a *sim.Access) {
 			// observed (the stream's next op, and a host that learns the
 			// kernel completed, know it).
 			for s := signal.Block; s <= signal.System; s++ {
-				t.learn(t.ended.vc[s])
+				t.learn(t.ended.at(s))
 			}
 			t.ended = nil
 		}
@@ -876,23 +926,50 @@ func (d *Detector) fork(a *sim.Access) {
 	if p.snap == nil {
 		p.snap = p.clock().clone()
 	}
-	t := d.newThread(a.Task, kernelThread, p.snap, threadKey{a.Device, a.Stream, a.Block, a.Lane}, true)
-	t.share(p.snap)
-	t.parent = p
-	if a.Kind == sim.BlockStart {
-		t.fence = p.snap // the kernel boundary releases what preceded the launch
-	} else {
-		t.fence = p.fence
+	key := threadKey{a.Device, a.Stream, a.Block, a.Lane}
+	if a.Kind == sim.LaneStart {
+		// Started when the lane first does something (see thread): most
+		// lanes of a large launch do nothing in most phases.
+		d.lazy[a.Task] = lazyLane{parent: p, snap: p.snap, key: key}
+		return
 	}
+	// The kernel boundary releases what preceded the launch.
+	d.start(a.Task, p, p.snap, key, p.snap)
+}
+
+// lazyLane is a lane that started and did nothing yet: its parent, the
+// clock it forked from and its key.
+type lazyLane struct {
+	parent *thread
+	snap   vclock
+	key    threadKey
+}
+
+// start starts task's kernel thread, a child of p that forked from snap
+// (its parent's snapshot, which nobody changes), with key key and fence
+// clock fence.
+func (d *Detector) start(task int, p *thread, snap vclock, key threadKey, fence vclock) *thread {
+	t := d.newThread(task, kernelThread, snap, key, true)
+	t.share(snap)
+	t.parent = p
+	t.fence = fence
 	for s := range t.relFence {
 		t.relFence[s] = t.fence
 	}
 	t.step()
+	return t
 }
 
 // join ends a block or lane: its parent, blocked until every child ends,
 // continues with what the child knew (kernel end, __syncthreads).
+//
+// A lane that did nothing between its start and its end (see fork) never
+// had a thread: its parent learns nothing from it.
 func (d *Detector) join(a *sim.Access) {
+	if _, ok := d.lazy[a.Task]; ok {
+		delete(d.lazy, a.Task)
+		return
+	}
 	t := d.thread(a.Task)
 	if t == nil {
 		return
