@@ -159,7 +159,9 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 	lanes := make([]ptxLane, c.l.threads) // one allocation for the block's lanes
 	for i := range live {
 		ln := &lanes[i]
-		*ln = ptxLane{blockCtx: blockCtx{l: c.l, index: c.index, lane: i, ownTask: true}, rec: rec}
+		// Field by field: lanes is zeroed, and a composite literal would
+		// copy the whole record.
+		ln.l, ln.index, ln.lane, ln.ownTask, ln.rec = c.l, c.index, i, true, rec
 		th, err := mod.NewThread(entry, ln, mem, ptx.Dim{Tid: uint32(i), Ntid: uint32(c.l.threads),
 			Ctaid: uint32(c.index), Nctaid: uint32(c.l.grid)})
 		if err != nil {

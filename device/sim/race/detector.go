@@ -35,11 +35,13 @@ type Detector struct {
 	// lastTask and lastThread cache the latest lookup in threads.
 	lastTask   int
 	lastThread *thread
-	slots      []slotState // vector clock components
-	slotOf     map[threadKey]int
-	ops        map[opKey]vclock // clock of each enqueued op not yet started
-	streams    map[streamKey]*streamClock
-	keys       map[string]vclock // host synchronisation objects
+	// recent caches threads by task (task mod recentThreads).
+	recent  [recentThreads]recentThread
+	slots   []slotState // vector clock components
+	slotOf  map[threadKey]int
+	ops     map[opKey]vclock // clock of each enqueued op not yet started
+	streams map[streamKey]*streamClock
+	keys    map[string]vclock // host synchronisation objects
 	// mem is the shadow memory of the allocations numbered below
 	// denseIDs, by number (the device's allocations, numbered in
 	// order); far holds the others (shared memory and barriers).
@@ -69,6 +71,13 @@ type Detector struct {
 	sc    []release // what sc fences released, per scope and place
 	races []Race
 	sites map[siteKey]int // index in races, -1 for a pair cut
+	// lastSite is the pair of sites last found in sites: a racing
+	// access of a whole grid repeats one pair lane after lane.
+	lastSite struct {
+		k   siteKey
+		i   int
+		set bool
+	}
 	total int
 	cut   int      // distinct pairs of sites past maxRaces
 	pairs reported // first accesses already reported for the current access
@@ -669,6 +678,11 @@ func (d *Detector) thread(task int) *thread {
 	if d.lastThread != nil && d.lastTask == task {
 		return d.lastThread
 	}
+	c := &d.recent[task&(recentThreads-1)]
+	if c.t != nil && c.task == task {
+		d.lastTask, d.lastThread = task, c.t
+		return c.t
+	}
 	t := d.threads[task]
 	if t == nil && len(d.lazy) > 0 {
 		if l, ok := d.lazy[task]; ok {
@@ -678,8 +692,19 @@ func (d *Detector) thread(task int) *thread {
 	}
 	if t != nil {
 		d.lastTask, d.lastThread = task, t
+		*c = recentThread{task, t}
 	}
 	return t
+}
+
+// recentThreads is how many threads, by task, Detector.recent holds: a
+// warp's lanes, whose accesses come in turn.
+const recentThreads = 64
+
+// recentThread is a task and its live thread.
+type recentThread struct {
+	task int
+	t    *thread
 }
 
 // endThread forgets the thread of task.
@@ -687,6 +712,9 @@ func (d *Detector) endThread(task int) {
 	delete(d.threads, task)
 	if d.lastTask == task {
 		d.lastThread = nil
+	}
+	if c := &d.recent[task&(recentThreads-1)]; c.task == task {
+		*c = recentThread{}
 	}
 }
 
@@ -790,6 +818,7 @@ func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadK
 	d.slots[slot].owner = t
 	d.threads[task] = t
 	d.lastTask, d.lastThread = task, t
+	d.recent[task&(recentThreads-1)] = recentThread{task, t}
 	return t
 }
 

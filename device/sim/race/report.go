@@ -189,10 +189,15 @@ func (d *Detector) add(w, x *rec, nc bool, missing func() string) {
 	}
 	d.total++
 	k := siteKey{w.site(), x.site(), nc}
-	if i, ok := d.sites[k]; ok {
+	i, ok := d.lastSite.i, d.lastSite.set && d.lastSite.k == k
+	if !ok {
+		i, ok = d.sites[k]
+	}
+	if ok {
 		if i >= 0 {
 			d.races[i].Repeats++
 		}
+		d.lastSite.k, d.lastSite.i, d.lastSite.set = k, i, true
 		return
 	}
 	wa, xa := w.access(), x.access()
