@@ -36,9 +36,16 @@ type Detector struct {
 	lastTask   int
 	lastThread *thread
 	// recent caches threads by task (task mod recentThreads).
-	recent  [recentThreads]recentThread
-	slots   []slotState // vector clock components
-	slotOf  map[threadKey]int
+	recent [recentThreads]recentThread
+	slots  []slotState       // vector clock components
+	slotOf map[threadKey]int // the slots of streams and blocks
+	// laneSlots holds the slots of the lanes of each block (key with
+	// lane 0), by lane, and lastLanes the last block's (see laneSlot).
+	laneSlots map[threadKey]*[]int32
+	lastLanes struct {
+		key   threadKey
+		slots *[]int32
+	}
 	ops     map[opKey]vclock // clock of each enqueued op not yet started
 	streams map[streamKey]*streamClock
 	keys    map[string]vclock // host synchronisation objects
@@ -599,15 +606,16 @@ type comm struct {
 // runs.
 func New(w *sim.World) *Detector {
 	d := &Detector{
-		sched:   w.Scheduler(),
-		threads: map[int]*thread{},
-		lazy:    map[int]lazyLane{},
-		slotOf:  map[threadKey]int{},
-		ops:     map[opKey]vclock{},
-		streams: map[streamKey]*streamClock{},
-		keys:    map[string]vclock{},
-		far:     map[uint64]*shadow{},
-		sites:   map[siteKey]int{},
+		sched:     w.Scheduler(),
+		threads:   map[int]*thread{},
+		lazy:      map[int]lazyLane{},
+		slotOf:    map[threadKey]int{},
+		laneSlots: map[threadKey]*[]int32{},
+		ops:       map[opKey]vclock{},
+		streams:   map[streamKey]*streamClock{},
+		keys:      map[string]vclock{},
+		far:       map[uint64]*shadow{},
+		sites:     map[siteKey]int{},
 	}
 	if prev := w.Observer(); prev != nil {
 		w.Observe(func(a *sim.Access) {
@@ -784,8 +792,16 @@ func (t *thread) now() epoch { return epoch{int32(t.slot), t.get(t.slot)} }
 // this start), so components stay few across many kernels.
 func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadKey, keyed bool) *thread {
 	slot := -1
+	var ref *int32 // a lane's entry in laneSlots
 	if keyed {
-		if s, ok := d.slotOf[key]; ok {
+		s, ok := -1, false
+		if key.lane >= 0 {
+			ref = d.laneSlot(key)
+			s, ok = int(*ref), *ref >= 0
+		} else {
+			s, ok = d.slotOf[key]
+		}
+		if ok {
 			st := &d.slots[s]
 			switch {
 			case st.owner == nil && init.get(s) >= st.last:
@@ -804,7 +820,10 @@ func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadK
 	if slot < 0 {
 		slot = len(d.slots)
 		d.slots = append(d.slots, slotState{})
-		if keyed {
+		switch {
+		case ref != nil:
+			*ref = int32(slot)
+		case keyed:
 			d.slotOf[key] = slot
 		}
 	}
@@ -820,6 +839,28 @@ func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadK
 	d.lastTask, d.lastThread = task, t
 	d.recent[task&(recentThreads-1)] = recentThread{task, t}
 	return t
+}
+
+// laneSlot returns where the slot of the lane of key is kept (-1: none
+// yet): the slots of a block's lanes are a slice indexed by lane, the
+// last block's at hand.
+func (d *Detector) laneSlot(key threadKey) *int32 {
+	lane := key.lane
+	key.lane = 0
+	l := &d.lastLanes
+	if l.slots == nil || l.key != key {
+		sl := d.laneSlots[key]
+		if sl == nil {
+			sl = new([]int32)
+			d.laneSlots[key] = sl
+		}
+		l.key, l.slots = key, sl
+	}
+	sl := l.slots
+	for len(*sl) <= lane {
+		*sl = append(*sl, -1)
+	}
+	return &(*sl)[lane]
 }
 
 // learn joins o into t's clock.
