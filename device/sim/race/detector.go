@@ -31,7 +31,10 @@ type Detector struct {
 	threads map[int]*thread // live threads by scheduler task
 	// lazy holds the lanes that started and did nothing yet, by
 	// scheduler task: a lane's thread starts with its first event.
-	lazy map[int]lazyLane
+	// Most are in lazyTab, by task mod lazySlots (a warp's lanes start
+	// and end in one step), the others in lazy.
+	lazy    map[int]lazyLane
+	lazyTab *[lazySlots]lazyEntry
 	// lastTask and lastThread cache the latest lookup in threads.
 	lastTask   int
 	lastThread *thread
@@ -609,6 +612,7 @@ func New(w *sim.World) *Detector {
 		sched:     w.Scheduler(),
 		threads:   map[int]*thread{},
 		lazy:      map[int]lazyLane{},
+		lazyTab:   new([lazySlots]lazyEntry),
 		slotOf:    map[threadKey]int{},
 		laneSlots: map[threadKey]*[]int32{},
 		ops:       map[opKey]vclock{},
@@ -692,9 +696,8 @@ func (d *Detector) thread(task int) *thread {
 		return c.t
 	}
 	t := d.threads[task]
-	if t == nil && len(d.lazy) > 0 {
-		if l, ok := d.lazy[task]; ok {
-			delete(d.lazy, task)
+	if t == nil {
+		if l, ok := d.takeLazy(task); ok {
 			t = d.start(task, l.parent, l.snap, l.key, l.parent.fence)
 		}
 	}
@@ -1000,7 +1003,7 @@ func (d *Detector) fork(a *sim.Access) {
 	if a.Kind == sim.LaneStart {
 		// Started when the lane first does something (see thread): most
 		// lanes of a large launch do nothing in most phases.
-		d.lazy[a.Task] = lazyLane{parent: p, snap: p.snap, key: key}
+		d.putLazy(a.Task, lazyLane{parent: p, snap: p.snap, key: key})
 		return
 	}
 	// The kernel boundary releases what preceded the launch.
@@ -1013,6 +1016,44 @@ type lazyLane struct {
 	parent *thread
 	snap   vclock
 	key    threadKey
+}
+
+// lazySlots is the size of Detector.lazyTab.
+const lazySlots = 1024
+
+// lazyEntry is a lane in Detector.lazyTab: ok when the entry holds one.
+type lazyEntry struct {
+	task int
+	ok   bool
+	lazyLane
+}
+
+// putLazy notes that the lane of task started and did nothing yet: in
+// lazyTab, at task mod lazySlots, whose lane moves to the map lazy.
+func (d *Detector) putLazy(task int, l lazyLane) {
+	e := &d.lazyTab[task&(lazySlots-1)]
+	if e.ok {
+		d.lazy[e.task] = e.lazyLane
+	}
+	*e = lazyEntry{task: task, ok: true, lazyLane: l}
+}
+
+// takeLazy removes the lane of task from those that did nothing yet,
+// and reports whether it was one.
+func (d *Detector) takeLazy(task int) (lazyLane, bool) {
+	if e := &d.lazyTab[task&(lazySlots-1)]; e.ok && e.task == task {
+		l := e.lazyLane
+		*e = lazyEntry{}
+		return l, true
+	}
+	if len(d.lazy) == 0 {
+		return lazyLane{}, false
+	}
+	l, ok := d.lazy[task]
+	if ok {
+		delete(d.lazy, task)
+	}
+	return l, ok
 }
 
 // start starts task's kernel thread, a child of p that forked from snap
@@ -1036,8 +1077,7 @@ func (d *Detector) start(task int, p *thread, snap vclock, key threadKey, fence 
 // A lane that did nothing between its start and its end (see fork) never
 // had a thread: its parent learns nothing from it.
 func (d *Detector) join(a *sim.Access) {
-	if _, ok := d.lazy[a.Task]; ok {
-		delete(d.lazy, a.Task)
+	if _, ok := d.takeLazy(a.Task); ok {
 		return
 	}
 	t := d.thread(a.Task)
