@@ -156,15 +156,18 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 		return fmt.Errorf("%s: %w", c.name(), err)
 	}
 	live := make([]*ptxLane, c.l.threads)
+	lanes := make([]ptxLane, c.l.threads) // one allocation for the block's lanes
 	for i := range live {
-		ln := &ptxLane{blockCtx: blockCtx{l: c.l, index: c.index, lane: i, ownTask: true}, rec: rec}
+		ln := &lanes[i]
+		// Field by field: lanes is zeroed, and a composite literal would
+		// copy the whole record.
+		ln.l, ln.index, ln.lane, ln.ownTask, ln.rec = c.l, c.index, i, true, rec
 		th, err := mod.NewThread(entry, ln, mem, ptx.Dim{Tid: uint32(i), Ntid: uint32(c.l.threads),
 			Ctaid: uint32(c.index), Nctaid: uint32(c.l.grid)})
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name(), err)
 		}
 		ln.th = th
-		ln.changed, ln.where = ln.spinChanged, ln.place
 		live[i] = ln
 	}
 	parent := w.sched.Current().ID()
@@ -257,7 +260,7 @@ func warpsOf(live []*ptxLane, laneByLane bool) {
 // ID its accesses are reported with.
 func (l *ptxLane) spawn(ph *lanePhase) {
 	if l.lbl.Name == "" {
-		l.lbl = l.label() // made once a lane needs a task
+		l.lbl, l.where = l.label(), l.place // made once a lane needs a task
 	}
 	l.l.dev.w.sched.SpawnLabeledID(l.task, l.lbl, func() { l.run(ph) })
 }
@@ -440,8 +443,16 @@ type ptxLane struct {
 	// words, or reloads the pointer to its flag (see spinsAt).
 	round, last pollRound
 	one         [1]poll // the last poll, when it alone spins
-	spinStart   time.Duration
 	spinning    bool
+	// laneSpin is the state of the thread's spins, made when it first
+	// spins (spinOnce): most threads never do.
+	*laneSpin
+	where func() fmt.Stringer // place, for the scheduler's reports
+}
+
+// laneSpin is what a thread that spins keeps from one spin to the next.
+type laneSpin struct {
+	spinStart time.Duration
 	// pastTimeout counts the rounds the thread polled on after its spin
 	// outlasted the launch's timeout (see spin), moved the rounds among
 	// them that left the thread's state (registers, local memory) other
@@ -454,8 +465,15 @@ type ptxLane struct {
 	// to spin (a low-latency kernel's lanes spin at most of their polls).
 	reads   []spinRead
 	changed func() bool
-	what    []byte              // the spin's description, built here
-	where   func() fmt.Stringer // place, for the scheduler's reports
+	what    []byte // the spin's description, built here
+}
+
+// spinOnce makes the thread's spin state, before its first spin.
+func (l *ptxLane) spinOnce() {
+	if l.laneSpin == nil {
+		l.laneSpin = &laneSpin{}
+		l.changed = l.spinChanged
+	}
 }
 
 // ThreadPlace is where a thread of a PTX launch is, as a run that reached
@@ -750,6 +768,7 @@ func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error
 	} else if !took {
 		polls, spins := l.spinsAt(addr, len(dst), kind)
 		if spins {
+			l.spinOnce()
 			if err := l.spin(polls); err != nil {
 				return err
 			}
@@ -1018,6 +1037,7 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 		polls, spins = l.spinsAt(addr, size, casPoll)
 	}
 	if spins {
+		l.spinOnce()
 		if err := l.spin(polls); err != nil {
 			return 0, err
 		}

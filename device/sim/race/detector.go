@@ -29,14 +29,29 @@ const maxRaces = 4096
 type Detector struct {
 	sched   *actor.Scheduler
 	threads map[int]*thread // live threads by scheduler task
+	// lazy holds the lanes that started and did nothing yet, by
+	// scheduler task: a lane's thread starts with its first event.
+	// Most are in lazyTab, by task mod lazySlots (a warp's lanes start
+	// and end in one step), the others in lazy.
+	lazy    map[int]lazyLane
+	lazyTab *[lazySlots]lazyEntry
 	// lastTask and lastThread cache the latest lookup in threads.
 	lastTask   int
 	lastThread *thread
-	slots      []slotState // vector clock components
-	slotOf     map[threadKey]int
-	ops        map[opKey]vclock // clock of each enqueued op not yet started
-	streams    map[streamKey]*streamClock
-	keys       map[string]vclock // host synchronisation objects
+	// recent caches threads by task (task mod recentThreads).
+	recent [recentThreads]recentThread
+	slots  []slotState       // vector clock components
+	slotOf map[threadKey]int // the slots of streams and blocks
+	// laneSlots holds the slots of the lanes of each block (key with
+	// lane 0), by lane, and lastLanes the last block's (see laneSlot).
+	laneSlots map[threadKey]*[]int32
+	lastLanes struct {
+		key   threadKey
+		slots *[]int32
+	}
+	ops     map[opKey]vclock // clock of each enqueued op not yet started
+	streams map[streamKey]*streamClock
+	keys    map[string]vclock // host synchronisation objects
 	// mem is the shadow memory of the allocations numbered below
 	// denseIDs, by number (the device's allocations, numbered in
 	// order); far holds the others (shared memory and barriers).
@@ -66,6 +81,13 @@ type Detector struct {
 	sc    []release // what sc fences released, per scope and place
 	races []Race
 	sites map[siteKey]int // index in races, -1 for a pair cut
+	// lastSite is the pair of sites last found in sites: a racing
+	// access of a whole grid repeats one pair lane after lane.
+	lastSite struct {
+		k   siteKey
+		i   int
+		set bool
+	}
 	total int
 	cut   int      // distinct pairs of sites past maxRaces
 	pairs reported // first accesses already reported for the current access
@@ -166,18 +188,34 @@ func (f *freshRelease) of(a *sim.Access, fences *[signal.System + 1]vclock) ([]r
 }
 
 // pending is what a thread's strong reads observed from releases.
+//
+// The clocks observed are kept by reference until something needs their
+// join (a fence, the kernel's end): released clocks never change, and a
+// kernel's many waiting lanes each observe the same few clocks, which
+// joining at every lane's first poll would copy and compare component by
+// component (a clock of a large launch has a component per lane).
 type pending struct {
-	// vc[s] joins what they observed from releases that need scope s: a
-	// later fence of scope s or wider acquires it (an acquire pattern).
-	vc [signal.System + 1]vclock
-	// last[s] is the clock last joined into vc[s], and joined[s] every
-	// clock joined into it (made once a second one is): released clocks
-	// never change and vc[s] only grows, so joining one again, as a
-	// thread polling a word whose release sequence holds many clocks
-	// does at every poll, changes nothing.
-	last   [signal.System + 1]vclock
-	joined [signal.System + 1]map[clockID]bool
+	// vc[s] joins clocks observed from releases that need scope s, and
+	// refs[s] holds the others, not yet joined: a later fence of scope
+	// s or wider acquires both (an acquire pattern).
+	vc   [signal.System + 1]vclock
+	refs [signal.System + 1][]vclock
+	// last[s] is the clock last observed at s, and seen[s] (ids) and
+	// seenIdx[s] (past maxPendingIDs) every clock observed at s:
+	// observing one again, as a thread polling a word whose release
+	// sequence holds many clocks does at every poll, changes nothing.
+	last    [signal.System + 1]vclock
+	seen    [signal.System + 1][]clockID
+	seenIdx [signal.System + 1]map[clockID]bool
 }
+
+// maxPendingRefs bounds the clocks a pending keeps unjoined at a scope;
+// past it they are joined.
+const maxPendingRefs = 8
+
+// maxPendingIDs is how many observed clocks' ids a pending searches in a
+// list before it indexes them.
+const maxPendingIDs = 16
 
 // clockID identifies a released clock (they never change): the first
 // element of its slice and its length.
@@ -186,30 +224,50 @@ type clockID struct {
 	n     int
 }
 
-// observe joins c, a released clock, into vc[s] unless it was joined
+// observe notes c, a released clock, at scope s unless it was observed
 // before.
 func (p *pending) observe(s signal.Scope, c vclock) {
 	if len(c) == 0 || same(c, p.last[s]) {
 		return
 	}
+	p.last[s] = c
 	id := clockID{&c[0], len(c)}
-	if p.last[s] != nil {
-		if p.joined[s] == nil {
-			last := p.last[s]
-			p.joined[s] = map[clockID]bool{{&last[0], len(last)}: true}
-		}
-		if p.joined[s][id] {
-			p.last[s] = c
+	switch {
+	case p.seenIdx[s] != nil:
+		if p.seenIdx[s][id] {
 			return
 		}
-		p.joined[s][id] = true
+		p.seenIdx[s][id] = true
+	case slices.Contains(p.seen[s], id):
+		return
+	case len(p.seen[s]) == maxPendingIDs:
+		p.seenIdx[s] = make(map[clockID]bool, 2*maxPendingIDs)
+		for _, i := range p.seen[s] {
+			p.seenIdx[s][i] = true
+		}
+		p.seenIdx[s][id] = true
+		p.seen[s] = nil
+	default:
+		p.seen[s] = append(p.seen[s], id)
 	}
-	p.vc[s].join(c)
-	p.last[s] = c
+	p.refs[s] = append(p.refs[s], c)
+	if len(p.refs[s]) > maxPendingRefs {
+		p.flush(s)
+	}
 }
 
-// merge returns p with what o observed joined in (p is nil when both
-// are: nothing observed). p's clocks are its own: o's are copied.
+// flush joins the clocks observed at scope s into vc[s].
+func (p *pending) flush(s signal.Scope) {
+	for _, c := range p.refs[s] {
+		p.vc[s].join(c)
+	}
+	clear(p.refs[s])
+	p.refs[s] = p.refs[s][:0]
+}
+
+// merge returns p with what o observed added (p is nil when both are:
+// nothing observed). p's clocks are its own: o's joined ones are
+// copied, the released clocks it observed shared.
 func (p *pending) merge(o *pending) *pending {
 	if o == nil {
 		return p
@@ -221,6 +279,9 @@ func (p *pending) merge(o *pending) *pending {
 		if o.vc[s] != nil {
 			p.vc[s].join(o.vc[s])
 		}
+		for _, c := range o.refs[s] {
+			p.observe(signal.Scope(s), c)
+		}
 	}
 	return p
 }
@@ -231,6 +292,7 @@ func (p *pending) at(s signal.Scope) vclock {
 	if p == nil {
 		return nil
 	}
+	p.flush(s)
 	return p.vc[s]
 }
 
@@ -547,14 +609,17 @@ type comm struct {
 // runs.
 func New(w *sim.World) *Detector {
 	d := &Detector{
-		sched:   w.Scheduler(),
-		threads: map[int]*thread{},
-		slotOf:  map[threadKey]int{},
-		ops:     map[opKey]vclock{},
-		streams: map[streamKey]*streamClock{},
-		keys:    map[string]vclock{},
-		far:     map[uint64]*shadow{},
-		sites:   map[siteKey]int{},
+		sched:     w.Scheduler(),
+		threads:   map[int]*thread{},
+		lazy:      map[int]lazyLane{},
+		lazyTab:   new([lazySlots]lazyEntry),
+		slotOf:    map[threadKey]int{},
+		laneSlots: map[threadKey]*[]int32{},
+		ops:       map[opKey]vclock{},
+		streams:   map[streamKey]*streamClock{},
+		keys:      map[string]vclock{},
+		far:       map[uint64]*shadow{},
+		sites:     map[siteKey]int{},
 	}
 	if prev := w.Observer(); prev != nil {
 		w.Observe(func(a *sim.Access) {
@@ -625,11 +690,32 @@ func (d *Detector) thread(task int) *thread {
 	if d.lastThread != nil && d.lastTask == task {
 		return d.lastThread
 	}
+	c := &d.recent[task&(recentThreads-1)]
+	if c.t != nil && c.task == task {
+		d.lastTask, d.lastThread = task, c.t
+		return c.t
+	}
 	t := d.threads[task]
+	if t == nil {
+		if l, ok := d.takeLazy(task); ok {
+			t = d.start(task, l.parent, l.snap, l.key, l.parent.fence)
+		}
+	}
 	if t != nil {
 		d.lastTask, d.lastThread = task, t
+		*c = recentThread{task, t}
 	}
 	return t
+}
+
+// recentThreads is how many threads, by task, Detector.recent holds: a
+// warp's lanes, whose accesses come in turn.
+const recentThreads = 64
+
+// recentThread is a task and its live thread.
+type recentThread struct {
+	task int
+	t    *thread
 }
 
 // endThread forgets the thread of task.
@@ -637,6 +723,9 @@ func (d *Detector) endThread(task int) {
 	delete(d.threads, task)
 	if d.lastTask == task {
 		d.lastThread = nil
+	}
+	if c := &d.recent[task&(recentThreads-1)]; c.task == task {
+		*c = recentThread{}
 	}
 }
 
@@ -706,8 +795,16 @@ func (t *thread) now() epoch { return epoch{int32(t.slot), t.get(t.slot)} }
 // this start), so components stay few across many kernels.
 func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadKey, keyed bool) *thread {
 	slot := -1
+	var ref *int32 // a lane's entry in laneSlots
 	if keyed {
-		if s, ok := d.slotOf[key]; ok {
+		s, ok := -1, false
+		if key.lane >= 0 {
+			ref = d.laneSlot(key)
+			s, ok = int(*ref), *ref >= 0
+		} else {
+			s, ok = d.slotOf[key]
+		}
+		if ok {
 			st := &d.slots[s]
 			switch {
 			case st.owner == nil && init.get(s) >= st.last:
@@ -726,7 +823,10 @@ func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadK
 	if slot < 0 {
 		slot = len(d.slots)
 		d.slots = append(d.slots, slotState{})
-		if keyed {
+		switch {
+		case ref != nil:
+			*ref = int32(slot)
+		case keyed:
 			d.slotOf[key] = slot
 		}
 	}
@@ -740,7 +840,30 @@ func (d *Detector) newThread(task int, kind threadKind, init vclock, key threadK
 	d.slots[slot].owner = t
 	d.threads[task] = t
 	d.lastTask, d.lastThread = task, t
+	d.recent[task&(recentThreads-1)] = recentThread{task, t}
 	return t
+}
+
+// laneSlot returns where the slot of the lane of key is kept (-1: none
+// yet): the slots of a block's lanes are a slice indexed by lane, the
+// last block's at hand.
+func (d *Detector) laneSlot(key threadKey) *int32 {
+	lane := key.lane
+	key.lane = 0
+	l := &d.lastLanes
+	if l.slots == nil || l.key != key {
+		sl := d.laneSlots[key]
+		if sl == nil {
+			sl = new([]int32)
+			d.laneSlots[key] = sl
+		}
+		l.key, l.slots = key, sl
+	}
+	sl := l.slots
+	for len(*sl) <= lane {
+		*sl = append(*sl, -1)
+	}
+	return &(*sl)[lane]
 }
 
 // learn joins o into t's clock.
@@ -791,7 +914,7 @@ func (d *Detector) observe(a *sim.Access) {
 			// observed (the stream's next op, and a host that learns the
 			// kernel completed, know it).
 			for s := signal.Block; s <= signal.System; s++ {
-				t.learn(t.ended.vc[s])
+				t.learn(t.ended.at(s))
 			}
 			t.ended = nil
 		}
@@ -876,23 +999,87 @@ func (d *Detector) fork(a *sim.Access) {
 	if p.snap == nil {
 		p.snap = p.clock().clone()
 	}
-	t := d.newThread(a.Task, kernelThread, p.snap, threadKey{a.Device, a.Stream, a.Block, a.Lane}, true)
-	t.share(p.snap)
-	t.parent = p
-	if a.Kind == sim.BlockStart {
-		t.fence = p.snap // the kernel boundary releases what preceded the launch
-	} else {
-		t.fence = p.fence
+	key := threadKey{a.Device, a.Stream, a.Block, a.Lane}
+	if a.Kind == sim.LaneStart {
+		// Started when the lane first does something (see thread): most
+		// lanes of a large launch do nothing in most phases.
+		d.putLazy(a.Task, lazyLane{parent: p, snap: p.snap, key: key})
+		return
 	}
+	// The kernel boundary releases what preceded the launch.
+	d.start(a.Task, p, p.snap, key, p.snap)
+}
+
+// lazyLane is a lane that started and did nothing yet: its parent, the
+// clock it forked from and its key.
+type lazyLane struct {
+	parent *thread
+	snap   vclock
+	key    threadKey
+}
+
+// lazySlots is the size of Detector.lazyTab.
+const lazySlots = 1024
+
+// lazyEntry is a lane in Detector.lazyTab: ok when the entry holds one.
+type lazyEntry struct {
+	task int
+	ok   bool
+	lazyLane
+}
+
+// putLazy notes that the lane of task started and did nothing yet: in
+// lazyTab, at task mod lazySlots, whose lane moves to the map lazy.
+func (d *Detector) putLazy(task int, l lazyLane) {
+	e := &d.lazyTab[task&(lazySlots-1)]
+	if e.ok {
+		d.lazy[e.task] = e.lazyLane
+	}
+	*e = lazyEntry{task: task, ok: true, lazyLane: l}
+}
+
+// takeLazy removes the lane of task from those that did nothing yet,
+// and reports whether it was one.
+func (d *Detector) takeLazy(task int) (lazyLane, bool) {
+	if e := &d.lazyTab[task&(lazySlots-1)]; e.ok && e.task == task {
+		l := e.lazyLane
+		*e = lazyEntry{}
+		return l, true
+	}
+	if len(d.lazy) == 0 {
+		return lazyLane{}, false
+	}
+	l, ok := d.lazy[task]
+	if ok {
+		delete(d.lazy, task)
+	}
+	return l, ok
+}
+
+// start starts task's kernel thread, a child of p that forked from snap
+// (its parent's snapshot, which nobody changes), with key key and fence
+// clock fence.
+func (d *Detector) start(task int, p *thread, snap vclock, key threadKey, fence vclock) *thread {
+	t := d.newThread(task, kernelThread, snap, key, true)
+	t.share(snap)
+	t.parent = p
+	t.fence = fence
 	for s := range t.relFence {
 		t.relFence[s] = t.fence
 	}
 	t.step()
+	return t
 }
 
 // join ends a block or lane: its parent, blocked until every child ends,
 // continues with what the child knew (kernel end, __syncthreads).
+//
+// A lane that did nothing between its start and its end (see fork) never
+// had a thread: its parent learns nothing from it.
 func (d *Detector) join(a *sim.Access) {
+	if _, ok := d.takeLazy(a.Task); ok {
+		return
+	}
 	t := d.thread(a.Task)
 	if t == nil {
 		return

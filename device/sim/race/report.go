@@ -158,6 +158,15 @@ func siteOf(a sim.Access) site {
 	return s
 }
 
+// site is siteOf(r.access()), without building the access but for a
+// strong one's signal operation.
+func (r *rec) site() site {
+	if r.kind.atomic() {
+		return siteOf(r.access())
+	}
+	return site{dev: r.org.device, op: r.org.op, kernel: r.org.kernel, kind: sim.AccessKind(r.kind), line: int(r.line)}
+}
+
 // report records a race between the earlier access w and the access x that
 // thread t is making.
 func (d *Detector) report(w, x *rec, t *thread) {
@@ -179,6 +188,18 @@ func (d *Detector) add(w, x *rec, nc bool, missing func() string) {
 		return // already reported for another word of this access
 	}
 	d.total++
+	k := siteKey{w.site(), x.site(), nc}
+	i, ok := d.lastSite.i, d.lastSite.set && d.lastSite.k == k
+	if !ok {
+		i, ok = d.sites[k]
+	}
+	if ok {
+		if i >= 0 {
+			d.races[i].Repeats++
+		}
+		d.lastSite.k, d.lastSite.i, d.lastSite.set = k, i, true
+		return
+	}
 	wa, xa := w.access(), x.access()
 	if nc {
 		// The load by ld.global.nc: the later access, or the earlier
@@ -188,13 +209,6 @@ func (d *Detector) add(w, x *rec, nc bool, missing func() string) {
 		} else {
 			xa.NC = true
 		}
-	}
-	k := siteKey{siteOf(wa), siteOf(xa), nc}
-	if i, ok := d.sites[k]; ok {
-		if i >= 0 {
-			d.races[i].Repeats++
-		}
-		return
 	}
 	if len(d.races) >= maxRaces {
 		d.sites[k] = -1
