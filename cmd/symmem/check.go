@@ -555,7 +555,9 @@ func orNone(s string) string {
 // counts and its decisions, given as decisions (their text or @FILE).
 func replayCommand(harness string, f *checkFlags, world int, seed uint64, plan ptxcheck.Plan, opts ptxcheck.Options, decisions string) string {
 	args := []string{"symmem", "check", harness, "--worlds", fmt.Sprint(world), "--seed", fmt.Sprint(seed)}
-	if plan != nil || opts.Plan != nil || len(opts.Faults) > 0 {
+	if len(plan) > 0 {
+		// No plan is the default: faults are drawn only under --faults,
+		// which a replay never passes.
 		args = append(args, "--fault-plan", plan.String())
 	}
 	if opts.Decisions != nil {
