@@ -103,6 +103,7 @@ type Buffer struct {
 type Table struct {
 	Count Expr    `json:"count"`
 	Entry []Param `json:"entry"`
+	Note  string  `json:"note,omitempty"` // free text for the reader, ignored
 }
 
 // Fill gives a buffer's elements: Value for each element i from Offset
@@ -112,6 +113,7 @@ type Fill struct {
 	Value  Expr   `json:"value"`
 	Offset Expr   `json:"offset,omitempty"`
 	Count  Expr   `json:"count,omitempty"`
+	Note   string `json:"note,omitempty"` // free text for the reader, ignored
 }
 
 // Step is one thing a rank does; exactly one field is set, besides When.
@@ -144,6 +146,7 @@ type Step struct {
 	Check *Check `json:"check,omitempty"`
 	// Repeat runs its steps Times times, with iter = 0, 1, ...
 	Repeat *Repeat `json:"repeat,omitempty"`
+	Note   string  `json:"note,omitempty"` // free text for the reader, ignored
 }
 
 // Write is a Step's host write into Buffer, on stream Stream (0: the
@@ -151,7 +154,7 @@ type Step struct {
 type Write struct {
 	Buffer string `json:"buffer"`
 	Stream int    `json:"stream,omitempty"`
-	Fill
+	Fill          // its Note is the write's
 }
 
 // Memset sets Bytes bytes (default: to the end) of Buffer from Offset to
@@ -166,6 +169,7 @@ type Memset struct {
 	Bytes  Expr   `json:"bytes,omitempty"`
 	Rank   Expr   `json:"rank,omitempty"`
 	Stream int    `json:"stream,omitempty"`
+	Note   string `json:"note,omitempty"` // free text for the reader, ignored
 }
 
 // Graph captures Steps (launches and memsets, each with an optional When)
@@ -177,11 +181,13 @@ type Graph struct {
 	Stream  int    `json:"stream,omitempty"`
 	Replays Expr   `json:"replays,omitempty"`
 	Steps   []Step `json:"steps"`
+	Note    string `json:"note,omitempty"` // free text for the reader, ignored
 }
 
 // Wait names the streams whose earlier work the host waits for.
 type Wait struct {
-	Streams []int `json:"streams"`
+	Streams []int  `json:"streams"`
+	Note    string `json:"note,omitempty"` // free text for the reader, ignored
 }
 
 // Launch is a kernel launch: Entry with Grid blocks of Block threads on
@@ -204,13 +210,14 @@ type Launch struct {
 type Check struct {
 	Buffer string `json:"buffer"`
 	Fill
-	Tolerance float64 `json:"tolerance,omitempty"`
+	Tolerance float64 `json:"tolerance,omitempty"` // Fill's Note is the check's
 }
 
 // Repeat runs Steps Times times.
 type Repeat struct {
 	Times Expr   `json:"times"`
 	Steps []Step `json:"steps"`
+	Note  string `json:"note,omitempty"` // free text for the reader, ignored
 }
 
 // Param is one value of a launch's parameter block, written as a JSON
