@@ -70,7 +70,7 @@ var bugPairs = map[string]struct {
 		{"hang", []string{"sentinel_negative_zero/bug.cu:46"}}}},
 	// The race names the memset's step and put_flag's store (bug.cu:18).
 	"memset_after_peer_signal": {want: []pairFinding{
-		{"race", []string{"the host's memset (store) of step 1 step 1 (memset flags)", "memset_after_peer_signal/bug.cu:18"}}}},
+		{"race", []string{"the host's memset (store) of step 1.1 (memset flags)", "memset_after_peer_signal/bug.cu:18"}}}},
 	"missing_exit_barrier": {want: []pairFinding{
 		{"race", []string{"missing_exit_barrier/bug.cu:41", "missing_exit_barrier/bug.cu:46"}}},
 		may: resultFromRace},

@@ -104,7 +104,7 @@ func TestFaultKinds(t *testing.T) {
 		t.Errorf("stall: findings %+v %+v, traces %s %s", clean.Findings, stalled.Findings, clean.Runs[0].Trace, stalled.Runs[0].Trace)
 	}
 	lost := run(Plan{{Kind: LoseWrite, Rank: 0, At: 1}})
-	if len(lost.Findings) != 1 || !strings.Contains(lost.Findings[0].Title, "wrong result: rank 0 step 1 step 3 (check out)") {
+	if len(lost.Findings) != 1 || !strings.Contains(lost.Findings[0].Title, "wrong result: rank 0 step 1.3 (check out)") {
 		t.Errorf("lose-write: %+v", lost.Findings)
 	}
 	// The stamp kernel reads its next peer's input: a duplicate of rank

@@ -278,7 +278,7 @@ func TestFindingsNamePlaces(t *testing.T) {
 	all := dumpFindings(rep)
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`store of 4 bytes at data\+0x[0-9a-f]+ of rank [01]\n`),
-		regexp.MustCompile(`device [01] stream 0 write \(op \d+\) of step 1 step 1 \(write data\): store of 768 bytes at data\+0x0 of rank [01]`),
+		regexp.MustCompile(`device [01] stream 0 write \(op \d+\) of step 1.1 \(write data\): store of 768 bytes at data\+0x0 of rank [01]`),
 		regexp.MustCompile(`strong load \(relaxed, system\) of flags\+0x[0-9a-f]+ of rank [01]: the strong load is relaxed \(no acquire: a volatile or relaxed load of a flag acquires nothing`),
 	} {
 		if !want.MatchString(all) {

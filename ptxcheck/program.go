@@ -741,8 +741,8 @@ func compile(p *Program, src *Source) (*compiled, error) {
 			bad("%s: stream %d out of range [0, 64]", what, k)
 		}
 	}
-	var steps func(where, path string, ss []Step, graph *Graph) []cStep
-	steps = func(where, path string, ss []Step, graph *Graph) []cStep {
+	var steps func(path string, ss []Step, graph *Graph) []cStep
+	steps = func(path string, ss []Step, graph *Graph) []cStep {
 		var out []cStep
 		for i, s := range ss {
 			n := 0
@@ -752,7 +752,9 @@ func compile(p *Program, src *Source) (*compiled, error) {
 					n++
 				}
 			}
-			what := fmt.Sprintf("%sstep %d", where, i+1)
+			// A nested step is named by its path: step 1.3 is the third
+			// step of step 1 (a repeat or a graph).
+			what := fmt.Sprintf("step %s%d", path, i+1)
 			if n != 1 {
 				bad("%s: want exactly one of write, memset, launch, graph, sync, wait, barrier, check, repeat", what)
 				continue
@@ -802,7 +804,7 @@ func compile(p *Program, src *Source) (*compiled, error) {
 					bad("%s: steps: none given", cs.what)
 				}
 				cs.graph = &cGraph{stream: g.Stream, replays: parse(cs.what+": replays", g.Replays, "1"),
-					steps: steps(what+" ", path+fmt.Sprint(i+1)+".", g.Steps, g)}
+					steps: steps(path+fmt.Sprint(i+1)+".", g.Steps, g)}
 			case s.Wait != nil:
 				cs.what += " (wait)"
 				if len(s.Wait.Streams) == 0 {
@@ -820,7 +822,7 @@ func compile(p *Program, src *Source) (*compiled, error) {
 				cs.check = &cCheck{buf: buffer(cs.what, s.Check.Buffer), fill: fill(cs.what, s.Check.Fill), tol: s.Check.Tolerance}
 			case s.Repeat != nil:
 				rp := fmt.Sprint(path, i+1)
-				cs.repeat = &cRepeat{times: parse(what+": times", s.Repeat.Times, ""), path: rp, steps: steps(what+" ", rp+".", s.Repeat.Steps, nil)}
+				cs.repeat = &cRepeat{times: parse(what+": times", s.Repeat.Times, ""), path: rp, steps: steps(rp+".", s.Repeat.Steps, nil)}
 			case s.Launch != nil:
 				l := s.Launch
 				cs.what += " (launch " + l.Entry + ")"
@@ -858,7 +860,7 @@ func compile(p *Program, src *Source) (*compiled, error) {
 		}
 		return out
 	}
-	c.steps = steps("", "", p.Steps, nil)
+	c.steps = steps("", p.Steps, nil)
 	if len(p.Steps) == 0 {
 		bad("steps: none given")
 	}

@@ -145,9 +145,9 @@ func TestBadNewSteps(t *testing.T) {
 	}
 	for _, want := range []string{
 		`step 1 (graph): replays: expression "2 +"`,
-		"step 1 step 1: a graph captures only launch and memset steps",
-		"step 1 step 2 (launch set): stream 2: a graph's steps run on the graph's stream 1",
-		"step 1 step 3 (memset out): stream 3: a graph's steps run on the graph's stream 1",
+		"step 1.1: a graph captures only launch and memset steps",
+		"step 1.2 (launch set): stream 2: a graph's steps run on the graph's stream 1",
+		"step 1.3 (memset out): stream 3: a graph's steps run on the graph's stream 1",
 		"step 2 (graph): steps: none given",
 		`step 3 (memset out): rank of plain buffer "out"`,
 		`step 3 (memset out): value: expression "x +"`,
