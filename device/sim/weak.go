@@ -205,11 +205,13 @@ type word struct {
 	inl  [1]*history // backs locs while it holds one, as most do
 }
 
-// weakMemOf is an allocation's histories: pages of words, by page index,
+// weakMemOf is an allocation's histories: pages of words, by page index
+// (a slot for every page of the allocation: a map's lookup was a cache
+// miss of its own at every strong access of a lane chosen at random),
 // with the last page used at hand (accesses run through consecutive
 // words).
 type weakMemOf struct {
-	pages    map[uint64]*weakPage
+	pages    []*weakPage
 	lastIdx  uint64
 	lastPage *weakPage
 }
@@ -533,7 +535,7 @@ func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signa
 		h.ents, h.readers = h.inl[:1], h.inlReader[:0]
 		h.ents[0] = wstore{val: loadN(sg.b[:size]), base: true}
 		if p.weak == nil {
-			p.weak = &weakMemOf{pages: map[uint64]*weakPage{}}
+			p.weak = &weakMemOf{pages: make([]*weakPage, (p.size()+pageSize-1)/pageSize)}
 		}
 		wd := p.weak.wordAt(sg.off, true)
 		wd.locs = append(wd.locs, h)
