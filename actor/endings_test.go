@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestRunEndingsLeaveNoGoroutines: runs that end well, by a task's
@@ -64,12 +63,5 @@ func TestRunEndingsLeaveNoGoroutines(t *testing.T) {
 		}
 	}
 	ReleaseWorkers()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Fatalf("%d goroutines before, %d after 40 runs and ReleaseWorkers", before, n)
-	}
+	noGoroutinesLeft(t, before, "40 runs and ReleaseWorkers")
 }

@@ -103,12 +103,5 @@ func TestAbortLeavesNoGoroutines(t *testing.T) {
 	if !errors.Is(deferredErr, ErrAborted) {
 		t.Fatalf("a wait during unwinding returned %v, want ErrAborted", deferredErr)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Fatalf("%d goroutines before, %d after 20 aborted runs", before, n)
-	}
+	noGoroutinesLeft(t, before, "20 aborted runs")
 }

@@ -176,11 +176,5 @@ func TestParkedTasksEndWithTheRun(t *testing.T) {
 		t.Fatal("a continuation ran after the run ended")
 	}
 	ReleaseWorkers()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Fatalf("%d goroutines after the run, %d before", n, before)
-	}
+	noGoroutinesLeft(t, before, "a run that deadlocked among parked tasks")
 }
