@@ -1,9 +1,9 @@
 package sim
 
 import (
-	"cmp"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -36,12 +36,15 @@ type physical struct {
 	// weak.go); nil until the first.
 	weak *weakMemOf
 	// watches are the bells of the tasks waiting for bytes of p to
-	// change, with the bytes they read, in the order of their first
-	// bytes: a write to one of them, or p's free, rings them (see
+	// change, with the bytes they read, by the watchBucket bytes their
+	// first byte falls in, each bucket in the order the watches came: a
+	// write to one of their bytes, or p's free, rings them (see
 	// [actor.Bell]). widest is the most bytes a watch ever had, so that
-	// a write finds the watches it rings by binary search (the lanes of a
-	// launch may watch thousands of words of one allocation).
-	watches []watch
+	// a write visits the buckets of its own bytes and of the widest
+	// bytes before them only. (The lanes of a launch may watch thousands
+	// of words of one allocation, coming and going at every spin: one
+	// sorted list moved thousands of watches at each.)
+	watches map[uint64][]watch
 	widest  uint64
 }
 
@@ -60,44 +63,68 @@ type watch struct {
 func (p *physical) watch(off, n uint64, bell *actor.Bell) {
 	w := watch{off, off + max(n, 1), bell}
 	p.widest = max(p.widest, w.hi-w.lo)
-	i := p.watchesFrom(off + 1) // after those that start at off too
-	p.watches = slices.Insert(p.watches, i, w)
+	if p.watches == nil {
+		p.watches = map[uint64][]watch{}
+	}
+	p.watches[off/watchBucket] = append(p.watches[off/watchBucket], w)
 }
+
+// watchBucket is the bytes of p whose watches (by their first byte) share
+// a bucket.
+const watchBucket = 256
 
 // unwatch stops the rings of watch(off, n, bell).
 func (p *physical) unwatch(off uint64, bell *actor.Bell) {
-	for i := p.watchesFrom(off); i < len(p.watches) && p.watches[i].lo == off; i++ {
-		if p.watches[i].bell == bell {
-			p.watches = slices.Delete(p.watches, i, i+1)
+	k := off / watchBucket
+	ws := p.watches[k]
+	for i, w := range ws {
+		if w.lo == off && w.bell == bell {
+			if ws = slices.Delete(ws, i, i+1); len(ws) == 0 {
+				delete(p.watches, k)
+			} else {
+				p.watches[k] = ws
+			}
 			return
 		}
 	}
 }
 
-// watchesFrom is the index of the first watch of p that starts at off or
-// later.
-func (p *physical) watchesFrom(off uint64) int {
-	i, _ := slices.BinarySearchFunc(p.watches, off, func(w watch, off uint64) int { return cmp.Compare(w.lo, off) })
-	return i
-}
-
 // written rings the bells that watch a byte of [off, off+n), a range
-// about to be written: those that start after off-widest and before
-// off+n, and end after off. (Ringing is the same in any order: a bell
-// makes its waiters ask their conditions again.)
+// about to be written: of the watches that start from off-widest+1 to
+// off+n-1, those that end after off. (Ringing is the same in any order:
+// a bell makes its waiters ask their conditions again.)
 func (p *physical) written(off, n uint64) {
 	from := uint64(0)
 	if off >= p.widest {
 		from = off - p.widest + 1
 	}
-	for _, w := range p.watches[p.watchesFrom(from):] {
-		if w.lo >= off+n {
-			break
+	first, last := from/watchBucket, (off+n-1)/watchBucket
+	if last-first >= uint64(len(p.watches)) {
+		// A write longer than the buckets there are: visit those.
+		for _, k := range p.watchBuckets() {
+			ringWritten(p.watches[k], off, n)
 		}
-		if off < w.hi {
+		return
+	}
+	for k := first; k <= last; k++ {
+		if ws, ok := p.watches[k]; ok {
+			ringWritten(ws, off, n)
+		}
+	}
+}
+
+// ringWritten rings the bells of ws that watch a byte of [off, off+n).
+func ringWritten(ws []watch, off, n uint64) {
+	for _, w := range ws {
+		if w.lo < off+n && off < w.hi {
 			w.bell.Ring()
 		}
 	}
+}
+
+// watchBuckets is the buckets of p's watches, in order.
+func (p *physical) watchBuckets() []uint64 {
+	return slices.Sorted(maps.Keys(p.watches))
 }
 
 // pageSize is the unit in which fresh memory receives its garbage: small,
@@ -134,8 +161,10 @@ func (p *physical) free() {
 	if p.data != nil {
 		regions.put(p.data, p.filled)
 	}
-	for _, w := range p.watches {
-		w.bell.Ring()
+	for _, k := range p.watchBuckets() {
+		for _, w := range p.watches[k] {
+			w.bell.Ring()
+		}
 	}
 	p.data, p.filled, p.weak, p.watches = nil, nil, nil, nil
 }

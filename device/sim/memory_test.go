@@ -633,8 +633,9 @@ func TestWatchRingsOnWritesToItsBytes(t *testing.T) {
 	}
 }
 
-// TestWatchesRingAsAScanWould: with many watches of different widths,
-// some starting at the same byte, every write rings exactly the bells
+// TestWatchesRingAsAScanWould: with many watches of different widths
+// (some across buckets), some starting at the same byte, every write
+// (some longer than all the buckets) rings exactly the bells
 // whose bytes it reaches (the watches a scan of all of them finds), and
 // unwatch stops one watch only.
 func TestWatchesRingAsAScanWould(t *testing.T) {
@@ -645,15 +646,21 @@ func TestWatchesRingAsAScanWould(t *testing.T) {
 	}
 	var all []w
 	rng := rand.New(rand.NewPCG(3, 4))
-	for range 300 {
+	for i := range 300 {
 		lo, n := rng.Uint64N(2048), 1+rng.Uint64N(16)
+		if i%20 == 0 {
+			n = 1 + rng.Uint64N(600) // wide: across buckets
+		}
 		b := &actor.Bell{}
 		p.watch(lo, n, b)
 		all = append(all, w{lo, lo + n, b})
 	}
 	check := func() {
-		for range 2000 {
+		for i := range 2000 {
 			off, n := rng.Uint64N(2100), 1+rng.Uint64N(24)
+			if i%50 == 0 {
+				n = 1 + rng.Uint64N(3000) // longer than the buckets there are
+			}
 			want := make([]uint64, len(all))
 			for i, x := range all {
 				want[i] = x.bell.Rings()
@@ -687,7 +694,11 @@ func TestWatchesRingAsAScanWould(t *testing.T) {
 			t.Fatalf("the unwatched bell of [%d, %d) rang", x.lo, x.hi)
 		}
 	}
-	if len(p.watches) != len(kept) {
-		t.Fatalf("%d watches left, want %d", len(p.watches), len(kept))
+	left := 0
+	for _, ws := range p.watches {
+		left += len(ws)
+	}
+	if left != len(kept) {
+		t.Fatalf("%d watches left, want %d", left, len(kept))
 	}
 }
