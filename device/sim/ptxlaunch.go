@@ -265,7 +265,7 @@ func (l *ptxLane) spawn(ph *lanePhase) {
 	l.l.dev.w.sched.SpawnLabeledID(l.task, l.lbl, func() { l.run(ph) })
 }
 
-// parkKind is the scheduling point a lane parked before (see park).
+// parkKind is the scheduling point a lane parked before (see resume).
 type parkKind uint8
 
 const (
