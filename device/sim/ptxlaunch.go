@@ -1031,19 +1031,25 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 	// A compare-and-swap that failed on this word, retried after a loop
 	// went round with no other access in between, spins like a load:
 	// the thread sleeps until the word changes.
-	var polls []poll
-	spins := false
-	if op == ptx.AtomCAS {
-		polls, spins = l.spinsAt(addr, size, casPoll)
-	}
-	if spins {
-		l.spinOnce()
-		if err := l.spin(polls); err != nil {
-			return 0, err
+	if took, err := l.took(); err != nil {
+		return 0, err
+	} else if !took {
+		var polls []poll
+		spins := false
+		if op == ptx.AtomCAS {
+			polls, spins = l.spinsAt(addr, size, casPoll)
 		}
-	} else {
-		w.sched.Yield("atomic")
-		l.spinning = l.spinning && l.round.spun
+		if spins {
+			l.spinOnce()
+			if err := l.spin(polls); err != nil {
+				return 0, err
+			}
+		} else {
+			l.spinning = l.spinning && l.round.spun
+			if err := l.yield("atomic"); err != nil {
+				return 0, err
+			}
+		}
 	}
 	segs, err := l.l.dev.resolve(p, uint64(size), true)
 	if err != nil {

@@ -89,13 +89,14 @@ const (
 	// (bar.sync or bar.red of every thread of the block); its block
 	// resumes it with [Thread.Release] once the barrier completed.
 	AtBarrier
-	// Parked: the thread's Env returned [ErrPark] from the Load or Store
-	// of an ld or st; the thread stands before that instruction, which
-	// the next Run executes again (the Env then makes the access).
+	// Parked: the thread's Env returned [ErrPark] from the Load, Store
+	// or Atomic of an ld, st or atom; the thread stands before that
+	// instruction, which the next Run executes again (the Env then makes
+	// the access).
 	Parked
 )
 
-// ErrPark is what an Env's Load or Store returns, before it touches
+// ErrPark is what an Env's Load, Store or Atomic returns, before it touches
 // anything, when the access must wait for a scheduling step and
 // [Thread.Parkable] says the thread may stop before its instruction:
 // [Thread.Run] then returns Parked, leaving the instruction to execute
@@ -141,13 +142,14 @@ type Thread struct {
 	// lockstep: Lockstep makes the access that access serves, which
 	// returns errNotNow rather than make a scheduling point.
 	lockstep bool
-	// parkable: Run serves an ld or st that may stop before it ([ErrPark]).
+	// parkable: Run serves an ld, st or atom that may stop before it
+	// ([ErrPark]).
 	parkable bool
 }
 
-// Parkable reports whether the Env's Load or Store now called may return
-// [ErrPark]: it serves an ld or st of [Thread.Run] that no earlier store
-// was hoisted into (see Hoist), outside lockstep.
+// Parkable reports whether the Env's Load, Store or Atomic now called may
+// return [ErrPark]: it serves an ld, st or atom of [Thread.Run] that no
+// earlier store was hoisted into (see Hoist), outside lockstep.
 func (t *Thread) Parkable() bool { return t.parkable }
 
 // DefaultBudget is the default [Thread.Budget].
@@ -368,11 +370,11 @@ func (t *Thread) Run() (Stop, error) {
 					return 0, t.fail(f, st, err)
 				}
 			}
-			t.parkable = in.hoist == 0 && in.op != opAtom
+			t.parkable = in.hoist == 0
 			err := t.memory(f, in)
 			t.parkable = false
 			if err != nil {
-				if err == ErrPark && in.hoist == 0 && in.op != opAtom {
+				if err == ErrPark && in.hoist == 0 {
 					f.pc--
 					t.executed--
 					return Parked, nil

@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// parkEnv is memEnv that logs the accesses and parks before every load
-// and store it may park before (once each: the access made again goes).
+// parkEnv is memEnv that logs the accesses and parks before every load,
+// store and atom it may park before (once each: the access made again
+// goes).
 type parkEnv struct {
 	memEnv
 	th      *Thread
@@ -45,8 +46,8 @@ func (e *parkEnv) Store(addr uint64, src []byte, sem Sem, sc Scope) error {
 }
 
 func (e *parkEnv) Atomic(addr uint64, size int, op AtomOp, sem Sem, sc Scope, a, b uint64) (uint64, error) {
-	if e.th.Parkable() {
-		return 0, fmt.Errorf("an atom at line %d is parkable", e.th.Line())
+	if e.park() {
+		return 0, ErrPark
 	}
 	e.log = append(e.log, fmt.Sprintf("atom %#x line %d", addr, e.th.Line()))
 	return e.memEnv.Atomic(addr, size, op, sem, sc, a, b)
@@ -80,10 +81,10 @@ $L_loop:
 `
 
 // TestParkedThreadRunsAsOneThatDidNot: a thread whose Env parks before
-// each of its loads and stores (Run returning Parked, the instruction made
+// each of its loads, stores and atoms (Run returning Parked, the instruction made
 // again by the next Run) makes the same accesses in the same order, leaves
 // the same memory and counts the same instructions and loops as one run
-// straight through; an atom is never parkable.
+// straight through.
 func TestParkedThreadRunsAsOneThatDidNot(t *testing.T) {
 	m, err := Parse(parkKernel)
 	if err != nil {
@@ -146,9 +147,9 @@ func TestParkedThreadRunsAsOneThatDidNot(t *testing.T) {
 	if straight.executed != parked.executed || straight.loops != parked.loops {
 		t.Fatalf("executed %d instructions in %d loops, %d in %d when parking", straight.executed, straight.loops, parked.executed, parked.loops)
 	}
-	// 4 rounds of two loads and two stores; the atom never parks.
-	if parked.parks != 16 || parked.runs != 17 {
-		t.Fatalf("parked %d times in %d runs, want 16 in 17", parked.parks, parked.runs)
+	// 4 rounds of two loads, two stores and an atom.
+	if parked.parks != 20 || parked.runs != 21 {
+		t.Fatalf("parked %d times in %d runs, want 20 in 21", parked.parks, parked.runs)
 	}
 	if straight.runs != 1 {
 		t.Fatalf("the straight run took %d runs", straight.runs)
