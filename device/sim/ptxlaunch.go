@@ -182,7 +182,7 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 		for _, ln := range live {
 			ln.reset()
 			if phase == 0 {
-				ln.wv.start(c.l.begun, place{dev: c.l.dev.index, launch: c.l.id, block: c.index, lane: ln.lane})
+				ln.wv.start(c.l.begun, place{dev: int32(c.l.dev.index), launch: c.l.id, block: int32(c.index), lane: int32(ln.lane)})
 				ln.wv.block = block
 			} else {
 				ln.wv.syncBlock(&bar) // bar.sync

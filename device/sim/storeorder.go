@@ -85,7 +85,7 @@ func lostStores(segs []segment) []LostStore {
 				top := h.newest()
 				for i := range h.ents[:len(h.ents)-1] {
 					if e := &h.ents[i]; !e.base && e.stamp > top.stamp && e.val != top.val {
-						out = append(out, LostStore{Line: e.line, Value: e.val, Under: top.line})
+						out = append(out, LostStore{Line: int(e.line), Value: e.val, Under: int(top.line)})
 					}
 				}
 			}

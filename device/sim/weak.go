@@ -97,10 +97,10 @@ type scFence struct {
 // place names a kernel thread: its device, launch, block and lane (-1 for
 // a Go twin's block).
 type place struct {
-	dev    int
 	launch uint64
-	block  int
-	lane   int
+	dev    int32
+	block  int32
+	lane   int32
 }
 
 // needed is the narrowest scope that includes two threads.
@@ -178,21 +178,22 @@ func (h *history) read(v *weakView, stamp uint64) {
 	h.readers = append(h.readers, reader{v, stamp})
 }
 
-// wstore is one store of a history.
+// wstore is one store of a history (80 bytes: a location's history is
+// read at every strong access, and most locations keep two).
 type wstore struct {
 	stamp uint64 // 0 for the base
 	val   uint64
-	base  bool
-	who   place
-	// rmw marks a read-modify-write's store: nothing may be placed
-	// between it and the store it read.
-	rmw bool
-	// line is the PTX line of the store (0: a Go twin's), for reports of
-	// a store placed before another (LostStore).
-	line int
 	// rel[s] is the stamp released to readers that need scope s (0:
 	// nothing).
 	rel [signal.System + 1]uint64
+	who place
+	// line is the PTX line of the store (0: a Go twin's), for reports of
+	// a store placed before another (LostStore).
+	line int32
+	base bool
+	// rmw marks a read-modify-write's store: nothing may be placed
+	// between it and the store it read.
+	rmw bool
 }
 
 // newest is the last entry.
@@ -541,7 +542,7 @@ func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signa
 		wd.locs = append(wd.locs, h)
 	}
 	w.weak.stamp++
-	e := wstore{stamp: w.weak.stamp, val: val, who: v.who, rmw: carried != nil, line: line}
+	e := wstore{stamp: w.weak.stamp, val: val, who: v.who, rmw: carried != nil, line: int32(line)}
 	ref := locRef{p, sg.off}
 	var rl *[signal.System + 1]uint64
 	if o.Releases() {
@@ -677,7 +678,7 @@ func (sg segment) sub(off, n int) segment {
 // its first strong access as of its launch's start.
 func (c *blockCtx) view() *weakView {
 	if !c.wv.started {
-		c.wv.start(c.l.begun, place{dev: c.l.dev.index, launch: c.l.id, block: c.index, lane: c.lane})
+		c.wv.start(c.l.begun, place{dev: int32(c.l.dev.index), launch: c.l.id, block: int32(c.index), lane: int32(c.lane)})
 	}
 	return &c.wv
 }

@@ -194,7 +194,7 @@ func TestWeakHistory(t *testing.T) {
 	// read, so it still never reads older.
 	views := make([]weakView, maxReaders+1)
 	for i := range views {
-		views[i].start(w.weak.stamp, place{lane: 2 + i})
+		views[i].start(w.weak.stamp, place{lane: int32(2 + i)})
 		views[i].known = 0
 		for j := 0; j < 20; j++ {
 			if v, _ := w.weakLoad(&views[i], sg, 8, 0, 2); v == 10 {
