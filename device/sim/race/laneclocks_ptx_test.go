@@ -1,13 +1,10 @@
 package race_test
 
 import (
-	"encoding/binary"
 	"testing"
 
-	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/device/sim/ptx"
-	"github.com/symmem/symmem/device/sim/race"
 )
 
 // laneClocksPTX: lanes 0 and 1 of warp 0 store to words 0 and 1 in
@@ -67,41 +64,8 @@ func TestLockstepLanesKeepTheirClocks(t *testing.T) {
 	}
 	for _, laneByLane := range []bool{false, true} {
 		for seed := uint64(1); seed <= 4; seed++ {
-			s := actor.NewScheduler(actor.Config{Seed: seed})
-			w, err := sim.NewWorld(s, sim.Config{World: 1, Kernels: sim.Kernels{PTX: true, LaneByLane: laneByLane}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			det := race.New(w)
-			var runErr error
-			s.Go("host", func() {
-				runErr = func() error {
-					d := w.Device(0)
-					p, err := mappedGranule(d)
-					if err != nil {
-						return err
-					}
-					st, err := d.NewStream()
-					if err != nil {
-						return err
-					}
-					if err := d.Memset(st, p, 0, 128); err != nil {
-						return err
-					}
-					params := binary.LittleEndian.AppendUint64(nil, uint64(p))
-					if err := d.(sim.PTXLauncher).LaunchPTX(st, sim.PTXLaunch{Module: mod, Entry: "clocks", Params: params, Grid: 1, Block: 64}); err != nil {
-						return err
-					}
-					return d.Synchronize(st)
-				}()
-			})
-			if err := s.Run(); err != nil {
-				t.Fatal(err)
-			}
-			if runErr != nil {
-				t.Fatal(runErr)
-			}
-			races := det.Races()
+			launch := ptxLaunch{mod: mod, entry: "clocks", grid: 1, block: 64, zeroed: 128}
+			races := launch.races(t, sim.Kernels{PTX: true, LaneByLane: laneByLane}, seed, nil)
 			if len(races) != 1 {
 				t.Fatalf("lane by lane %v, seed %d: %d races, want 1 (lane 0's store and lane 32's load of word 0): %v", laneByLane, seed, len(races), races)
 			}

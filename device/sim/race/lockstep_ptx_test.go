@@ -1,7 +1,6 @@
 package race_test
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,7 +8,6 @@ import (
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device/sim"
 	"github.com/symmem/symmem/device/sim/ptx"
-	"github.com/symmem/symmem/device/sim/race"
 )
 
 // sameSlotPTX: every thread of a block of 64 but the first of each warp
@@ -45,38 +43,8 @@ func TestLockstepRacesNameTheirLanes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, laneByLane := range []bool{false, true} {
-		s := actor.NewScheduler(actor.Config{Seed: 1})
-		w, err := sim.NewWorld(s, sim.Config{World: 1, Kernels: sim.Kernels{PTX: true, LaneByLane: laneByLane}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		det := race.New(w)
-		var runErr error
-		s.Go("host", func() {
-			runErr = func() error {
-				d := w.Device(0)
-				p, err := mappedGranule(d)
-				if err != nil {
-					return err
-				}
-				st, err := d.NewStream()
-				if err != nil {
-					return err
-				}
-				params := binary.LittleEndian.AppendUint64(nil, uint64(p))
-				if err := d.(sim.PTXLauncher).LaunchPTX(st, sim.PTXLaunch{Module: mod, Entry: "slots", Params: params, Grid: 1, Block: 64}); err != nil {
-					return err
-				}
-				return d.Synchronize(st)
-			}()
-		})
-		if err := s.Run(); err != nil {
-			t.Fatal(err)
-		}
-		if runErr != nil {
-			t.Fatal(runErr)
-		}
-		races := det.Races()
+		launch := ptxLaunch{mod: mod, entry: "slots", grid: 1, block: 64}
+		races := launch.races(t, sim.Kernels{PTX: true, LaneByLane: laneByLane}, 1, nil)
 		if len(races) == 0 {
 			t.Fatalf("lane by lane %v: no race between the warps' stores", laneByLane)
 		}

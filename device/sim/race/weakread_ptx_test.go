@@ -65,8 +65,34 @@ const (
 // returns the flag and data the reader loaded and the races reported.
 func runOlderFlag(t *testing.T, mod *ptx.Module, seed uint64) (flag, data uint32, races []race.Race) {
 	t.Helper()
+	launch := ptxLaunch{mod: mod, entry: "mp", grid: 2, block: 1, zeroed: 64}
+	races = launch.races(t, sim.Kernels{PTX: true}, seed, func(d device.Device, st device.Stream, p device.Ptr) error {
+		var b [8]byte
+		if err := d.Read(st, b[:], p+mpOut); err != nil {
+			return err
+		}
+		flag, data = binary.LittleEndian.Uint32(b[:]), binary.LittleEndian.Uint32(b[4:])
+		return nil
+	})
+	return flag, data, races
+}
+
+// ptxLaunch is a launch of a kernel on a granule of one device, its only
+// parameter the granule's address, its first zeroed bytes set to 0.
+type ptxLaunch struct {
+	mod         *ptx.Module
+	entry       string
+	grid, block int
+	zeroed      uint64
+}
+
+// races runs the launch with kernels and seed under the race detector,
+// then after (nil: nothing) once its stream is done, and returns the races
+// reported.
+func (l ptxLaunch) races(t *testing.T, kernels sim.Kernels, seed uint64, after func(device.Device, device.Stream, device.Ptr) error) []race.Race {
+	t.Helper()
 	s := actor.NewScheduler(actor.Config{Seed: seed})
-	w, err := sim.NewWorld(s, sim.Config{World: 1, Kernels: sim.Kernels{PTX: true}})
+	w, err := sim.NewWorld(s, sim.Config{World: 1, Kernels: kernels})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,21 +109,21 @@ func runOlderFlag(t *testing.T, mod *ptx.Module, seed uint64) (flag, data uint32
 			if err != nil {
 				return err
 			}
-			if err := d.Memset(st, p, 0, 64); err != nil {
-				return err
+			if l.zeroed > 0 {
+				if err := d.Memset(st, p, 0, l.zeroed); err != nil {
+					return err
+				}
 			}
 			params := binary.LittleEndian.AppendUint64(nil, uint64(p))
-			if err := d.(sim.PTXLauncher).LaunchPTX(st, sim.PTXLaunch{Module: mod, Entry: "mp", Params: params, Grid: 2, Block: 1}); err != nil {
+			if err := d.(sim.PTXLauncher).LaunchPTX(st, sim.PTXLaunch{Module: l.mod, Entry: l.entry, Params: params, Grid: l.grid, Block: l.block}); err != nil {
 				return err
 			}
 			if err := d.Synchronize(st); err != nil {
 				return err
 			}
-			var b [8]byte
-			if err := d.Read(st, b[:], p+mpOut); err != nil {
-				return err
+			if after != nil {
+				return after(d, st, p)
 			}
-			flag, data = binary.LittleEndian.Uint32(b[:]), binary.LittleEndian.Uint32(b[4:])
 			return nil
 		}()
 	})
@@ -107,7 +133,7 @@ func runOlderFlag(t *testing.T, mod *ptx.Module, seed uint64) (flag, data uint32
 	if runErr != nil {
 		t.Fatalf("seed %d: %v", seed, runErr)
 	}
-	return flag, data, det.Races()
+	return det.Races()
 }
 
 // mappedGranule reserves, backs and maps one granule of d's memory.
