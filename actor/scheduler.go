@@ -254,9 +254,10 @@ func (s *Scheduler) SpawnLabeledID(id int, l Label, fn func()) *Task {
 	return t
 }
 
-// body runs task t on worker w. It reports whether t finished on its own,
-// in which case w has joined the idle list and the next task to run is
-// chosen; an aborted task's worker ends.
+// body runs fn, task t's function or continuation, on worker w. It
+// reports whether fn returned (t finished, or parked by YieldThen or
+// WaitBellThen), in which case the next scheduling step was taken and w
+// was handed on (see handOn); an aborted task's worker ends.
 func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
 	t.yield = w.yield // w's yield is set once w runs
 	aborted := true
@@ -265,7 +266,7 @@ func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
 		switch {
 		case r != nil && s.failure == nil:
 			s.failure = &PanicError{Task: t.label.Name, Value: r, Stack: string(debug.Stack())}
-		case !aborted && t.then != nil && !t.aborting:
+		case !aborted && t.then != nil:
 			// Parked by YieldThen or WaitBellThen: the task lives on
 			// without a worker.
 			t.resume, t.yield = nil, nil
@@ -307,8 +308,8 @@ func (s *Scheduler) handOn(w *worker) {
 	s.next = next
 }
 
-// attach gives t, parked by YieldThen or WaitBellThen, the worker w to
-// run its continuation on.
+// attach gives t, which holds no worker (it has not started, or parked by
+// YieldThen or WaitBellThen), the worker w to run its function on.
 func (s *Scheduler) attach(t *Task, w *worker) {
 	fn := t.then
 	t.then = nil
