@@ -214,9 +214,16 @@ func (c *compiled) counts(vars *frame, world int, repeats map[string]int) (opCou
 				}
 				switch {
 				case s.graph != nil:
+					// Each replay enqueues the captured launches again.
+					n, err := s.graph.replays.evalInt(loc)
+					if err != nil {
+						return fmt.Errorf("%s: replays: %w", s.what, err)
+					}
+					before := oc.launches[r]
 					if err := walk(s.graph.steps); err != nil {
 						return err
 					}
+					oc.launches[r] = before + int(max(n, 0))*(oc.launches[r]-before)
 				case s.launch != nil:
 					oc.launches[r]++
 				case s.write != nil:

@@ -222,3 +222,71 @@ func TestShrinkDeath(t *testing.T) {
 		t.Fatalf("the replay: %v, trace %s, want %s", err, again.Runs[0].Trace, s.Trace)
 	}
 }
+
+// TestFaultsAtGraphReplays: a launch captured in a graph counts for the
+// fault plan at each replay that enqueues it, not at its capture: rank 1's
+// graph replayed 3 times is its launches 0 to 2, a die or stall at launch
+// 2 fires (before the third replay), and a drawn plan draws from all
+// three. A write delivered again "after the next launch" goes after the
+// replay that enqueues it, not into the capture (where the stream refuses
+// host writes).
+func TestFaultsAtGraphReplays(t *testing.T) {
+	const harness = `{"buffers": [
+	    {"name": "out", "kind": "plain", "bytes": 64, "init": {"dtype": "u32", "value": 0}},
+	    {"name": "in", "kind": "plain", "bytes": 16}],
+	  "steps": [
+	    {"write": {"buffer": "in", "dtype": "u32", "value": "i"}},
+	    {"graph": {"replays": 3, "steps": [
+	      {"launch": {"entry": "append", "grid": 1, "block": 1, "params": [{"ptr": "out"}, {"u32": "7"}]}}]}},
+	    {"sync": true},
+	    {"check": {"buffer": "out", "dtype": "u32", "count": 4, "value": "(i == 0)*3 + (i > 0)*7"}}
+	  ]}`
+	p, src := program(t, harness), load(t, "testdata/steps.ptx")
+	run := func(plan Plan) *Run {
+		t.Helper()
+		rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Plan: plan})
+		if err != nil {
+			t.Fatalf("plan %q: %v", plan, err)
+		}
+		if len(rep.Findings) != 0 {
+			for _, f := range rep.Findings {
+				t.Errorf("plan %q: %s: %s\n%s", plan, f.Kind, f.Title, strings.Join(f.Details, "\n"))
+			}
+		}
+		return &rep.Runs[0]
+	}
+	clean := run(Plan{})
+	for _, plan := range []Plan{
+		{{Kind: Die, Rank: 1, At: 2}},
+		{{Kind: Stall, Rank: 0, At: 2, Steps: 1000}},
+		{{Kind: DupWrite, Rank: 0, At: 1}}, // write 0 is out's init
+	} {
+		r := run(plan)
+		if r.Fired != 1 {
+			t.Errorf("plan %q: %d faults fired, want 1", plan, r.Fired)
+		}
+		if r.Trace == clean.Trace {
+			t.Errorf("plan %q: the trace is the clean run's", plan)
+		}
+	}
+	if r := run(Plan{{Kind: Die, Rank: 1, At: 3}}); r.Fired != 0 {
+		t.Errorf("die:1:3 fired: rank 1 has launches 0 to 2 only")
+	}
+
+	rep, err := RunProgram(p, src, Options{Worlds: []int{2}, Seeds: 12, Faults: []FaultKind{Die}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[int]bool{}
+	for _, r := range rep.Runs {
+		for _, f := range r.Plan {
+			if f.At > 2 {
+				t.Errorf("seed %d drew %v: past the third replay", r.Seed, r.Plan)
+			}
+			at[f.At] = true
+		}
+	}
+	if !at[2] {
+		t.Errorf("12 seeds drew launches %v, never the third replay's", at)
+	}
+}

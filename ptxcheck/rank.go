@@ -82,8 +82,12 @@ type rankRun struct {
 	loc     *frame
 	barrier int
 	// launches and writes count the rank's launch and write steps, for
-	// the fault plan.
+	// the fault plan: a launch captured in a graph counts once for each
+	// replay that enqueues it.
 	launches, writes int
+	// captured counts the launches of the graph being captured (-1: no
+	// capture): their faults and redeliveries wait for the replays.
+	captured int
 	// dups are writes dup-write faults deliver again after the next
 	// launch.
 	dups []pendingWrite
@@ -97,7 +101,7 @@ type pendingWrite struct {
 
 // run runs the program on rank r.
 func (w *worldRun) run(r *rank.Rank) error {
-	rr := &rankRun{worldRun: w, r: r, dev: r.Device(), streams: map[int]device.Stream{0: r.Stream()}, loc: w.vars.clone()}
+	rr := &rankRun{worldRun: w, r: r, dev: r.Device(), streams: map[int]device.Stream{0: r.Stream()}, loc: w.vars.clone(), captured: -1}
 	rr.loc.bind(slotRank, float64(r.ID()))
 	w.layout.stream(r.ID(), r.Stream(), 0)
 	if err := rr.setup(); err != nil {
@@ -280,14 +284,30 @@ func (rr *rankRun) graph(g *cGraph) error {
 	if err := rr.dev.BeginCapture(s); err != nil {
 		return err
 	}
+	rr.captured = 0
 	capErr := rr.steps(g.steps)
+	launches := rr.captured
+	rr.captured = -1
 	gr, err := rr.dev.EndCapture(s)
 	if capErr != nil || err != nil {
 		return errors.Join(capErr, err)
 	}
+	// A replay enqueues the graph's launches: the faults due at them fire
+	// before it, and the writes to deliver again after their next launch
+	// go after it.
 	for range n {
+		for range launches {
+			if err := rr.faultLaunch(); err != nil {
+				return err
+			}
+		}
 		if err := rr.dev.LaunchGraph(gr, s); err != nil {
 			return err
+		}
+		if launches > 0 {
+			if err := rr.redeliver(); err != nil {
+				return err
+			}
 		}
 	}
 	return rr.dev.DestroyGraph(gr)
@@ -586,12 +606,19 @@ func (rr *rankRun) launch(l *cLaunch) error {
 		}
 	}
 	rr.shapes[ran] = true
-	if err := rr.faultLaunch(); err != nil {
+	if rr.captured >= 0 {
+		// Captured: it runs, and counts for the fault plan, at each
+		// replay of its graph.
+		rr.captured++
+	} else if err := rr.faultLaunch(); err != nil {
 		return err
 	}
 	if err := launcher.LaunchPTX(s, sim.PTXLaunch{Module: rr.c.src.Module, Entry: l.sig.Entry, Params: params,
 		Grid: int(grid), Block: int(block), Shared: int(shared), Timeout: rr.c.timeout, Occupancy: rr.c.occupancy}); err != nil {
 		return harness(err) // the launch's checks: its shape, its timeout, its block fitting on an SM
+	}
+	if rr.captured >= 0 {
+		return nil
 	}
 	return rr.redeliver()
 }
