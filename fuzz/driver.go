@@ -327,6 +327,11 @@ func (g *Generator) Case(seed uint64) (Case, error) {
 		sizes = DefaultSizes
 	}
 	p := DrawProgram(seed, cfg.Worlds, sizes, cfg.Algos)
+	if cfg.Sizes == nil && cfg.Kernels.PTX {
+		// Every word a PTX kernel makes a strong access to costs memory
+		// for the whole run: a default worker stays under 1 GB.
+		p = fitPTXMemory(p, sizes, MaxPTXCaseMemory)
+	}
 	c := Case{
 		Program: p, InputSeed: seed, Seed: seed, Strategy: cfg.Strategy, Depth: cfg.Depth,
 		Steps: EstimateSteps(p), Faults: cfg.Faults, Timeout: cfg.Timeout, MaxSteps: cfg.MaxSteps,

@@ -115,7 +115,7 @@ process over every seed would have printed (docs/campaigns.md).`,
 	fl.StringVar(&f.faults, "faults", d.Faults.String(), "faults: none, safety or all")
 	fl.IntVarP(&f.jobs, "jobs", "j", d.Workers, fmt.Sprintf("cases run at once (1 to %d)", fuzz.MaxWorkers))
 	fl.StringVar(&f.worlds, "worlds", "2-8", "world sizes: a range (2-8) or a list (2,4,8)")
-	fl.StringSliceVar(&f.sizes, "sizes", nil, "tensor sizes, e.g. 64,1KiB (default 4 B to 64 KiB, now and then 256 KiB to 3 MiB; with --kernels ptx up to 64 KiB)")
+	fl.StringSliceVar(&f.sizes, "sizes", nil, "tensor sizes, e.g. 64,1KiB (default 4 B to 64 KiB, now and then 256 KiB to 3 MiB; with --kernels ptx up to 64 KiB, less where a case would need more than 400 MiB)")
 	fl.StringSliceVar(&f.algos, "algos", algos, "algorithms: one-shot (and its _out and _copy forms), two-shot (in place and _out), ll, auto (the intra-node service)")
 	fl.DurationVar(&f.timeout, "timeout", d.Timeout, "timeout of every rank wait (virtual time)")
 	fl.Var(&f.maxSteps, "max-steps", "scheduling steps after which a run counts as livelocked: a number, or auto (sized from each program, at least 2,000,000)")
