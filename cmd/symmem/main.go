@@ -43,9 +43,10 @@ func main() {
 
 // runMain runs the command line args, prints its error, and returns the
 // exit status (130 or 143 when a signal stopped it, see [exitCode]). It
-// owns the process: simulation commands set its GOMAXPROCS.
+// owns the process: simulation commands set its GOMAXPROCS, the fuzzer its
+// soft memory limit.
 func runMain(args []string) int {
-	root := newRootApp(&app{terminal: isTerminal, limitProcs: limitProcs})
+	root := newRootApp(&app{terminal: isTerminal, limitProcs: limitProcs, limitFuzzMemory: limitFuzzMemory})
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
 	if err != nil {
@@ -64,6 +65,9 @@ type app struct {
 	// limitProcs, when not nil, is [limitProcs]: set by a command that
 	// owns its process (not by tests that run commands in theirs).
 	limitProcs func(n int)
+	// limitFuzzMemory, when not nil, is [limitFuzzMemory], set as
+	// limitProcs is.
+	limitFuzzMemory func(workers int)
 	// getenv reads the environment (nil: os.Getenv); campaign commands
 	// read their shard there.
 	getenv func(string) string

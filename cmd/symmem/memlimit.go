@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"runtime/debug"
 
@@ -21,4 +22,34 @@ func setSoftMemoryLimit() {
 	if total, err := hostmem.Total(); err == nil {
 		debug.SetMemoryLimit(int64(total / 2))
 	} // elsewhere than Linux: the runtime's default
+}
+
+// fuzzWorkerMemory is the soft memory limit a fuzz worker adds: a drawn
+// case's live heap stays near 400 MiB (fuzz.MaxPTXCaseMemory), so the
+// collector, which would let a heap grow to twice that between
+// collections, keeps each worker under 1 GB.
+const fuzzWorkerMemory = 850 << 20
+
+// fuzzBaseMemory is the fuzzer's share of the limit besides its workers:
+// the binary, its decoded kernels, the report.
+const fuzzBaseMemory = 100 << 20
+
+// limitFuzzMemory lowers the soft memory limit to what workers fuzz
+// workers need ([fuzzMemoryLimit]), unless GOMEMLIMIT sets one.
+func limitFuzzMemory(workers int) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(fuzzMemoryLimit(workers, debug.SetMemoryLimit(-1)))
+}
+
+// fuzzMemoryLimit is the soft memory limit of a fuzz run of workers
+// workers under the limit current: fuzzWorkerMemory a worker and
+// fuzzBaseMemory, or current when lower.
+func fuzzMemoryLimit(workers int, current int64) int64 {
+	w := int64(max(workers, 1))
+	if w > (math.MaxInt64-fuzzBaseMemory)/fuzzWorkerMemory {
+		return current
+	}
+	return min(current, w*fuzzWorkerMemory+fuzzBaseMemory)
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"math"
 	"runtime"
 	"testing"
 )
@@ -31,5 +33,41 @@ func TestLimitProcs(t *testing.T) {
 	(&app{}).procs(1) // commands run by tests leave it alone
 	if got := runtime.GOMAXPROCS(0); got != prev {
 		t.Fatalf("a test's app changed GOMAXPROCS to %d", got)
+	}
+}
+
+// TestFuzzMemoryLimit: a fuzz run's soft limit is 850 MiB a worker and
+// 100 MiB besides, or the machine's share when that is lower; the sum
+// does not overflow.
+func TestFuzzMemoryLimit(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		workers       int
+		current, want int64
+	}{
+		{1, 64 << 30, 950 * mib},
+		{0, 64 << 30, 950 * mib},
+		{16, 64 << 30, 16*850*mib + 100*mib},
+		{16, 8 << 30, 8 << 30},
+		{1 << 62, math.MaxInt64, math.MaxInt64},
+	} {
+		if got := fuzzMemoryLimit(c.workers, c.current); got != c.want {
+			t.Errorf("fuzzMemoryLimit(%d, %d) = %d, want %d", c.workers, c.current, got, c.want)
+		}
+	}
+}
+
+// TestFuzzSetsItsMemoryLimit: the fuzz command hands its workers to the
+// memory limit of a process it owns.
+func TestFuzzSetsItsMemoryLimit(t *testing.T) {
+	got := 0
+	root := newRootApp(&app{terminal: isTerminal, limitFuzzMemory: func(w int) { got = w }})
+	root.SetArgs([]string{"fuzz", "--seeds", "1", "-j", "3", "--worlds", "2", "--sizes", "64", "--progress=false"})
+	root.SetOut(io.Discard)
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got != 3 {
+		t.Fatalf("the memory limit was set for %d workers, want 3", got)
 	}
 }
