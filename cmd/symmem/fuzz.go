@@ -98,7 +98,9 @@ process over every seed would have printed (docs/campaigns.md).`,
 			f.sizesSet, f.algosSet = cmd.Flags().Changed("sizes"), cmd.Flags().Changed("algos")
 			f.identity = identity(cmd, nil)
 			a.procs(f.jobs)
-			if a.limitFuzzMemory != nil {
+			if a.limitFuzzMemory != nil && !f.sizesSet {
+				// Drawn sizes fit a worker's share; sizes given
+				// are the user's to afford.
 				a.limitFuzzMemory(f.jobs)
 			}
 			return runFuzz(cmd.Context(), f, cmd.OutOrStdout(), a.log, envOr(a.getenv))

@@ -24,10 +24,10 @@ func setSoftMemoryLimit() {
 	} // elsewhere than Linux: the runtime's default
 }
 
-// fuzzWorkerMemory is the soft memory limit a fuzz worker adds: a drawn
-// case's live heap stays near 400 MiB (fuzz.MaxPTXCaseMemory), so the
-// collector, which would let a heap grow to twice that between
-// collections, keeps each worker under 1 GB.
+// fuzzWorkerMemory is the soft memory limit a fuzz worker adds when the
+// fuzzer draws the sizes: a drawn case's live heap stays near 400 MiB
+// (fuzz.MaxPTXCaseMemory), so the collector, which would let a heap grow
+// to twice that between collections, keeps each worker under 1 GB.
 const fuzzWorkerMemory = 850 << 20
 
 // fuzzBaseMemory is the fuzzer's share of the limit besides its workers:

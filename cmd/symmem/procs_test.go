@@ -58,16 +58,25 @@ func TestFuzzMemoryLimit(t *testing.T) {
 }
 
 // TestFuzzSetsItsMemoryLimit: the fuzz command hands its workers to the
-// memory limit of a process it owns.
+// memory limit of a process it owns when it draws the sizes (which fit a
+// worker's share), not when the user gives them.
 func TestFuzzSetsItsMemoryLimit(t *testing.T) {
-	got := 0
-	root := newRootApp(&app{terminal: isTerminal, limitFuzzMemory: func(w int) { got = w }})
-	root.SetArgs([]string{"fuzz", "--seeds", "1", "-j", "3", "--worlds", "2", "--sizes", "64", "--progress=false"})
-	root.SetOut(io.Discard)
-	if err := root.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	if got != 3 {
-		t.Fatalf("the memory limit was set for %d workers, want 3", got)
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"-j", "3"}, 3},
+		{[]string{"-j", "3", "--sizes", "64"}, 0},
+	} {
+		got := 0
+		root := newRootApp(&app{terminal: isTerminal, limitFuzzMemory: func(w int) { got = w }})
+		root.SetArgs(append([]string{"fuzz", "--seeds", "1", "--worlds", "2", "--progress=false"}, c.args...))
+		root.SetOut(io.Discard)
+		if err := root.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("%q: the memory limit was set for %d workers, want %d", c.args, got, c.want)
+		}
 	}
 }
