@@ -96,6 +96,7 @@ type Detector struct {
 	warpThreads []*thread
 	warpLane    sim.Access
 	warpStates  []*state
+	coalesced   int // warp accesses kept as one record
 	// ncOps is the kernel launches (stream ops) whose threads loaded by
 	// ld.global.nc, with their end once they completed (ncafter.go).
 	ncOps map[opKey]*ncOp

@@ -126,6 +126,7 @@ func (d *Detector) observeWarp(wa *sim.WarpAccess) {
 		}
 		wr.lanes[j] = warpLane{ep: t.now(), org: t.org}
 	}
+	d.coalesced++
 	wr.rec = d.recOf(&a0, ts[0], sh.places.of(&a0), nil)
 	wr.rec.nc = a0.NC
 	if racy {
@@ -147,6 +148,10 @@ func (d *Detector) observeWarp(wa *sim.WarpAccess) {
 	})
 	sh.warped = true
 }
+
+// Coalesced is the number of warp accesses ([sim.WarpAccess]) the
+// detector kept as one record each, rather than lane by lane.
+func (d *Detector) Coalesced() int { return d.coalesced }
 
 // coalescable reports whether the lanes of wa may be kept as one warp
 // record: plain accesses, not by ld.global.nc (nor writes that may follow
