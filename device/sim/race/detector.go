@@ -91,11 +91,13 @@ type Detector struct {
 	total int
 	cut   int      // distinct pairs of sites past maxRaces
 	pairs reported // first accesses already reported for the current access
-	// warpThreads, warpLane and warpStates are scratch space of the
-	// checks of warp accesses (warp.go).
+	// warpThreads, warpLane, warpStates, warpAccs and warpRecs are
+	// scratch space of the checks of warp accesses (warp.go).
 	warpThreads []*thread
 	warpLane    sim.Access
 	warpStates  []*state
+	warpAccs    []acc
+	warpRecs    []*warpRec
 	coalesced   int // warp accesses kept as one record
 	// ncOps is the kernel launches (stream ops) whose threads loaded by
 	// ld.global.nc, with their end once they completed (ncafter.go).

@@ -1,6 +1,8 @@
 package race
 
 import (
+	"slices"
+
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim"
 )
@@ -261,9 +263,9 @@ func (d *Detector) column(s *state, j int, write bool, off, size uint64, t *thre
 // it), else a new one; a warp state of layout ws while it holds a warp
 // record.
 func (d *Detector) rebuild(s *state, whole bool, mask uint64, x acc, wx *warpRec, ws warpSet) *state {
-	var keep []acc
-	var recs []*warpRec
+	keep, recs := d.warpAccs[:0], d.warpRecs[:0]
 	writes := int32(0)
+	warp := wx != nil
 	if s != nil {
 		for i, y := range s.accs {
 			if mask&(1<<i) == 0 {
@@ -275,6 +277,7 @@ func (d *Detector) rebuild(s *state, whole bool, mask uint64, x acc, wx *warpRec
 			}
 			keep = append(keep, y)
 			recs = append(recs, wr)
+			warp = warp || wr != nil
 			if y.write() {
 				writes++
 			}
@@ -289,14 +292,21 @@ func (d *Detector) rebuild(s *state, whole bool, mask uint64, x acc, wx *warpRec
 	if !whole || s == nil {
 		n = d.slab.state()
 	}
-	n.accs = append(n.accs[:0], keep...)
-	n.writes, n.h, n.rc, n.w = writes, nil, nil, nil
-	for _, r := range recs {
-		if r != nil {
-			n.w = &warpSet{g0: ws.g0, k: ws.k, n: ws.n, recs: recs}
-			break
-		}
+	var w *warpSet
+	switch {
+	case !warp:
+	case n.w != nil:
+		// n is s, changed in place: its set is its own.
+		w = n.w
+		w.recs = append(w.recs[:0], recs...)
+	default:
+		w = &warpSet{g0: ws.g0, k: ws.k, n: ws.n, recs: slices.Clone(recs)}
 	}
+	n.accs = append(n.accs[:0], keep...)
+	n.writes, n.h, n.rc, n.w = writes, nil, nil, w
+	clear(keep)
+	clear(recs)
+	d.warpAccs, d.warpRecs = keep[:0], recs[:0]
 	return n
 }
 
