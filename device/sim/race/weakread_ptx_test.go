@@ -86,6 +86,9 @@ type ptxLaunch struct {
 	zeroed      uint64
 	// det, when not nil, is set to the run's detector.
 	det **race.Detector
+	// laneEvents has the detector take a warp's accesses lane by lane
+	// (its observer installed again, with no warp observer).
+	laneEvents bool
 }
 
 // races runs the launch with kernels and seed under the race detector,
@@ -101,6 +104,9 @@ func (l ptxLaunch) races(t *testing.T, kernels sim.Kernels, seed uint64, after f
 	det := race.New(w)
 	if l.det != nil {
 		*l.det = det
+	}
+	if l.laneEvents {
+		w.Observe(w.Observer())
 	}
 	var runErr error
 	s.Go("host", func() {
