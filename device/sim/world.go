@@ -61,24 +61,25 @@ type Config struct {
 // World is a host of simulated devices driven by one scheduler, with the
 // per-process fd tables their exported handles live in.
 type World struct {
-	sched    *actor.Scheduler
-	cfg      Config
-	devs     []*simDevice
-	fds      []map[int]*physical // per device's process
-	physSeq  uint64
-	launches uint64
-	observe  func(*Access)
+	sched     *actor.Scheduler
+	cfg       Config
+	devs      []*simDevice
+	fds       []map[int]*physical // per device's process
+	physSeq   uint64
+	launches  uint64
+	observe   func(*Access)
+	executed  uint64              // instructions the PTX threads of its launches executed
+	lockstep  uint64              // those executed by warps in lockstep (ptx.Lockstep)
+	scratch   Access              // the access an observer is handed (see emit)
+	weak      weakMem             // weak reads of kernel threads (weak.go)
+	waits     map[int]*SignalWait // blocked signal waits by task
+	timedOut  []SignalWait        // the waits at the first signal timeout
+	timeoutAt time.Duration       // when it happened
+
 	// observeWarp takes a warp's plain accesses at once (see
 	// ObserveWarp), batch collects them.
 	observeWarp func(*WarpAccess)
 	batch       warpBatch
-	executed    uint64              // instructions the PTX threads of its launches executed
-	lockstep    uint64              // those executed by warps in lockstep (ptx.Lockstep)
-	scratch     Access              // the access an observer is handed (see emit)
-	weak        weakMem             // weak reads of kernel threads (weak.go)
-	waits       map[int]*SignalWait // blocked signal waits by task
-	timedOut    []SignalWait        // the waits at the first signal timeout
-	timeoutAt   time.Duration       // when it happened
 
 	// kernelsPending counts kernel ops queued or running on every device;
 	// ctxHolder is the device inside a call that synchronises the shared
