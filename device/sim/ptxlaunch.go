@@ -649,6 +649,9 @@ func (l *ptxLane) emitSeg(kind AccessKind, sg segment, write bool, order signal.
 	a := l.l.dev.w.scratchAccess()
 	*a = segAccess(kind, sg, write, order, scope, 0, 0)
 	a.Line = l.th.Line()
+	if kind == Store && l.held(a) {
+		return
+	}
 	l.emit(a)
 }
 
@@ -662,6 +665,9 @@ func (l *ptxLane) emitLoad(sg segment, nc bool) {
 	*a = segAccess(Load, sg, false, signal.Relaxed, signal.Block, 0, 0)
 	a.Line = l.th.Line()
 	a.NC = nc
+	if l.held(a) {
+		return
+	}
 	l.emit(a)
 }
 

@@ -76,6 +76,11 @@ type World struct {
 	timedOut  []SignalWait        // the waits at the first signal timeout
 	timeoutAt time.Duration       // when it happened
 
+	// observeWarp takes a warp's plain accesses at once (see
+	// ObserveWarp), batch collects them.
+	observeWarp func(*WarpAccess)
+	batch       warpBatch
+
 	// kernelsPending counts kernel ops queued or running on every device;
 	// ctxHolder is the device inside a call that synchronises the shared
 	// context (ctxCall), or -1.
@@ -138,7 +143,7 @@ func (w *World) PID(i int) int { return w.cfg.PIDBase + i }
 // Observe installs fn to receive every memory access and synchronisation
 // event of every device (nil removes it). See [Access]. The access fn is
 // handed is valid only during the call: fn copies what it keeps.
-func (w *World) Observe(fn func(*Access)) { w.observe = fn }
+func (w *World) Observe(fn func(*Access)) { w.observe, w.observeWarp = fn, nil }
 
 // Observer returns the function installed with Observe, nil when none, so
 // that a new observer can pass events on to it.

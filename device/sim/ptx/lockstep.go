@@ -12,6 +12,18 @@ type PlainEnv interface {
 	PlainNow(addr uint64, n int, write bool) bool
 }
 
+// WarpEnv is implemented by a [PlainEnv] that takes the plain accesses of
+// global memory that the lanes of a warp make at one instruction in
+// lockstep as one: [Lockstep] calls WarpBegin on the first lane's Env
+// before the lanes make their accesses of one ld or st (each through its
+// own Env, as ever) and WarpEnd after the last of them, before any other
+// call of an Env; between the two, the Envs may hold back what the
+// accesses report and hand it on at WarpEnd.
+type WarpEnv interface {
+	WarpBegin()
+	WarpEnd()
+}
+
 // Lockstep runs threads, lanes of one warp of a block that stand at one
 // place (the same frames, each at the same instruction), together: it
 // decodes each instruction once and executes it for every lane, as a
@@ -140,14 +152,24 @@ func Lockstep(threads []*Thread) uint64 {
 				}
 			}
 			left = budget
+			warp, _ := lanes[0].env.(WarpEnv)
+			if warp != nil {
+				warp.WarpBegin()
+			}
 			for i, t := range lanes {
 				f := frames[i]
 				if !h.runs(f.regs) {
 					continue
 				}
 				if !t.plainMemory(f, in) {
+					if warp != nil {
+						warp.WarpEnd()
+					}
 					return done + part(i)
 				}
+			}
+			if warp != nil {
+				warp.WarpEnd()
 			}
 		case h.op == opBar && wholeBlockBarrier(in) || h.op == opRet && top == 0:
 			// Every lane stops here, as Run would return: at the barrier

@@ -91,6 +91,14 @@ type Detector struct {
 	total int
 	cut   int      // distinct pairs of sites past maxRaces
 	pairs reported // first accesses already reported for the current access
+	// warpThreads, warpLane, warpStates, warpAccs and warpRecs are
+	// scratch space of the checks of warp accesses (warp.go).
+	warpThreads []*thread
+	warpLane    sim.Access
+	warpStates  []*state
+	warpAccs    []acc
+	warpRecs    []*warpRec
+	coalesced   int // warp accesses kept as one record
 	// ncOps is the kernel launches (stream ops) whose threads loaded by
 	// ld.global.nc, with their end once they completed (ncafter.go).
 	ncOps map[opKey]*ncOp
@@ -626,8 +634,18 @@ func New(w *sim.World) *Detector {
 			d.observe(a)
 			prev(a)
 		})
+		// The previous observer takes a warp's accesses lane by lane.
+		var lane sim.Access
+		w.ObserveWarp(func(wa *sim.WarpAccess) {
+			d.observeWarp(wa)
+			for i := range wa.Lanes {
+				lane = wa.Lane(i)
+				prev(&lane)
+			}
+		})
 	} else {
 		w.Observe(d.observe)
+		w.ObserveWarp(d.observeWarp)
 	}
 	return d
 }
@@ -1130,10 +1148,21 @@ func (d *Detector) access(a *sim.Access) {
 	}
 	t := d.self(a.Task)
 	t.step()
+	d.accessBy(a, t)
+}
+
+// accessBy is access of a, made by thread t at its current event.
+func (d *Detector) accessBy(a *sim.Access, t *thread) {
+	if a.Size == 0 {
+		return
+	}
 	sh := d.shadowOf(a.Phys)
 	at := sh.places.of(a)
 	lo, hi := a.PhysOffset/granule, (a.PhysOffset+a.Size+granule-1)/granule
 	sh.grow(hi)
+	if sh.warped {
+		d.unwarp(sh, a, t, lo, hi)
+	}
 	if a.NC {
 		v := d.recOf(a, t, at, nil)
 		d.checkNC(sh, &v, t, lo, hi)
@@ -1231,6 +1260,8 @@ func (d *Detector) access(a *sim.Access) {
 		case s == nil:
 			d.fresh, d.freshGen = d.replace(nil, false, x, t, nil), x
 			return d.fresh
+		case s.w != nil:
+			return d.warpStep(s, whole, x, t) // unwarp kept it
 		}
 		if n := d.movedTo(s); n != nil {
 			return n // another run of s was already replaced
@@ -1404,7 +1435,7 @@ func holdsRead(s *state, t *thread, y acc) bool {
 // follows the read when it did not pass them all.
 func (s *state) ownRead(t *thread) int {
 	n := len(s.accs)
-	if n == 0 {
+	if n == 0 || s.w != nil {
 		return -1
 	}
 	switch y := s.accs[n-1]; {

@@ -17,6 +17,8 @@ const pageGranules = 1 << pageShift
 type shadow struct {
 	pages  []page
 	places places // where its accesses went, shared by their records
+	// warped says that a warp state (warp.go) was made in it.
+	warped bool
 }
 
 // page is the shadow of pageGranules granules: when cells is nil every
@@ -59,6 +61,8 @@ type state struct {
 	// rc speeds up the checks of reads against accs when it is long;
 	// nil when it is short. Never shared between states.
 	rc *readCache
+	// w makes the state a warp state (warp.go); nil for others.
+	w *warpSet
 }
 
 // readCache is what the detector knows of a long list of accesses that

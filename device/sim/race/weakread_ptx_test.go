@@ -84,6 +84,11 @@ type ptxLaunch struct {
 	entry       string
 	grid, block int
 	zeroed      uint64
+	// det, when not nil, is set to the run's detector.
+	det **race.Detector
+	// laneEvents has the detector take a warp's accesses lane by lane
+	// (its observer installed again, with no warp observer).
+	laneEvents bool
 }
 
 // races runs the launch with kernels and seed under the race detector,
@@ -97,6 +102,12 @@ func (l ptxLaunch) races(t *testing.T, kernels sim.Kernels, seed uint64, after f
 		t.Fatal(err)
 	}
 	det := race.New(w)
+	if l.det != nil {
+		*l.det = det
+	}
+	if l.laneEvents {
+		w.Observe(w.Observer())
+	}
 	var runErr error
 	s.Go("host", func() {
 		runErr = func() error {

@@ -1,0 +1,393 @@
+package race
+
+import (
+	"slices"
+
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/device/sim"
+)
+
+// Coalesced warp accesses. The plain loads (or stores) that the lanes of
+// a warp make at one instruction in lockstep come as one event
+// ([sim.WarpAccess]). When the lanes' bytes are one run of whole granules,
+// the same number a lane, in lane order, in one allocation through one
+// mapping, the detector keeps them as one record (warpRec) holding each
+// lane's epoch, and the granules they touch hold one state for the run
+// (a warp state: each of its accesses is either one that touched every
+// granule of the run, or a warp record of the same layout, whose lane j
+// touched the granules of column j). A granule of column j is checked
+// against lane j's epoch: the check is made column by column, with the
+// lane's own clock, and reports name the lane (its own record, made
+// when a report or a split needs it).
+//
+// The run keeps one state only as long as every column keeps the same
+// accesses: a check that would keep different ones in different columns,
+// and any access of another kind (strong, non-coherent, shared, partial)
+// of the run's granules, first splits the warp state into a state per
+// column (explode), each holding the lanes' own records with their
+// epochs, which is what lane-by-lane accesses would have left; the
+// access is then checked as ever. A warp access that cannot be kept so
+// is checked lane by lane.
+
+// warpRec is a warp's plain access: rec holds what its lanes share, lane
+// 0's offset and the size of each lane's bytes (lane j's start at
+// off+j*size), and lane 0's epoch and origin.
+type warpRec struct {
+	rec
+	lanes []warpLane
+}
+
+// warpLane is one lane of a warpRec: its epoch and origin, and its own
+// record once something needed it (see laneRec).
+type warpLane struct {
+	ep  epoch
+	org *origin
+	r   *rec
+}
+
+// laneRec is lane j's access as a record of its own, made once.
+func (w *warpRec) laneRec(d *Detector, j int) *rec {
+	l := &w.lanes[j]
+	if l.r == nil {
+		r := d.slab.rec()
+		*r = w.rec
+		r.ep, r.org, r.off = l.ep, l.org, w.off+uint64(j)*w.size
+		l.r = r
+	}
+	return l.r
+}
+
+// warpSet is what makes a state a warp state: the layout of its granules
+// (n columns of k granules from g0) and, parallel to its accesses, the
+// warp record of each that is one (nil for the others).
+type warpSet struct {
+	g0, k uint64
+	n     int
+	recs  []*warpRec
+}
+
+// maxWarpAccs bounds the accesses a warp state keeps; past it the state
+// is split into its columns.
+const maxWarpAccs = 16
+
+// observeWarp checks and records the accesses of the lanes of wa.
+func (d *Detector) observeWarp(wa *sim.WarpAccess) {
+	if !d.coalescable(wa) {
+		for i := range wa.Lanes {
+			a := wa.Lane(i)
+			d.access(&a)
+		}
+		return
+	}
+	n := len(wa.Lanes)
+	ts := d.warpThreads[:0]
+	for i := range wa.Lanes {
+		t := d.self(wa.Lanes[i].Task)
+		t.step()
+		ts = append(ts, t)
+	}
+	d.warpThreads = ts
+	l0, last := &wa.Lanes[0], &wa.Lanes[n-1]
+	size := l0.Size
+	lo, hi := l0.PhysOffset/granule, (last.PhysOffset+last.Size)/granule
+	sh := d.shadowOf(l0.Phys)
+	sh.grow(hi)
+	ws := warpSet{g0: lo, k: size / granule, n: n}
+	s := sh.at(lo)
+	end, _, _ := sh.run(lo, hi, s)
+	var mask uint64
+	settled, racy := !wa.Write, false
+	ok := end == hi && ws.takes(s)
+	if ok && s != nil {
+		mask, settled, racy, ok = d.uniform(s, &ws, wa.Write, func(j int) (*thread, uint64, uint64) {
+			return ts[j], l0.PhysOffset + uint64(j)*size, size
+		})
+	}
+	if !ok {
+		if sh.warped {
+			d.explodeIn(sh, lo, hi)
+		}
+		for i := range wa.Lanes {
+			a := wa.Lane(i)
+			d.accessBy(&a, ts[i])
+		}
+		return
+	}
+	a0 := wa.Lane(0)
+	wr := &warpRec{lanes: make([]warpLane, n)}
+	for j := range wa.Lanes {
+		t := ts[j]
+		a := &a0
+		if j > 0 {
+			d.warpLane = wa.Lane(j)
+			a = &d.warpLane
+		}
+		if o := t.org; o == nil || !o.made(a, d.label(t, a)) {
+			t.org = &origin{}
+			*t.org = originOf(a, d.label(t, a))
+		}
+		wr.lanes[j] = warpLane{ep: t.now(), org: t.org}
+	}
+	d.coalesced++
+	wr.rec = d.recOf(&a0, ts[0], sh.places.of(&a0), nil)
+	wr.rec.nc = a0.NC
+	if racy {
+		for j := range n {
+			d.pairs.reset()
+			xr := wr.laneRec(d, j)
+			d.column(s, j, wa.Write, xr.off, size, ts[j], func(y *rec) { d.report(y, xr, ts[j]) })
+		}
+	}
+	sh.update(lo, hi, func(s *state, whole bool) *state {
+		y := acc{r: &wr.rec}
+		if wa.Write {
+			y.tag |= accWrite
+		}
+		if settled {
+			y.tag |= accSettled
+		}
+		return d.rebuild(s, whole, mask, y, wr, ws)
+	})
+	sh.warped = true
+}
+
+// Coalesced is the number of warp accesses ([sim.WarpAccess]) the
+// detector kept as one record each, rather than lane by lane.
+func (d *Detector) Coalesced() int { return d.coalesced }
+
+// coalescable reports whether the lanes of wa may be kept as one warp
+// record: plain accesses, not by ld.global.nc (nor writes that may follow
+// one: ncafter.go), of one run of whole granules, the same number a lane,
+// in lane order, in one allocation through one mapping, each lane's
+// thread once.
+func (d *Detector) coalescable(wa *sim.WarpAccess) bool {
+	if len(wa.Lanes) < 2 || wa.NC || wa.Shared || wa.Kind == sim.Atomic || wa.Write && d.ncOps != nil {
+		return false
+	}
+	l0 := &wa.Lanes[0]
+	size, base := l0.Size, l0.Addr-device.Ptr(l0.PhysOffset)
+	if size == 0 || size%granule != 0 || l0.PhysOffset%granule != 0 {
+		return false
+	}
+	for i := 1; i < len(wa.Lanes); i++ {
+		l, p := &wa.Lanes[i], &wa.Lanes[i-1]
+		if l.Size != size || l.Phys != l0.Phys || l.Owner != l0.Owner || l.Addr-device.Ptr(l.PhysOffset) != base ||
+			l.PhysOffset != p.PhysOffset+size || l.Task == p.Task {
+			return false
+		}
+	}
+	return true
+}
+
+// takes reports whether a warp access of layout ws may be checked against
+// s, the state every granule of its run holds, column by column: none, a
+// state of plain accesses with no history or read cache and room for
+// one more, or a warp state of the same layout.
+func (ws *warpSet) takes(s *state) bool {
+	switch {
+	case s == nil:
+		return true
+	case s.h != nil || s.rc != nil || len(s.accs) >= maxWarpAccs:
+		return false
+	case s.w != nil:
+		return s.w.g0 == ws.g0 && s.w.k == ws.k && s.w.n == ws.n
+	}
+	return true
+}
+
+// uniform checks, without reporting, an access (write: a write) against
+// the accesses of s column by column in the layout ws, col giving each
+// column's thread and bytes of the access; it returns the accesses of s
+// that the access leaves (a bit each) and, for a read, whether it leaves
+// every write ordered before it, whether it races with any, and reports
+// whether the accesses left and settled are the same in every column.
+func (d *Detector) uniform(s *state, ws *warpSet, write bool, col func(j int) (*thread, uint64, uint64)) (mask uint64, settled, racy, ok bool) {
+	for j := range ws.n {
+		t, off, size := col(j)
+		m, st, r := d.column(s, j, write, off, size, t, nil)
+		racy = racy || r
+		if j == 0 {
+			mask, settled = m, st
+		} else if m != mask || st != settled {
+			return 0, false, false, false
+		}
+	}
+	return mask, settled, racy, true
+}
+
+// column checks an access of thread t (write: a write) of bytes [off,
+// off+size) against the accesses of s as column j of its layout has
+// them, as [Detector.check] does: it returns the accesses the access does
+// not supersede (a bit each) and, for a read, whether it leaves every
+// write ordered before it; race, when not nil, is called with each access
+// the access races with.
+func (d *Detector) column(s *state, j int, write bool, off, size uint64, t *thread, race func(y *rec)) (mask uint64, settled, racy bool) {
+	now := t.sight()
+	settled = !write
+	for i, y := range s.accs {
+		var wr *warpRec
+		if s.w != nil {
+			wr = s.w.recs[i]
+		}
+		slot, clock := y.slot(), y.clock
+		yoff, ysize, yw, shared := y.r.off, y.r.size, y.write(), y.r.shared
+		if wr != nil {
+			l := &wr.lanes[j]
+			slot, clock = int(l.ep.slot), l.ep.clock
+			yoff, ysize, yw, shared = wr.off+uint64(j)*wr.size, wr.size, wr.write, false
+		}
+		ordered := clock <= now.get(slot) || y.tag&accStrong != 0 && y.r.observedBy(now.slot)
+		if !ordered && (yw || write) && !shared && yoff < off+size && off < yoff+ysize {
+			racy = true
+			switch {
+			case race == nil:
+			case wr != nil:
+				race(wr.laneRec(d, j))
+			default:
+				race(y.r)
+			}
+		}
+		if !ordered || (!write && yw) {
+			mask |= 1 << i
+			if yw && !ordered {
+				settled = false
+			}
+		}
+	}
+	return mask, settled, racy
+}
+
+// rebuild is the state that follows s (nil: none) once an access, x
+// (warp record wx, nil for another access), left the accesses of s that
+// mask has: s itself when whole (its granules hold every reference to
+// it), else a new one; a warp state of layout ws while it holds a warp
+// record.
+func (d *Detector) rebuild(s *state, whole bool, mask uint64, x acc, wx *warpRec, ws warpSet) *state {
+	keep, recs := d.warpAccs[:0], d.warpRecs[:0]
+	writes := int32(0)
+	warp := wx != nil
+	if s != nil {
+		for i, y := range s.accs {
+			if mask&(1<<i) == 0 {
+				continue
+			}
+			var wr *warpRec
+			if s.w != nil {
+				wr = s.w.recs[i]
+			}
+			keep = append(keep, y)
+			recs = append(recs, wr)
+			warp = warp || wr != nil
+			if y.write() {
+				writes++
+			}
+		}
+	}
+	keep = append(keep, x)
+	recs = append(recs, wx)
+	if x.write() {
+		writes++
+	}
+	n := s
+	if !whole || s == nil {
+		n = d.slab.state()
+	}
+	var w *warpSet
+	switch {
+	case !warp:
+	case n.w != nil:
+		// n is s, changed in place: its set is its own.
+		w = n.w
+		w.recs = append(w.recs[:0], recs...)
+	default:
+		w = &warpSet{g0: ws.g0, k: ws.k, n: ws.n, recs: slices.Clone(recs)}
+	}
+	n.accs = append(n.accs[:0], keep...)
+	n.writes, n.h, n.rc, n.w = writes, nil, nil, w
+	clear(keep)
+	clear(recs)
+	d.warpAccs, d.warpRecs = keep[:0], recs[:0]
+	return n
+}
+
+// unwarp prepares the granules [lo, hi) of sh for a, an access of thread
+// t checked as ever: a warp state there stays when a, a plain access of
+// all its granules, keeps the same accesses in every column of it (see
+// [Detector.warpStep]); any other is split into its columns.
+func (d *Detector) unwarp(sh *shadow, a *sim.Access, t *thread, lo, hi uint64) {
+	plain := (a.Kind == sim.Load || a.Kind == sim.Store) && !a.NC && !a.Shared && !(a.Write && d.ncOps != nil)
+	split := d.warpStates[:0]
+	sh.each(lo, hi, func(s *state) {
+		if s == nil || s.w == nil {
+			return
+		}
+		ws := s.w
+		if plain && ws.g0 >= lo && ws.g0+uint64(ws.n)*ws.k <= hi && len(s.accs) < maxWarpAccs {
+			if _, _, _, ok := d.uniform(s, ws, a.Write, func(int) (*thread, uint64, uint64) { return t, a.PhysOffset, a.Size }); ok {
+				return
+			}
+		}
+		split = append(split, s)
+	})
+	for _, s := range split {
+		if s.w != nil {
+			d.explode(sh, s)
+		}
+	}
+	clear(split)
+	d.warpStates = split[:0]
+}
+
+// warpStep checks x, a plain access of thread t that covers every
+// granule of the warp state s (unwarp kept s), column by column, and
+// returns the state that follows.
+func (d *Detector) warpStep(s *state, whole bool, x *rec, t *thread) *state {
+	var mask uint64
+	settled := !x.write
+	for j := range s.w.n {
+		m, st, _ := d.column(s, j, x.write, x.off, x.size, t, func(y *rec) { d.report(y, x, t) })
+		if j == 0 {
+			mask, settled = m, st
+		}
+	}
+	return d.rebuild(s, whole, mask, accOf(x, settled), nil, *s.w)
+}
+
+// explodeIn splits every warp state held in granules [lo, hi) of sh into
+// its columns.
+func (d *Detector) explodeIn(sh *shadow, lo, hi uint64) {
+	split := d.warpStates[:0]
+	sh.each(lo, hi, func(s *state) {
+		if s != nil && s.w != nil {
+			split = append(split, s)
+		}
+	})
+	for _, s := range split {
+		if s.w != nil {
+			d.explode(sh, s)
+		}
+	}
+	clear(split)
+	d.warpStates = split[:0]
+}
+
+// explode splits s, a warp state, into a state per column, holding what
+// lane-by-lane accesses would have left there: each warp record's lane
+// for the column, as a record of its own with the lane's epoch.
+func (d *Detector) explode(sh *shadow, s *state) {
+	ws := s.w
+	for j := range ws.n {
+		n := d.slab.state()
+		for i, y := range s.accs {
+			if wr := ws.recs[i]; wr != nil {
+				l := &wr.lanes[j]
+				y = acc{r: wr.laneRec(d, j), tag: uint32(l.ep.slot)<<accSlotShift | y.tag&(accWrite|accSettled), clock: l.ep.clock}
+			}
+			n.accs = append(n.accs, y)
+		}
+		n.writes = s.writes
+		lo := ws.g0 + uint64(j)*ws.k
+		sh.assign(lo, lo+ws.k, s, n)
+	}
+	s.w = nil
+}
