@@ -81,18 +81,23 @@ type Task struct {
 	timedOut bool
 	aborting bool // being unwound by Run's end: Wait and Yield return at once
 
+	// The fields a step writes or reads after choosing the task come
+	// next, in the second line of the aligned pair the first one starts
+	// (which a processor fetches with it).
+	//
+	// then is what a task that has not started, or was parked by
+	// YieldThen or WaitBellThen, runs when chosen: it holds no worker
+	// (resume is nil) meanwhile.
+	then Continuation
+	ran  int64 // the step that last chose it
+
 	label Label
-	ran   int64 // the step that last chose it
 	// waitPoint is the point of the last Wait it parked in: "wait "
 	// and what it waits for (waitWhat).
 	waitPoint string
 	deadline  time.Duration       // < 0: none
 	where     func() fmt.Stringer // where it is, for reports (see SetWhere)
-	// then is what a task that has not started, or was parked by
-	// YieldThen or WaitBellThen, runs when chosen: it holds no worker
-	// (resume is nil) meanwhile.
-	then Continuation
-	_    [48]byte // to 256 bytes, a multiple of 64 (TestTaskHotFieldsShareALine)
+	_         [48]byte            // to 256 bytes, a multiple of 64 (TestTaskHotFieldsShareALine)
 }
 
 // waitPrefix starts the point of a task parked in a Wait.

@@ -478,9 +478,10 @@ type laneSpin struct {
 	// reads are the words of the thread's current spin, and changed
 	// (spinChanged) reports whether one of them changed: kept from spin
 	// to spin (a low-latency kernel's lanes spin at most of their polls).
-	reads   []spinRead
-	changed func() bool
-	what    []byte // the spin's description, built here
+	reads    []spinRead
+	changed  func() bool
+	what     []byte // the spin's description, built here
+	whatText string // what, as the last spin's wait took it
 }
 
 // spinOnce makes the thread's spin state, before its first spin.
@@ -917,7 +918,11 @@ func (l *ptxLane) spin(polls []poll) error {
 	if t := launchTimeout(l.l.args); t > 0 {
 		timeout = max(t-(now-l.spinStart), time.Nanosecond)
 	}
-	b := append(l.what[:0], l.name()...)
+	name := l.lbl.Name // l.name(), made once the lane has a task
+	if name == "" {
+		name = l.name()
+	}
+	b := append(l.what[:0], name...)
 	b = append(b, ": spinning on 0x"...)
 	b = strconv.AppendUint(b, uint64(p), 16)
 	if len(polls) > 1 {
@@ -929,7 +934,11 @@ func (l *ptxLane) spin(polls []poll) error {
 	b = strconv.AppendInt(b, int64(line), 10)
 	b = append(b, " for a change"...)
 	l.what = b
-	what := string(b)
+	what := l.whatText
+	if string(b) != what { // a spin of the same words keeps its text
+		what = string(b)
+		l.whatText = what
+	}
 	l.record(blockPrefix+"spin on %#x", lanePrefix+"spin on %#x", uint64(p))
 	for _, r := range reads {
 		l.watch(r.segs)
