@@ -81,18 +81,23 @@ type Task struct {
 	timedOut bool
 	aborting bool // being unwound by Run's end: Wait and Yield return at once
 
+	// The fields a step writes or reads after choosing the task come
+	// next, in the second line of the aligned pair the first one starts
+	// (which a processor fetches with it).
+	//
+	// then is what a task that has not started, or was parked by
+	// YieldThen or WaitBellThen, runs when chosen: it holds no worker
+	// (resume is nil) meanwhile.
+	then Continuation
+	ran  int64 // the step that last chose it
+
 	label Label
-	ran   int64 // the step that last chose it
 	// waitPoint is the point of the last Wait it parked in: "wait "
 	// and what it waits for (waitWhat).
 	waitPoint string
 	deadline  time.Duration       // < 0: none
 	where     func() fmt.Stringer // where it is, for reports (see SetWhere)
-	// then is what a task that has not started, or was parked by
-	// YieldThen or WaitBellThen, runs when chosen: it holds no worker
-	// (resume is nil) meanwhile.
-	then func()
-	_    [56]byte // to 256 bytes, a multiple of 64 (TestTaskHotFieldsShareALine)
+	_         [48]byte            // to 256 bytes, a multiple of 64 (TestTaskHotFieldsShareALine)
 }
 
 // waitPrefix starts the point of a task parked in a Wait.
@@ -250,7 +255,7 @@ func (s *Scheduler) SpawnLabeledID(id int, l Label, fn func()) *Task {
 	if !s.haltNew(t) {
 		s.list(t)
 	}
-	t.then = fn // it takes a worker once chosen (see attach)
+	t.then = ContinueFunc(fn) // it takes a worker once chosen (see attach)
 	return t
 }
 
@@ -258,7 +263,7 @@ func (s *Scheduler) SpawnLabeledID(id int, l Label, fn func()) *Task {
 // reports whether fn returned (t finished, or parked by YieldThen or
 // WaitBellThen), in which case the next scheduling step was taken and w
 // was handed on (see handOn); an aborted task's worker ends.
-func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
+func (s *Scheduler) body(w *worker, t *Task, fn Continuation) (reusable bool) {
 	t.yield = w.yield // w's yield is set once w runs
 	aborted := true
 	defer func() {
@@ -289,7 +294,7 @@ func (s *Scheduler) body(w *worker, t *Task, fn func()) (reusable bool) {
 		s.handOn(w)
 		reusable = true
 	}()
-	fn()
+	fn.Continue()
 	aborted = false
 	return true
 }
@@ -365,7 +370,11 @@ func (s *Scheduler) Yield(point string) {
 // holding no goroutine (a parked task of a PTX launch's tens of thousands
 // of lanes costs no stack). The scheduling steps, the trace and the
 // runnable tasks of every step are those a Yield gives.
-func (s *Scheduler) YieldThen(point string, then func()) {
+//
+// then is an interface, not a func, so that a type whose Continue method
+// does the work (a lane) is called with no closure to read: a closure is
+// a record of its own, a cache miss at every step among many tasks.
+func (s *Scheduler) YieldThen(point string, then Continuation) {
 	t := s.mustCurrent("YieldThen")
 	if t.aborting {
 		return
@@ -380,7 +389,7 @@ func (s *Scheduler) YieldThen(point string, then func()) {
 // of returning: as for YieldThen, the running task's function must return
 // right after it, and the task holds no goroutine while it waits. Where
 // WaitBell would return a [*TimeoutError], TimedOut reports true in then.
-func (s *Scheduler) WaitBellThen(what string, ready func() bool, bell *Bell, timeout time.Duration, then func()) {
+func (s *Scheduler) WaitBellThen(what string, ready func() bool, bell *Bell, timeout time.Duration, then Continuation) {
 	t := s.mustCurrent("WaitBellThen")
 	if t.aborting {
 		return
@@ -389,6 +398,16 @@ func (s *Scheduler) WaitBellThen(what string, ready func() bool, bell *Bell, tim
 	t.then = then
 	s.enlist(t)
 }
+
+// Continuation is what a task parked by YieldThen or WaitBellThen runs
+// when the strategy chooses it again.
+type Continuation interface{ Continue() }
+
+// ContinueFunc is a func as a [Continuation].
+type ContinueFunc func()
+
+// Continue calls f.
+func (f ContinueFunc) Continue() { f() }
 
 // TimedOut reports whether the running task's last wait ended because its
 // timeout passed (see WaitBellThen).

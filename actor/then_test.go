@@ -49,13 +49,13 @@ func thenProgram(s *Scheduler, tasks, rounds int, parked bool, log *[]string) {
 				}
 				switch {
 				case round%3 == 0 && parked:
-					s.WaitBellThen("bell", ready, &bell, timeout, woke)
+					s.WaitBellThen("bell", ready, &bell, timeout, ContinueFunc(woke))
 					return
 				case round%3 == 0:
 					afterWait(s.WaitBell("bell", ready, &bell, timeout))
 					continue
 				case parked:
-					s.YieldThen("yield", step)
+					s.YieldThen("yield", ContinueFunc(step))
 					return
 				default:
 					s.Yield("yield")
@@ -134,7 +134,7 @@ func TestParkedTasksHoldNoGoroutine(t *testing.T) {
 					most[parked] = max(most[parked], runtime.NumGoroutine()-before)
 					if parked {
 						left--
-						s.YieldThen("yield", step)
+						s.YieldThen("yield", ContinueFunc(step))
 						return
 					}
 					s.Yield("yield")
@@ -164,7 +164,7 @@ func TestParkedTasksEndWithTheRun(t *testing.T) {
 	ran := false
 	for i := range 3 {
 		s.Go(fmt.Sprint("waiter ", i), func() {
-			s.WaitBellThen("a ring that never comes", func() bool { return false }, &bell, 0, func() { ran = true })
+			s.WaitBellThen("a ring that never comes", func() bool { return false }, &bell, 0, ContinueFunc(func() { ran = true }))
 		})
 	}
 	err := s.Run()

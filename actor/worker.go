@@ -33,7 +33,7 @@ type worker struct {
 type job struct {
 	s  *Scheduler
 	t  *Task
-	fn func()
+	fn Continuation
 }
 
 // newWorker returns a worker that has not started.

@@ -166,6 +166,9 @@ func (p *physical) free() {
 			w.bell.Ring()
 		}
 	}
+	if p.weak != nil {
+		p.weak.freed = true // settle drops it
+	}
 	p.data, p.filled, p.weak, p.watches = nil, nil, nil, nil
 }
 

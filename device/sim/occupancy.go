@@ -312,6 +312,7 @@ func (d *simDevice) runResident(ln *launch, r Residency, body func(ctx *blockCtx
 	var finished actor.Bell // rung by every block that finishes
 	parent := d.w.sched.Current().ID()
 	ln.begun = d.w.weak.stamp
+	d.w.weak.launches++
 	var start func()
 	start = func() {
 		b := started
@@ -339,7 +340,10 @@ func (d *simDevice) runResident(ln *launch, r Residency, body func(ctx *blockCtx
 	}
 	ready := func() bool { return done == started && (started == ln.grid || failed) }
 	if err := d.w.sched.WaitBell(what, ready, &finished, 0); err != nil {
-		return err
+		return err // the run ends: its launches stay counted
+	}
+	if d.w.weak.launches--; d.w.weak.launches == 0 {
+		d.w.weak.settle() // no kernel thread is live
 	}
 	d.record("kernel", "dev%d end %s#%d", d.index, ln.kernel, ln.id)
 	if started == ln.grid {

@@ -162,12 +162,12 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 		// Field by field: lanes is zeroed, and a composite literal would
 		// copy the whole record.
 		ln.l, ln.index, ln.lane, ln.ownTask, ln.rec = c.l, c.index, i, true, rec
-		th, err := mod.NewThread(entry, ln, mem, ptx.Dim{Tid: uint32(i), Ntid: uint32(c.l.threads),
+		err := mod.InitThread(&ln.thread, entry, ln, mem, ptx.Dim{Tid: uint32(i), Ntid: uint32(c.l.threads),
 			Ctaid: uint32(c.index), Nctaid: uint32(c.l.grid)})
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name(), err)
 		}
-		ln.th = th
+		ln.th = &ln.thread
 		live[i] = ln
 	}
 	parent := w.sched.Current().ID()
@@ -296,25 +296,34 @@ func (l *ptxLane) run(ph *lanePhase) {
 // [actor.Scheduler.YieldThen]); when chosen again, the task resumes the
 // thread, which makes the access without a scheduling point of its own.
 func (l *ptxLane) resume() {
+	th := &l.thread
+	before := th.Executed()
+	stop, err := th.Run()
 	w := l.l.dev.w
-	before := l.th.Executed()
-	stop, err := l.th.Run()
-	w.executed += l.th.Executed() - before
+	w.executed += th.Executed() - before
 	if err == nil && stop == ptx.Parked {
 		kind := l.parked
 		l.parked, l.tookPoint = parkNone, true
-		if l.resumeFn == nil {
-			l.resumeFn, l.wokeFn = l.resume, l.woke
-		}
 		if kind == parkWait {
-			w.sched.WaitBellThen(l.waitWhat, l.changed, &l.bell, l.waitFor, l.wokeFn)
+			w.sched.WaitBellThen(l.waitWhat, l.changed, &l.bell, l.waitFor, (*wokeLane)(l))
 		} else {
-			w.sched.YieldThen(l.parkWhat, l.resumeFn)
+			w.sched.YieldThen(l.parkWhat, l)
 		}
 		return
 	}
 	l.end(l.ph, stop, err)
 }
+
+// Continue is [actor.Continuation]: the lane's task, parked before an
+// access, was chosen (resume).
+func (l *ptxLane) Continue() { l.resume() }
+
+// wokeLane is a lane parked in the wait of a spin, as the
+// [actor.Continuation] of its task (woke).
+type wokeLane ptxLane
+
+// Continue is [actor.Continuation]: the lane's wait ended.
+func (l *wokeLane) Continue() { (*ptxLane)(l).woke() }
 
 // woke resumes a lane that parked in the wait of a spin.
 func (l *ptxLane) woke() {
@@ -399,33 +408,39 @@ func (l *ptxLane) startWarp(ph *lanePhase) {
 // ptxLane is one thread of a PTX block: the thread and the [ptx.Env] it
 // runs against.
 type ptxLane struct {
-	blockCtx
-	// mates are the lanes of its warp that run in the block's current
-	// phase (itself included); begun: the phase's first lane of the warp
-	// to run started them (startWarp).
-	mates []*ptxLane
-	begun bool
-	th    *ptx.Thread
-	lbl   actor.Label // its tasks' label, one for every phase (made by spawn)
-	rec   []byte      // the launch's error record
-	stop  ptx.Stop
-	err   error
-
-	plain      int    // plain accesses since the last scheduling point
-	pointLoops uint64 // the thread's loop count at its last scheduling point
-
+	// The fields a step of the lane's task reads first come first, with
+	// the blockCtx's launch: a lane chosen among thousands is a cache
+	// miss.
+	th  *ptx.Thread // &thread
+	rec []byte      // the launch's error record
 	// ph is the phase the lane runs in. parked is the scheduling point
 	// the thread parked before (see resume): a yield named parkWhat, or
 	// the wait of a spin named waitWhat with timeout waitFor; tookPoint:
 	// the task took it, so the access the thread makes again goes ahead,
 	// waitErr being what the wait left for it to return.
-	ph                 *lanePhase
-	parked             parkKind
-	tookPoint          bool
+	ph        *lanePhase
+	plain     int // plain accesses since the last scheduling point
+	parked    parkKind
+	tookPoint bool
+	// begun: the phase's first lane of the warp to run started its mates
+	// (startWarp).
+	begun bool
+	blockCtx
+	// thread is the lane's thread, in the lane's record: a step reads
+	// both, and the thread's address needs no load of th.
+	thread ptx.Thread
+	// mates are the lanes of its warp that run in the block's current
+	// phase (itself included).
+	mates []*ptxLane
+	lbl   actor.Label // its tasks' label, one for every phase (made by spawn)
+	stop  ptx.Stop
+	err   error
+
+	pointLoops uint64 // the thread's loop count at its last scheduling point
+
 	parkWhat, waitWhat string
 	waitFor            time.Duration
 	waitErr            error
-	resumeFn, wokeFn   func() // l.resume and l.woke, made once
 
 	// prev is the thread's last strong poll (a strong load, or a
 	// compare-and-swap that failed; b holds its first n bytes, at most
@@ -463,9 +478,10 @@ type laneSpin struct {
 	// reads are the words of the thread's current spin, and changed
 	// (spinChanged) reports whether one of them changed: kept from spin
 	// to spin (a low-latency kernel's lanes spin at most of their polls).
-	reads   []spinRead
-	changed func() bool
-	what    []byte // the spin's description, built here
+	reads    []spinRead
+	changed  func() bool
+	what     []byte // the spin's description, built here
+	whatText string // what, as the last spin's wait took it
 }
 
 // spinOnce makes the thread's spin state, before its first spin.
@@ -908,7 +924,11 @@ func (l *ptxLane) spin(polls []poll) error {
 	if t := launchTimeout(l.l.args); t > 0 {
 		timeout = max(t-(now-l.spinStart), time.Nanosecond)
 	}
-	b := append(l.what[:0], l.name()...)
+	name := l.lbl.Name // l.name(), made once the lane has a task
+	if name == "" {
+		name = l.name()
+	}
+	b := append(l.what[:0], name...)
 	b = append(b, ": spinning on 0x"...)
 	b = strconv.AppendUint(b, uint64(p), 16)
 	if len(polls) > 1 {
@@ -920,7 +940,11 @@ func (l *ptxLane) spin(polls []poll) error {
 	b = strconv.AppendInt(b, int64(line), 10)
 	b = append(b, " for a change"...)
 	l.what = b
-	what := string(b)
+	what := l.whatText
+	if string(b) != what { // a spin of the same words keeps its text
+		what = string(b)
+		l.whatText = what
+	}
 	l.record(blockPrefix+"spin on %#x", lanePrefix+"spin on %#x", uint64(p))
 	for _, r := range reads {
 		l.watch(r.segs)

@@ -77,8 +77,8 @@ func (l LostStore) String() string {
 func lostStores(segs []segment) []LostStore {
 	var out []LostStore
 	for _, sg := range segs {
-		eachWord(sg, func(wd *word) {
-			for _, h := range wd.locs {
+		eachWord(sg, func(slot **history) {
+			for h := *slot; h != nil; h = h.next {
 				if !h.overlaps(sg) {
 					continue
 				}

@@ -81,6 +81,16 @@ type weakMem struct {
 	// all-reduce makes one for every word of its packets, and most live
 	// as long as the run.
 	hists slab.Slab[history]
+	// mems are the allocations with histories, in the order they got
+	// their first (freed ones until the next settle drops them). walk is
+	// what the next settle visits (the pages and histories the last one
+	// found, plus the histories made since), since the strong accesses
+	// since the last settle, which pay for it (see settle).
+	mems  []*weakMemOf
+	walk  int
+	since int
+	// launches counts the launches whose blocks run (runResident).
+	launches int
 }
 
 // maxSC bounds the fence.sc records (every thread of every launch that
@@ -109,10 +119,17 @@ func needed(a, b place) signal.Scope {
 	return signal.Needed(sameDev, sameDev && a.launch == b.launch && a.block == b.block)
 }
 
-// history is the strong stores of one location, oldest first.
+// history is the strong stores of one location, oldest first. Its first
+// 64 bytes are what finding it and checking that it is current read (a
+// strong access of a lane chosen at random is a cache miss here).
 type history struct {
 	off  uint64 // the location's offset in its allocation
 	size int
+	// next is the next location of the same word (see weakPage).
+	next *history
+	// nval is the newest entry's value, which histOf compares with the
+	// location's bytes.
+	nval uint64
 	ents []wstore
 	// last is the stamp of the store that ran last, the race detector's
 	// latest write: the newest entry but where a later store was placed
@@ -121,12 +138,13 @@ type history struct {
 	// readers holds, per thread that read the location, the stamp of the
 	// newest entry it read (read-read coherence), at most maxReaders.
 	readers []reader
-	// inl backs ents while it holds the base and one store, as most do (a
-	// packet of the low-latency protocol is written once a launch), and
 	// inlReader backs readers while one thread read it (the packet's
-	// poller): neither takes an allocation of its own.
-	inl       [2]wstore
+	// poller), and inl backs ents while it holds the base and one store,
+	// as most do (a packet of the low-latency protocol is written once a
+	// launch): neither takes an allocation of its own. A strong read
+	// reads the lines in this order.
 	inlReader [1]reader
+	inl       [2]wstore
 }
 
 // maxReaders bounds a history's readers: a location read by a thread of
@@ -154,6 +172,8 @@ func (h *history) floor(v *weakView) uint64 {
 // it: that hides at least what the floor hid. A PTX thread keeps the read
 // for its block's next bar.sync.
 func (h *history) read(v *weakView, stamp uint64) {
+	// A reader whose view settle dropped (v nil, its thread ended) keeps
+	// its floor's stamp, which evictions compare.
 	if v.block != nil {
 		v.keepRead(h, stamp)
 	}
@@ -170,8 +190,9 @@ func (h *history) read(v *weakView, stamp uint64) {
 				old = i
 			}
 		}
-		r := h.readers[old]
-		r.v.known = max(r.v.known, r.stamp)
+		if r := h.readers[old]; r.v != nil {
+			r.v.known = max(r.v.known, r.stamp)
+		}
 		h.readers[old] = reader{v, stamp}
 		return
 	}
@@ -199,13 +220,6 @@ type wstore struct {
 // newest is the last entry.
 func (h *history) newest() *wstore { return &h.ents[len(h.ents)-1] }
 
-// word is the histories of the locations in one 8-byte word (a word
-// holds several when strong accesses are narrower: a vector's elements).
-type word struct {
-	locs []*history
-	inl  [1]*history // backs locs while it holds one, as most do
-}
-
 // weakMemOf is an allocation's histories: pages of words, by page index
 // (a slot for every page of the allocation: a map's lookup was a cache
 // miss of its own at every strong access of a lane chosen at random),
@@ -215,13 +229,18 @@ type weakMemOf struct {
 	pages    []*weakPage
 	lastIdx  uint64
 	lastPage *weakPage
+	freed    bool // its allocation was freed (see physical.free)
 }
 
-// weakPage is the words of one page.
-type weakPage [pageSize / 8]*word
+// weakPage is the histories of the locations in each 8-byte word of one
+// page: the first location of the word, which links the next (a word holds
+// several when strong accesses are narrower: a vector's elements), in the
+// order they were made.
+type weakPage [pageSize / 8]*history
 
-// wordAt returns the word at off, nil when it has none and !create.
-func (m *weakMemOf) wordAt(off uint64, create bool) *word {
+// wordAt returns the slot of the word at off in its page, nil when its
+// page has none and !create.
+func (m *weakMemOf) wordAt(off uint64, create bool) **history {
 	idx := off / pageSize
 	pg := m.lastPage
 	if pg == nil || m.lastIdx != idx {
@@ -235,13 +254,20 @@ func (m *weakMemOf) wordAt(off uint64, create bool) *word {
 		}
 		m.lastIdx, m.lastPage = idx, pg
 	}
-	wd := pg[off%pageSize/8]
-	if wd == nil && create {
-		wd = &word{}
-		wd.locs = wd.inl[:0]
-		pg[off%pageSize/8] = wd
+	return &pg[off%pageSize/8]
+}
+
+// dropIf unlinks the locations of the word at slot that drop reports,
+// keeping the others in their order.
+func dropIf(slot **history, drop func(h *history) bool) {
+	for link := slot; *link != nil; {
+		h := *link
+		if drop(h) {
+			*link, h.next = h.next, nil
+			continue
+		}
+		link = &h.next
 	}
-	return wd
 }
 
 // locRef names a location: an allocation and an offset.
@@ -418,25 +444,26 @@ func histOf(sg segment, size int) *history {
 	if p.weak == nil || len(sg.b) != size {
 		return nil
 	}
-	wd := p.weak.wordAt(sg.off, false)
-	if wd == nil {
+	link := p.weak.wordAt(sg.off, false)
+	if link == nil {
 		return nil
 	}
 	var found *history
-	keep := wd.locs[:0]
-	for _, h := range wd.locs {
+	for *link != nil {
+		h := *link
 		switch {
 		case h.off == sg.off && h.size == size:
-			if h.newest().val == loadN(sg.b) {
+			if h.nval == loadN(sg.b) {
 				found = h
-				keep = append(keep, h)
+				link = &h.next
+				continue
 			}
 		case h.off+uint64(h.size) <= sg.off || sg.off+uint64(size) <= h.off:
-			keep = append(keep, h)
+			link = &h.next
+			continue
 		}
+		*link, h.next = h.next, nil
 	}
-	clear(wd.locs[len(keep):])
-	wd.locs = keep
 	return found
 }
 
@@ -474,6 +501,7 @@ func (w *World) weakLoad(v *weakView, sg segment, size int, o signal.Order, sc s
 	if h == nil {
 		return loadN(sg.b[:size]), 0
 	}
+	w.weak.since++
 	first := v.visible(h)
 	pick := len(h.ents) - 1
 	if n := pick - first; n > 0 {
@@ -532,16 +560,22 @@ func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signa
 		// Room for the base and this store: most locations get no other
 		// (a packet of the low-latency protocol is written once a launch).
 		h = w.weak.hists.New()
+		w.weak.walk++
 		h.off, h.size = sg.off, size
 		h.ents, h.readers = h.inl[:1], h.inlReader[:0]
 		h.ents[0] = wstore{val: loadN(sg.b[:size]), base: true}
 		if p.weak == nil {
 			p.weak = &weakMemOf{pages: make([]*weakPage, (p.size()+pageSize-1)/pageSize)}
+			w.weak.mems = append(w.weak.mems, p.weak)
 		}
-		wd := p.weak.wordAt(sg.off, true)
-		wd.locs = append(wd.locs, h)
+		link := p.weak.wordAt(sg.off, true)
+		for *link != nil {
+			link = &(*link).next
+		}
+		*link = h
 	}
 	w.weak.stamp++
+	w.weak.since++
 	e := wstore{stamp: w.weak.stamp, val: val, who: v.who, rmw: carried != nil, line: int32(line)}
 	ref := locRef{p, sg.off}
 	var rl *[signal.System + 1]uint64
@@ -579,6 +613,7 @@ func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signa
 		at--
 	}
 	h.ents = slices.Insert(h.ents, at, e)
+	h.nval = h.newest().val
 	h.last = e.stamp
 	return e.stamp, at == len(h.ents)-1
 }
@@ -599,10 +634,10 @@ func (w *World) weakRMW(v *weakView, sg segment, size int, o signal.Order, sc si
 	return &rel, h.from(e)
 }
 
-// eachWord calls fn for every word of sg that has histories, skipping
-// pages without any: a plain access of a whole tensor costs a lookup per
-// page, not per word.
-func eachWord(sg segment, fn func(wd *word)) {
+// eachWord calls fn with the slot of every word of sg that has histories
+// (see weakPage), skipping pages without any: a plain access of a whole
+// tensor costs a lookup per page, not per word.
+func eachWord(sg segment, fn func(slot **history)) {
 	p := sg.phys
 	if p.weak == nil || len(sg.b) == 0 {
 		return
@@ -616,8 +651,8 @@ func eachWord(sg segment, fn func(wd *word)) {
 			continue
 		}
 		for ; w < next; w += 8 {
-			if wd := pg[w%pageSize/8]; wd != nil {
-				fn(wd)
+			if slot := &pg[w%pageSize/8]; *slot != nil {
+				fn(slot)
 			}
 		}
 	}
@@ -631,23 +666,16 @@ func (h *history) overlaps(sg segment) bool {
 // plainStore ends the histories of the locations a plain store of sg
 // overwrites.
 func plainStore(sg segment) {
-	eachWord(sg, func(wd *word) {
-		keep := wd.locs[:0]
-		for _, h := range wd.locs {
-			if !h.overlaps(sg) {
-				keep = append(keep, h)
-			}
-		}
-		clear(wd.locs[len(keep):])
-		wd.locs = keep
+	eachWord(sg, func(slot **history) {
+		dropIf(slot, func(h *history) bool { return h.overlaps(sg) })
 	})
 }
 
 // plainLoad: a plain load reads the newest store, so the thread may not
 // read an older one of those locations later (read-read coherence).
 func (v *weakView) plainLoad(sg segment) {
-	eachWord(sg, func(wd *word) {
-		for _, h := range wd.locs {
+	eachWord(sg, func(slot **history) {
+		for h := *slot; h != nil; h = h.next {
 			if h.overlaps(sg) {
 				h.read(v, h.newest().stamp)
 			}
@@ -703,4 +731,68 @@ func (l *ptxLane) Hoist(loadAddr uint64, loadSize int, storeAddr uint64, storeSi
 	}
 	l.hoisted = l.l.dev.w.weakRand().IntN(2) == 0
 	return l.hoisted
+}
+
+// settle is called when no launch has a block running on any device.
+// Every kernel thread that reads a history from now on starts knowing
+// every strong store made so far (its launch begins later), so of each
+// location only the newest entry stays readable, and every thread whose
+// view is among the readers has ended. Histories keep what only those
+// threads could still use, which holds their lanes' records: settle
+// drops the views from the readers (each keeps its floor's stamp, which
+// later evictions compare, so every later read and eviction is as
+// before) and every entry but the newest, unless an older one ran after
+// it (a lost store, which lostStores reports). A history whose newest is
+// the only one readable reads and places stores as before, and reports
+// the same stores to the race detector.
+//
+// It walks every history, so it runs only once the strong accesses since
+// the last walk are a quarter of what it visits: a run of many short
+// kernels pays for it in proportion to its accesses.
+func (wm *weakMem) settle() {
+	if 4*wm.since < wm.walk {
+		return
+	}
+	wm.since, wm.walk = 0, 0
+	keep := wm.mems[:0]
+	for _, m := range wm.mems {
+		if m.freed {
+			continue
+		}
+		keep = append(keep, m)
+		for _, pg := range m.pages {
+			if pg == nil {
+				continue
+			}
+			wm.walk += len(pg) / 8 // a page's slots cost an eighth of a history each
+			for _, first := range pg {
+				for h := first; h != nil; h = h.next {
+					wm.walk++
+					h.settle()
+				}
+			}
+		}
+	}
+	clear(wm.mems[len(keep):])
+	wm.mems = keep
+}
+
+// settle drops what no thread can read any more from h (see
+// weakMem.settle).
+func (h *history) settle() {
+	for i := range h.readers {
+		h.readers[i].v = nil
+	}
+	if len(h.ents) == 1 {
+		return
+	}
+	top := *h.newest()
+	for _, e := range h.ents[:len(h.ents)-1] {
+		if !e.base && e.stamp > top.stamp {
+			return
+		}
+	}
+	h.inl[0] = top
+	h.inl[1] = wstore{}
+	h.ents = h.inl[:1]
 }

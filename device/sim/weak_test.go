@@ -2,11 +2,14 @@ package sim
 
 import (
 	"encoding/binary"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim/ptx"
+	"github.com/symmem/symmem/signal"
 )
 
 // vectorPTX: block 0 stores {1,1} then {2,2} to x as relaxed system-scope
@@ -213,8 +216,8 @@ func TestWeakHistory(t *testing.T) {
 		}
 	}
 	storeN(sg.b, 99) // a write the history did not see
-	if v, _ := w.weakLoad(&reader, sg, 8, 0, 2); v != 99 || len(ph.weak.wordAt(8, false).locs) != 0 {
-		t.Errorf("after a host write: read %d, history %v; want 99 and none", v, ph.weak.wordAt(8, false).locs)
+	if v, _ := w.weakLoad(&reader, sg, 8, 0, 2); v != 99 || *ph.weak.wordAt(8, false) != nil {
+		t.Errorf("after a host write: read %d, history %v; want 99 and none", v, *ph.weak.wordAt(8, false))
 	}
 	// The new history's base (99) is no numbered store: a read of it is
 	// reported as StoreUnknown.
@@ -238,7 +241,7 @@ func TestWeakHistory(t *testing.T) {
 	}
 	plainStore(sg)
 	storeN(sg.b, 6)
-	if len(ph.weak.wordAt(8, false).locs) != 0 {
+	if *ph.weak.wordAt(8, false) != nil {
 		t.Error("a plain store left the history")
 	}
 }
@@ -281,5 +284,130 @@ func TestWeakSCFencesBounded(t *testing.T) {
 	late.fence(&wm, 2, true)
 	if late.known != wm.stamp {
 		t.Errorf("a system-scoped fence.sc knows %d, want %d (every earlier one)", late.known, wm.stamp)
+	}
+}
+
+// TestWeakSettleKeepsLaterReads runs one workload of strong stores and
+// loads on two worlds of the same seed, settles one of them between two
+// launches (no thread of the first reads after it), and checks that every
+// load and store of the second launch returns the same in both, with
+// more readers than a history keeps (evictions), while the settled
+// histories kept only their newest entries and no view of the first.
+func TestWeakSettleKeepsLaterReads(t *testing.T) {
+	type result struct{ val, from, stamp uint64 }
+	run := func(settle bool) ([]result, *World, *physical) {
+		s := actor.NewScheduler(actor.Config{Seed: 11})
+		w, err := NewWorld(s, Config{World: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ph := &physical{id: 1, data: make([]byte, 64)}
+		rng := rand.New(rand.NewPCG(5, 6))
+		var out []result
+		launch := func(lanes int) {
+			views := make([]weakView, lanes)
+			for i := range views {
+				views[i].start(w.weak.stamp, place{launch: w.weak.stamp, lane: int32(i)})
+			}
+			for range 400 {
+				v := &views[rng.IntN(lanes)]
+				off := uint64(8 * rng.IntN(4))
+				sg := segment{phys: ph, off: off, b: ph.data[off : off+8]}
+				if rng.IntN(3) == 0 {
+					val := rng.Uint64N(1000)
+					stamp, newest := w.weakStore(v, sg, 8, val, signal.Release, signal.System, nil, 0)
+					if newest {
+						storeN(sg.b, val)
+					}
+					out = append(out, result{val: val, stamp: stamp})
+					continue
+				}
+				val, from := w.weakLoad(v, sg, 8, signal.Relaxed, signal.System)
+				out = append(out, result{val: val, from: from})
+			}
+		}
+		launch(12)
+		if settle {
+			w.weak.settle()
+		}
+		out = out[:0]
+		launch(maxReaders + 4)
+		return out, w, ph
+	}
+	want, _, _ := run(false)
+	got, w, ph := run(true)
+	if len(got) != len(want) {
+		t.Fatalf("%d accesses after the settle, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("access %d after the settle returned %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	// Settled again with no thread live: only the newest entries stay,
+	// but where a store placed before the newest ran after it, and no
+	// reader keeps a view.
+	w.weak.since = w.weak.walk
+	w.weak.settle()
+	collapsed := 0
+	for off := uint64(0); off < 32; off += 8 {
+		for h := *ph.weak.wordAt(off, false); h != nil; h = h.next {
+			top := h.ents[len(h.ents)-1]
+			lost := false
+			for _, e := range h.ents {
+				lost = lost || !e.base && e.stamp > top.stamp
+			}
+			switch {
+			case !lost && len(h.ents) != 1:
+				t.Errorf("location %d keeps %d entries after a settle, want its newest", off, len(h.ents))
+			case h.nval != top.val:
+				t.Errorf("location %d: newest value %d, its entry's %d", off, h.nval, top.val)
+			case len(h.ents) == 1:
+				collapsed++
+			}
+			for _, r := range h.readers {
+				if r.v != nil {
+					t.Errorf("location %d keeps a reader's view after a settle", off)
+				}
+			}
+		}
+	}
+	if collapsed == 0 {
+		t.Error("no history kept its newest entry alone after a settle")
+	}
+}
+
+// TestWeakSettleKeepsLostStores checks that a settle keeps every entry of
+// a history with a store placed before the newest that ran after it (a
+// lost store, which lostStores reports), and drops freed allocations.
+func TestWeakSettleKeepsLostStores(t *testing.T) {
+	s := actor.NewScheduler(actor.Config{Seed: 3})
+	w, err := NewWorld(s, Config{World: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := &physical{id: 1, data: make([]byte, 16)}
+	sg := segment{phys: ph, off: 0, b: ph.data[0:8]}
+	var v weakView
+	v.start(0, place{lane: 1})
+	for val := uint64(1); val <= 3; val++ {
+		w.weakStore(&v, sg, 8, val, signal.Relaxed, signal.System, nil, 0)
+		storeN(sg.b, val)
+	}
+	h := histOf(sg, 8)
+	h.ents[1].stamp = h.newest().stamp + 1 // as if placed before the newest
+	lost := lostStores([]segment{sg})
+	w.weak.settle()
+	if len(h.ents) != 4 {
+		t.Fatalf("a settle left %d entries of a history with a lost store, want 4", len(h.ents))
+	}
+	if got := lostStores([]segment{sg}); len(lost) != 1 || !slices.Equal(got, lost) {
+		t.Errorf("lost stores %v after a settle, want %v (one)", got, lost)
+	}
+	ph.weak.freed = true
+	w.weak.since = w.weak.walk
+	w.weak.settle()
+	if len(w.weak.mems) != 0 {
+		t.Errorf("a settle kept %d allocations, one of them freed; want none", len(w.weak.mems))
 	}
 }

@@ -114,37 +114,42 @@ type Barrier struct {
 
 // Thread is one CUDA thread running a function of a module.
 type Thread struct {
-	m   *Module
-	env Env
-	mem *BlockMem
-	dim Dim
-	*stacks
-	barInst *inst  // the barrier instruction the thread is at
-	loops   uint64 // backward branches taken
-	loop    int    // the line of the last backward branch taken
+	// The fields Run reads first come first: a thread chosen among
+	// thousands is a cache miss, and its stacks are its own (own), not a
+	// record of their own to chase.
+	*stacks         // own while the thread runs, nil once it exited
+	executed uint64 // the instructions executed (see [Thread.Executed])
 	// Budget bounds the instructions a Run executes between two calls
 	// into Env or barriers: a loop that never touches memory would hang
 	// the simulator. 0 means DefaultBudget. It is counted where loops go
 	// round (code without a backward branch ends): each backward branch
 	// taken spends the length of the code it jumps back over.
 	Budget int
-	buf    [16]byte
-	unit   int  // the element size of the ld or st that Env.Load or Env.Store serves
-	nc     bool // the ld that Env.Load serves is ld.global.nc
-	// printed is the text of the thread's last vprintf (printf.go).
-	printed string
 	// line is the source line of the last instruction that called into
 	// Env or stopped at a barrier (see [Thread.Line]).
 	line int
-	// executed counts the instructions the thread executed (see
-	// [Thread.Executed]).
-	executed uint64
+	own  stacks
+	// entry backs own.frames while it holds the entry's frame alone, as
+	// it does but in calls.
+	entry [1]frame
+	env   Env
+	mem   *BlockMem
+	unit  int  // the element size of the ld or st that Env.Load or Env.Store serves
+	nc    bool // the ld that Env.Load serves is ld.global.nc
 	// lockstep: Lockstep makes the access that access serves, which
 	// returns errNotNow rather than make a scheduling point.
 	lockstep bool
 	// parkable: Run serves an ld, st or atom that may stop before it
 	// ([ErrPark]).
 	parkable bool
+	buf      [16]byte
+	m        *Module
+	dim      Dim
+	barInst  *inst  // the barrier instruction the thread is at
+	loops    uint64 // backward branches taken
+	loop     int    // the line of the last backward branch taken
+	// printed is the text of the thread's last vprintf (printf.go).
+	printed string
 }
 
 // Parkable reports whether the Env's Load, Store or Atomic now called may
@@ -157,8 +162,8 @@ const DefaultBudget = 1 << 26
 
 // stacks are the memory of a thread's frames: their registers, .param
 // storage and local memory, each a stack with the innermost frame on top.
-// A thread that exits gives its stacks back to its module, whose next
-// threads reuse them; every frame clears what it takes.
+// A thread that exits gives its stacks (but for its frames) back to its
+// module, whose next threads reuse them; every frame clears what it takes.
 type stacks struct {
 	frames []frame
 	regs   []uint64
@@ -167,48 +172,60 @@ type stacks struct {
 }
 
 type frame struct {
-	fn     *Func
-	pc     int
-	regs   []uint64 // the frame's registers, in stacks.regs
-	params []byte   // the frame's .param storage, in stacks.params
-	reg    int      // offset of regs in stacks.regs
-	param  int      // offset of params in stacks.params
-	local  int      // offset of the frame's local memory in stacks.local
-	call   *inst    // the caller's call instruction (nil for the entry)
+	fn *Func
+	pc int
 	// hoisted is 1 + the index of a store performed before an earlier
 	// load (hoist.go), which Run then skips; 0 for none.
 	hoisted int
+	regs    []uint64 // the frame's registers, in stacks.regs
+	params  []byte   // the frame's .param storage, in stacks.params
+	reg     int      // offset of regs in stacks.regs
+	param   int      // offset of params in stacks.params
+	local   int      // offset of the frame's local memory in stacks.local
+	call    *inst    // the caller's call instruction (nil for the entry)
 }
 
 // NewThread starts a thread at the entry point entry with the block's
 // memory mem. Every thread of a block is started before any of them runs:
 // the block's barriers and warps count them.
 func (m *Module) NewThread(entry string, env Env, mem *BlockMem, dim Dim) (*Thread, error) {
-	fn, err := m.Func(entry)
-	if err != nil {
+	t := new(Thread)
+	if err := m.InitThread(t, entry, env, mem, dim); err != nil {
 		return nil, err
 	}
+	return t, nil
+}
+
+// InitThread is NewThread of a thread the caller allocated, as part of a
+// record of its own (a simulator's lane): t must be the zero Thread, and
+// must not be copied or moved after (it refers to itself).
+func (m *Module) InitThread(t *Thread, entry string, env Env, mem *BlockMem, dim Dim) error {
+	fn, err := m.Func(entry)
+	if err != nil {
+		return err
+	}
 	if !fn.Entry {
-		return nil, fmt.Errorf("ptx: %s is not an entry point", entry)
+		return fmt.Errorf("ptx: %s is not an entry point", entry)
 	}
 	need := 0
 	for _, p := range fn.params {
 		need = max(need, p.offset+p.size)
 	}
 	if len(mem.Params) < need {
-		return nil, fmt.Errorf("ptx: entry %s takes %d bytes of parameters, the launch has %d", entry, need, len(mem.Params))
+		return fmt.Errorf("ptx: entry %s takes %d bytes of parameters, the launch has %d", entry, need, len(mem.Params))
 	}
 	if dim.Tid >= dim.Ntid {
-		return nil, fmt.Errorf("ptx: thread %d of a block of %d", dim.Tid, dim.Ntid)
+		return fmt.Errorf("ptx: thread %d of a block of %d", dim.Tid, dim.Ntid)
 	}
-	st, _ := m.stacks.Get().(*stacks)
-	if st == nil {
-		st = &stacks{}
+	t.m, t.env, t.mem, t.dim = m, env, mem, dim
+	if st, _ := m.stacks.Get().(*stacks); st != nil {
+		t.own = *st
 	}
-	t := &Thread{m: m, env: env, mem: mem, dim: dim, stacks: st}
+	t.own.frames = t.entry[:0]
+	t.stacks = &t.own
 	mem.join(dim)
 	t.push(fn, nil)
-	return t, nil
+	return nil
 }
 
 // push starts a frame of fn on top of the thread's stacks, its registers,
@@ -241,11 +258,11 @@ func (t *Thread) push(fn *Func, call *inst) {
 }
 
 // exit gives the stacks of a thread that returned from its entry back to
-// its module.
+// its module (the next thread copies them into its own; the copy given
+// keeps the exited thread, and what it refers to, collectable).
 func (t *Thread) exit() {
-	st := t.stacks
-	t.stacks = nil
-	st.frames = st.frames[:0]
+	st := &stacks{regs: t.regs, params: t.params, local: t.local}
+	t.stacks, t.own = nil, stacks{}
 	t.m.stacks.Put(st)
 }
 
