@@ -146,7 +146,11 @@ func (d *simDevice) LaunchPTX(s device.Stream, l PTXLaunch) error {
 	d.submit(st, func(st *stream) {
 		d.w.launches++
 		id := d.w.launches
-		d.enqueue(st, "kernel", l.Entry, func(o *op) error { return d.runEntry(o, id, l, all) })
+		d.w.kernelsPending++ // a shared context's sync waits for it (context.go)
+		d.enqueue(st, "kernel", l.Entry, func(o *op) error {
+			defer func() { d.w.kernelsPending-- }()
+			return d.runEntry(o, id, l, all)
+		})
 	})
 	return nil
 }

@@ -33,12 +33,20 @@ const countPTX = `
 // and returns how many threads ran.
 func launchCount(t *testing.T, k Kernels, grid, block int) (uint32, error) {
 	t.Helper()
+	return launchCountIn(t, Config{World: 1, Kernels: k}, grid, block, nil)
+}
+
+// launchCountIn runs count with grid x block on device 0 of a world
+// configured as cfg, then after (when not nil) with the counter's address,
+// and returns how many threads ran.
+func launchCountIn(t *testing.T, cfg Config, grid, block int, after func(d device.Device, counter device.Ptr) error) (uint32, error) {
+	t.Helper()
 	m, err := ptx.Parse(countPTX)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := actor.NewScheduler(actor.Config{Seed: 1})
-	w, err := NewWorld(s, Config{World: 1, Kernels: k})
+	w, err := NewWorld(s, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +80,11 @@ func launchCount(t *testing.T, k Kernels, grid, block int) (uint32, error) {
 			binary.LittleEndian.PutUint64(params, uint64(p))
 			if err := d.(PTXLauncher).LaunchPTX(st, PTXLaunch{Module: m, Entry: "count", Params: params, Grid: grid, Block: block}); err != nil {
 				return err
+			}
+			if after != nil {
+				if err := after(d, p); err != nil {
+					return err
+				}
 			}
 			if err := d.Synchronize(st); err != nil {
 				return err
@@ -115,6 +128,43 @@ func TestLaunchPTXShape(t *testing.T) {
 	}{{0, 32, "grid of 0 blocks"}, {1, 1025, "1025 threads per block"}} {
 		if _, err := launchCount(t, Kernels{}, bad.grid, bad.block); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("launch %d x %d: %v, want an error saying %q", bad.grid, bad.block, err, bad.want)
+		}
+	}
+}
+
+// TestContextSyncWaitsForPTXLaunches: in a shared context whose stream
+// destroy synchronises it, destroying another stream waits for a PTX
+// launch queued before, as for the kernels' own launches: a read on a
+// fresh stream then finds every thread's count.
+func TestContextSyncWaitsForPTXLaunches(t *testing.T) {
+	var seen uint32
+	after := func(d device.Device, counter device.Ptr) error {
+		other, err := d.NewStream()
+		if err != nil {
+			return err
+		}
+		if err := d.DestroyStream(other); err != nil {
+			return err
+		}
+		fresh, err := d.NewStream()
+		if err != nil {
+			return err
+		}
+		var b [4]byte
+		if err := d.Read(fresh, b[:], counter); err != nil {
+			return err
+		}
+		seen = binary.LittleEndian.Uint32(b[:])
+		return nil
+	}
+	for _, sync := range []HostCalls{SyncDestroyStream, 0} {
+		seen = 0
+		n, err := launchCountIn(t, Config{World: 1, SharedContext: true, ContextSync: sync}, 3, 64, after)
+		if err != nil || n != 3*64 {
+			t.Fatalf("sync %v: %d threads ran (%v), want %d", sync, n, err, 3*64)
+		}
+		if waits := sync != 0; waits != (seen == n) {
+			t.Errorf("sync %v: the destroy of another stream saw %d of %d threads' counts", sync, seen, n)
 		}
 	}
 }
