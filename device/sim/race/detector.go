@@ -99,6 +99,13 @@ type Detector struct {
 	warpAccs    []acc
 	warpRecs    []*warpRec
 	coalesced   int // warp accesses kept as one record
+	// bcastSlots, bcastDrop, bcastWrites and bcastRecs are scratch space
+	// of the checks of broadcast loads (warp.go).
+	bcastSlots  []int
+	bcastDrop   []bool
+	bcastWrites []int
+	bcastRecs   []acc
+	broadcasts  int // broadcast loads checked at once
 	// ncOps is the kernel launches (stream ops) whose threads loaded by
 	// ld.global.nc, with their end once they completed (ncafter.go).
 	ncOps map[opKey]*ncOp
