@@ -81,16 +81,18 @@ type Detector struct {
 	sc    []release // what sc fences released, per scope and place
 	races []Race
 	sites map[siteKey]int // index in races, -1 for a pair cut
-	// lastSite is the pair of sites last found in sites: a racing
-	// access of a whole grid repeats one pair lane after lane.
-	lastSite struct {
+	// lastSites are the pairs of sites last found in sites, the latest
+	// at lastSite: a racing access of a whole grid repeats a few pairs
+	// (a write over the loads of a few instructions) lane after lane.
+	lastSites [recentSites]struct {
 		k   siteKey
 		i   int
 		set bool
 	}
-	total int
-	cut   int      // distinct pairs of sites past maxRaces
-	pairs reported // first accesses already reported for the current access
+	lastSite int
+	total    int
+	cut      int      // distinct pairs of sites past maxRaces
+	pairs    reported // first accesses already reported for the current access
 	// warpThreads, warpLane, warpStates, warpAccs and warpRecs are
 	// scratch space of the checks of warp accesses (warp.go).
 	warpThreads []*thread
