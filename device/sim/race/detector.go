@@ -90,9 +90,17 @@ type Detector struct {
 		set bool
 	}
 	lastSite int
-	total    int
-	cut      int      // distinct pairs of sites past maxRaces
-	pairs    reported // first accesses already reported for the current access
+	// xSite is the site of the plain accesses of origin org, kind and
+	// line: the last access reported as racing (see siteOfX).
+	xSite struct {
+		org  *origin
+		kind kind8
+		line int32
+		site site
+	}
+	total int
+	cut   int      // distinct pairs of sites past maxRaces
+	pairs reported // first accesses already reported for the current access
 	// warpThreads, warpLane, warpStates, warpAccs and warpRecs are
 	// scratch space of the checks of warp accesses (warp.go).
 	warpThreads []*thread
@@ -1489,7 +1497,8 @@ func observeWrite(w, x *rec, slot int) {
 
 // label is the label of t's task, which made a: the running task, or,
 // for a lane whose warp runs in lockstep in another lane's task, the
-// label its own task has or would have; nil when no task runs.
+// label its own task has or would have (its name left to labelOf, which
+// only a report needs); nil when no task runs.
 func (d *Detector) label(t *thread, a *sim.Access) *actor.Label {
 	if t.label == nil {
 		switch cur := d.sched.Current(); {
@@ -1498,8 +1507,7 @@ func (d *Detector) label(t *thread, a *sim.Access) *actor.Label {
 			l := cur.Label()
 			t.label = &l
 		default:
-			l := sim.LaneLabel(a)
-			t.label = &l
+			t.label = &actor.Label{Kind: actor.LaneTask, Device: a.Device, Kernel: a.Kernel, Launch: a.Launch, Block: a.Block, Lane: a.Lane}
 		}
 	}
 	return t.label

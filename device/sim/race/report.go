@@ -189,7 +189,7 @@ func (d *Detector) add(w, x *rec, nc bool, missing func() string) {
 		return // already reported for another word of this access
 	}
 	d.total++
-	k := siteKey{w.site(), x.site(), nc}
+	k := siteKey{w.site(), d.siteOfX(x), nc}
 	i, ok := d.recentSite(&k)
 	if !ok {
 		if i, ok = d.sites[k]; ok {
@@ -230,6 +230,18 @@ func (d *Detector) add(w, x *rec, nc bool, missing func() string) {
 		Phys: x.at.phys, Offset: lo, Size: hi - lo, Owner: x.at.owner,
 		Missing: missing(), NC: nc,
 	})
+}
+
+// siteOfX is x.site(), kept for a plain x: an access races with many.
+func (d *Detector) siteOfX(x *rec) site {
+	c := &d.xSite
+	if x.kind.atomic() {
+		return x.site()
+	}
+	if c.org != x.org || c.kind != x.kind || c.line != x.line {
+		c.org, c.kind, c.line, c.site = x.org, x.kind, x.line, x.site()
+	}
+	return c.site
 }
 
 // recentSites is how many pairs of sites a Detector keeps at hand.
@@ -290,10 +302,14 @@ func (p *reported) reset() {
 	p.list, p.set = p.list[:0], nil
 }
 
-// labelOf is *l, or the zero label for nil.
+// labelOf is *l, or the zero label for nil; a lane's label that
+// Detector.label left without its name gets it ([sim.LaneLabel]).
 func labelOf(l *actor.Label) actor.Label {
-	if l == nil {
+	switch {
+	case l == nil:
 		return actor.Label{}
+	case l.Kind == actor.LaneTask && l.Name == "":
+		return sim.LaneLabel(&sim.Access{Device: l.Device, Kernel: l.Kernel, Launch: l.Launch, Block: l.Block, Lane: l.Lane})
 	}
 	return *l
 }
