@@ -86,13 +86,14 @@ func TestBroadcastLoadsRace(t *testing.T) {
 }
 
 // broadcastPTX, a block of 128: warps 0 and 1 load word 0, every lane
-// (two broadcast loads), while lane 96 stores it (64 races); after a
-// barrier, warp 2 loads word 0 (its loads leave the list of the word's
-// accesses without the 64 earlier loads, ordered before them, and with
-// the store) and lane 0 stores it again (32 races); warp 3 loads word 1
-// twice (the second load finds the warp's own reads). Each load ends its
-// path (a load followed by a store may be one the model reorders, which
-// a warp makes lane by lane).
+// (two broadcast loads), while lane 96 stores it (64 races). After a
+// barrier, warps 0, 1 and 2 load word 0 (warps 0 and 1 find the loads of
+// the threads whose slots their lanes took over, and every load leaves
+// the list of the word's accesses without the earlier loads, ordered
+// before them), and lane 97 stores it (96 races); warp 3 loads word 1
+// twice (the second load finds the warp's own reads, made since its
+// lanes started). Each load ends its path (a load followed by a store may
+// be one the model reorders, which a warp makes lane by lane).
 const broadcastPTX = `
 .version 8.0
 .target sm_90
@@ -108,9 +109,7 @@ const broadcastPTX = `
 	@%p1 bra W;
 	ld.global.u32 %r2, [%rd1];
 	bar.sync 0;
-	setp.ne.u32 %p2, %r1, 0;
-	@%p2 bra DONE;
-	st.global.u32 [%rd1], %r1;
+	ld.global.u32 %r6, [%rd1];
 	bra.uni DONE;
 W:
 	setp.eq.u32 %p2, %r1, 96;
@@ -121,6 +120,8 @@ W:
 	ld.global.u32 %r3, [%rd1];
 	bra.uni DONE;
 TWICE:
+	setp.eq.u32 %p2, %r1, 97;
+	@%p2 st.global.u32 [%rd1], %r1;
 	ld.global.u32 %r4, [%rd1+4];
 	ld.global.u32 %r5, [%rd1+4];
 DONE:

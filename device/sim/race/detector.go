@@ -111,9 +111,9 @@ type Detector struct {
 	coalesced   int // warp accesses kept as one record
 	// bcastSlots, bcastDrop, bcastWrites and bcastRecs are scratch space
 	// of the checks of broadcast loads (warp.go).
-	bcastSlots  []int
+	bcastSlots  []laneSlot
 	bcastDrop   []bool
-	bcastWrites []int
+	bcastWrites []bcastWrite
 	bcastRecs   []acc
 	broadcasts  int // broadcast loads checked at once
 	// ncOps is the kernel launches (stream ops) whose threads loaded by

@@ -457,18 +457,17 @@ func (d *Detector) broadcastNow(wa *sim.WarpAccess, ts []*thread) bool {
 		if !t.shared || vc == nil || !same(t.vc, vc) || t.own <= vc.get(t.slot) {
 			return false
 		}
-		slots = append(slots, t.slot)
+		slots = append(slots, laneSlot{t.slot, t.quiet})
 	}
-	slices.Sort(slots)
+	slices.SortFunc(slots, func(a, b laneSlot) int { return a.slot - b.slot })
 	d.bcastSlots = slots
 	for i := 1; i < len(slots); i++ {
-		if slots[i] == slots[i-1] {
+		if slots[i].slot == slots[i-1].slot {
 			return false // a thread's lanes twice
 		}
 	}
-	l0 := &wa.Lanes[0]
-	lo, hi := l0.PhysOffset/granule, (l0.PhysOffset+l0.Size+granule-1)/granule
-	sh := d.shadowOf(l0.Phys)
+	lo, hi := granulesOf(&wa.Lanes[0])
+	sh := d.shadowOf(wa.Lanes[0].Phys)
 	sh.grow(hi)
 	s := sh.at(lo)
 	if end, _, _ := sh.run(lo, hi, s); end != hi || s != nil && s.w != nil {
@@ -484,8 +483,8 @@ func (d *Detector) broadcastNow(wa *sim.WarpAccess, ts []*thread) bool {
 	end := len(accs)
 	if rc := s.cache(); rc != nil && rc.holds(vc) {
 		end = rc.wend
-		for _, sl := range slots {
-			if rc.may(sl) {
+		for _, l := range slots {
+			if rc.may(l.slot) {
 				end = len(accs)
 				break
 			}
@@ -493,19 +492,27 @@ func (d *Detector) broadcastNow(wa *sim.WarpAccess, ts []*thread) bool {
 	}
 	// One pass over the list: a read ordered before the snapshot is
 	// dropped (by the first lane); a write not ordered before it may race
-	// with each lane, unless the lane observed it (a strong write).
+	// with each lane, unless the lane observed it (a strong write). An
+	// access of a lane's slot made before the lane's thread started (by a
+	// thread it took the slot over from) is ordered before that lane (a
+	// read: dropped) and before the others as before the snapshot; one
+	// made since is a reread, which the lane checks alone.
 	drop, racing := d.bcastDrop[:0], d.bcastWrites[:0]
-	lowest, highest := slots[0], slots[len(slots)-1]
+	lowest, highest := slots[0].slot, slots[len(slots)-1].slot
 	for k, y := range accs[:end] {
-		if sl := y.slot(); sl >= lowest && sl <= highest {
-			if _, found := slices.BinarySearch(slots, sl); found {
-				return false // a lane's own access: it rereads, or supersedes it
+		sl, own := y.slot(), -1
+		if sl >= lowest && sl <= highest {
+			if i, found := slices.BinarySearchFunc(slots, sl, func(l laneSlot, sl int) int { return l.slot - sl }); found {
+				if y.clock >= slots[i].quiet {
+					return false
+				}
+				own = sl
 			}
 		}
-		ordered := y.clock <= vc.get(y.slot())
-		drop = append(drop, ordered && !y.write())
+		ordered := y.clock <= vc.get(sl)
+		drop = append(drop, (ordered || own >= 0) && !y.write())
 		if !ordered && y.write() {
-			racing = append(racing, k)
+			racing = append(racing, bcastWrite{k, own})
 		}
 	}
 	d.bcastDrop, d.bcastWrites = drop, racing
@@ -521,9 +528,9 @@ func (d *Detector) broadcastNow(wa *sim.WarpAccess, ts []*thread) bool {
 		*x = d.recOf(a, t, at, nil)
 		settled := true
 		d.pairs.reset()
-		for _, k := range racing {
-			y := accs[k]
-			if y.tag&accStrong != 0 && y.r.observedBy(t.slot) {
+		for _, w := range racing {
+			y := accs[w.k]
+			if w.own == t.slot || y.tag&accStrong != 0 && y.r.observedBy(t.slot) {
 				continue
 			}
 			settled = false
@@ -540,6 +547,25 @@ func (d *Detector) broadcastNow(wa *sim.WarpAccess, ts []*thread) bool {
 	clear(xs)
 	d.broadcasts++
 	return true
+}
+
+// laneSlot is the slot of a lane of a broadcast load and the first event
+// of its thread since it last learned anything.
+type laneSlot struct {
+	slot  int
+	quiet uint32
+}
+
+// bcastWrite is a write of the list a broadcast load checks, at k, not
+// ordered before the lanes' snapshot: made by the lane of slot own (-1:
+// none of them), before which it is ordered.
+type bcastWrite struct {
+	k, own int
+}
+
+// granulesOf is the run of granules [lo, hi) that l's bytes touch.
+func granulesOf(l *sim.LaneAccess) (lo, hi uint64) {
+	return l.PhysOffset / granule, (l.PhysOffset + l.Size + granule - 1) / granule
 }
 
 // broadcastState is the state that follows s (nil: none) once the reads
