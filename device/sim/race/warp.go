@@ -400,19 +400,19 @@ func (d *Detector) explode(sh *shadow, s *state) {
 // together: lane by lane, each lane's read would be checked against the
 // granules' accesses and the reads of the lanes before it, and take its
 // place after them. Lanes that share their block's snapshot (their
-// clocks differ only in their own components) and have no access in
-// the granules' list see every access there alike, save the strong
-// writes that some of them observed; and no lane's read is ordered
-// before another's (each lane's event is new), nor races with it (reads
-// both). So one pass over the list finds the reads that the first lane
+// clocks differ only in their own components) and made no access in the
+// granules' list since their threads started see every access there
+// alike, save the strong writes that some of them observed and the
+// accesses of their own slots (see broadcastNow); and no lane's read is
+// ordered before another's (each lane's event is new), nor races with
+// it (reads both). So one pass over the list finds the reads that the first lane
 // drops (those ordered before the snapshot), and the writes that race
 // with a lane; each lane's races are then reported in lane order, against
 // those writes only, and the lanes' reads, each its own record with its
 // own epoch and settled or not by its own checks, end the list: what
 // lane-by-lane checks would have left and reported, in the same order.
 // Anything else (granules holding different states, a warp state, a lane
-// with a clock of its own or with an access in the list) is checked lane
-// by lane.
+// with a clock of its own or rereading) is checked lane by lane.
 
 // broadcast checks and records the lanes of wa when it is a broadcast
 // load, and reports whether it did; it changes nothing when it did not.
