@@ -201,10 +201,12 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 			return err
 		}
 		c.emit(&Access{Kind: BlockSync, Parent: -1})
-		errs := make([]error, n)
+		var errs []error // the threads' errors, in order: most phases have none
 		next := live[:0]
-		for i, ln := range live {
-			errs[i] = ln.err
+		for _, ln := range live {
+			if ln.err != nil {
+				errs = append(errs, ln.err)
+			}
 			if ln.err == nil && ln.stop == ptx.AtBarrier {
 				next = append(next, ln)
 			}
@@ -386,11 +388,21 @@ func (l *ptxLane) startWarp(ph *lanePhase) {
 		m.emit(&Access{Kind: LaneStart, Parent: ph.parent})
 	}
 	if len(l.mates) > 1 {
-		ths := make([]*ptx.Thread, len(l.mates))
-		for i, m := range l.mates {
-			ths[i] = m.th
+		// The World's buffers, taken for the call: none is shared should
+		// a lane's access start another warp.
+		ws := w.warp
+		if ws == nil {
+			ws = &warpStart{}
 		}
-		n := ptx.Lockstep(ths)
+		w.warp = nil
+		ths := ws.threads[:0]
+		for _, m := range l.mates {
+			ths = append(ths, m.th)
+		}
+		n := ws.lockstep.Lockstep(ths)
+		clear(ths)
+		ws.threads = ths[:0]
+		w.warp = ws
 		w.executed += n
 		w.lockstep += n
 	}

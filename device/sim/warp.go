@@ -123,6 +123,13 @@ func (l *ptxLane) held(a *Access) bool {
 	return true
 }
 
+// warpStart is what startWarp keeps from one warp to the next: the
+// threads it hands to ptx.Lockstep and Lockstep's buffers.
+type warpStart struct {
+	threads  []*ptx.Thread
+	lockstep ptx.Warp
+}
+
 // sameWarpAccess reports whether a and b, plain accesses, differ at most
 // in what differs between the lanes of a [WarpAccess].
 func sameWarpAccess(a, b *Access) bool {

@@ -80,6 +80,8 @@ type World struct {
 	// ObserveWarp), batch collects them.
 	observeWarp func(*WarpAccess)
 	batch       warpBatch
+	// warp is startWarp's buffers (nil while a call holds them).
+	warp *warpStart
 
 	// kernelsPending counts kernel ops queued or running on every device;
 	// ctxHolder is the device inside a call that synchronises the shared

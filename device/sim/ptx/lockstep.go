@@ -44,15 +44,35 @@ type WarpEnv interface {
 // Threads not at the place of the first are left as they are. Lockstep
 // returns the lane-instructions it executed.
 func Lockstep(threads []*Thread) uint64 {
+	var w Warp
+	return w.Lockstep(threads)
+}
+
+// Warp holds what [Lockstep] needs for a call, kept from one call to the
+// next so that a caller that runs warps in lockstep again and again
+// allocates nothing for it. The zero Warp is ready; a Warp serves one
+// call at a time.
+type Warp struct {
+	lanes  []*Thread
+	frames []*frame
+	// moved[i]: lane i executed the instruction at pc already (an access
+	// that some lanes made before one could not): it stands at pc+1.
+	moved []bool
+}
+
+// Lockstep is [Lockstep], with w's buffers.
+func (w *Warp) Lockstep(threads []*Thread) uint64 {
 	if len(threads) < 2 || threads[0].stacks == nil {
 		return 0
 	}
-	lanes := make([]*Thread, 0, len(threads))
+	lanes := w.lanes[:0]
 	for _, t := range threads {
 		if t.stacks != nil && t.barInst == nil && samePlace(threads[0], t) {
 			lanes = append(lanes, t)
 		}
 	}
+	w.lanes = lanes
+	defer clear(lanes) // hold no thread past the call
 	if len(lanes) < 2 {
 		return 0
 	}
@@ -62,10 +82,11 @@ func Lockstep(threads []*Thread) uint64 {
 		}
 	}
 	top := len(lanes[0].frames) - 1
-	frames := make([]*frame, len(lanes))
-	for i, t := range lanes {
-		frames[i] = &t.frames[top]
+	frames := w.frames[:0]
+	for _, t := range lanes {
+		frames = append(frames, &t.frames[top])
 	}
+	w.frames = frames
 	f0 := frames[0]
 	heads, code := f0.fn.heads, f0.fn.code
 	pc := f0.pc
@@ -79,12 +100,10 @@ func Lockstep(threads []*Thread) uint64 {
 	}
 	left := budget
 	var done uint64
-	// moved[i]: lane i executed the instruction at pc already (an access
-	// that some lanes made before one could not): it stands at pc+1.
-	var moved []bool
+	moved := false // some lanes executed the instruction at pc (w.moved)
 	defer func() {
 		for i, f := range frames {
-			if moved != nil && moved[i] {
+			if moved && w.moved[i] {
 				if lanes[i].stacks != nil {
 					f.pc = pc + 1
 				}
@@ -92,6 +111,7 @@ func Lockstep(threads []*Thread) uint64 {
 			}
 			f.pc = pc
 		}
+		clear(frames)
 	}()
 	// part ends the lockstep inside the instruction at pc: lanes 0 to n-1
 	// executed it, the others did not. It returns their instructions.
@@ -99,9 +119,10 @@ func Lockstep(threads []*Thread) uint64 {
 		if n == 0 {
 			return 0
 		}
-		moved = make([]bool, len(lanes))
+		moved = true
+		w.moved = append(w.moved[:0], make([]bool, len(lanes))...)
 		for j := range n {
-			moved[j] = true
+			w.moved[j] = true
 			lanes[j].executed++
 		}
 		return uint64(n)

@@ -81,12 +81,22 @@ type Detector struct {
 	sc    []release // what sc fences released, per scope and place
 	races []Race
 	sites map[siteKey]int // index in races, -1 for a pair cut
-	// lastSite is the pair of sites last found in sites: a racing
-	// access of a whole grid repeats one pair lane after lane.
-	lastSite struct {
+	// lastSites are the pairs of sites last found in sites, the latest
+	// at lastSite: a racing access of a whole grid repeats a few pairs
+	// (a write over the loads of a few instructions) lane after lane.
+	lastSites [recentSites]struct {
 		k   siteKey
 		i   int
 		set bool
+	}
+	lastSite int
+	// xSite is the site of the plain accesses of origin org, kind and
+	// line: the last access reported as racing (see siteOfX).
+	xSite struct {
+		org  *origin
+		kind kind8
+		line int32
+		site site
 	}
 	total int
 	cut   int      // distinct pairs of sites past maxRaces
@@ -99,6 +109,13 @@ type Detector struct {
 	warpAccs    []acc
 	warpRecs    []*warpRec
 	coalesced   int // warp accesses kept as one record
+	// bcastSlots, bcastDrop, bcastWrites and bcastRecs are scratch space
+	// of the checks of broadcast loads (warp.go).
+	bcastSlots  []laneSlot
+	bcastDrop   []bool
+	bcastWrites []bcastWrite
+	bcastRecs   []acc
+	broadcasts  int // broadcast loads checked at once
 	// ncOps is the kernel launches (stream ops) whose threads loaded by
 	// ld.global.nc, with their end once they completed (ncafter.go).
 	ncOps map[opKey]*ncOp
@@ -1480,7 +1497,8 @@ func observeWrite(w, x *rec, slot int) {
 
 // label is the label of t's task, which made a: the running task, or,
 // for a lane whose warp runs in lockstep in another lane's task, the
-// label its own task has or would have; nil when no task runs.
+// label its own task has or would have (its name left to labelOf, which
+// only a report needs); nil when no task runs.
 func (d *Detector) label(t *thread, a *sim.Access) *actor.Label {
 	if t.label == nil {
 		switch cur := d.sched.Current(); {
@@ -1489,8 +1507,7 @@ func (d *Detector) label(t *thread, a *sim.Access) *actor.Label {
 			l := cur.Label()
 			t.label = &l
 		default:
-			l := sim.LaneLabel(a)
-			t.label = &l
+			t.label = &actor.Label{Kind: actor.LaneTask, Device: a.Device, Kernel: a.Kernel, Launch: a.Launch, Block: a.Block, Lane: a.Lane}
 		}
 	}
 	return t.label

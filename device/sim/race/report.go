@@ -120,18 +120,22 @@ func Describe(a sim.Access, task string) string {
 }
 
 // signalOp names the signal operation a compare-and-swap performs.
-func signalOp(a sim.Access) string {
+func signalOp(a sim.Access) string { return signalOpOf(a.Write, a.RMW, a.Old, a.New) }
+
+// signalOpOf is signalOp of an access that writes or not, is a
+// read-modify-write or not, and compares old and swaps in new.
+func signalOpOf(write, rmw bool, old, new uint32) string {
 	switch {
-	case !a.RMW && a.Write:
+	case !rmw && write:
 		return "strong store"
-	case !a.RMW:
+	case !rmw:
 		return "strong load"
-	case a.Old == signal.Idle && a.New == signal.Raised:
+	case old == signal.Idle && new == signal.Raised:
 		return "put"
-	case a.Old == signal.Raised && a.New == signal.Idle:
+	case old == signal.Raised && new == signal.Idle:
 		return "wait"
 	}
-	return fmt.Sprintf("compare-and-swap %d->%d", a.Old, a.New)
+	return fmt.Sprintf("compare-and-swap %d->%d", old, new)
 }
 
 // siteKey identifies the code site of an access, so that one bug found on
@@ -150,21 +154,18 @@ type site struct {
 	line   int // PTX line, 0 outside PTX threads
 }
 
-func siteOf(a sim.Access) site {
-	s := site{dev: a.Device, op: a.Op, kernel: a.Kernel, kind: a.Kind, line: a.Line}
-	if a.Kind == sim.Atomic {
-		s.sig = signalOp(a)
+// site is the code site of the access r records: for a strong access,
+// with its signal operation.
+func (r *rec) site() site {
+	s := site{dev: r.org.device, op: r.org.op, kernel: r.org.kernel, kind: sim.AccessKind(r.kind), line: int(r.line)}
+	if r.kind.atomic() {
+		var old, new uint32
+		if r.strong != nil {
+			old, new = r.old, r.new
+		}
+		s.sig = signalOpOf(r.write, r.rmw, old, new)
 	}
 	return s
-}
-
-// site is siteOf(r.access()), without building the access but for a
-// strong one's signal operation.
-func (r *rec) site() site {
-	if r.kind.atomic() {
-		return siteOf(r.access())
-	}
-	return site{dev: r.org.device, op: r.org.op, kernel: r.org.kernel, kind: sim.AccessKind(r.kind), line: int(r.line)}
 }
 
 // report records a race between the earlier access w and the access x that
@@ -188,16 +189,18 @@ func (d *Detector) add(w, x *rec, nc bool, missing func() string) {
 		return // already reported for another word of this access
 	}
 	d.total++
-	k := siteKey{w.site(), x.site(), nc}
-	i, ok := d.lastSite.i, d.lastSite.set && d.lastSite.k == k
+	k := siteKey{w.site(), d.siteOfX(x), nc}
+	i, ok := d.recentSite(&k)
 	if !ok {
-		i, ok = d.sites[k]
+		if i, ok = d.sites[k]; ok {
+			d.lastSite = (d.lastSite + 1) % recentSites
+			d.lastSites[d.lastSite].k, d.lastSites[d.lastSite].i, d.lastSites[d.lastSite].set = k, i, true
+		}
 	}
 	if ok {
 		if i >= 0 {
 			d.races[i].Repeats++
 		}
-		d.lastSite.k, d.lastSite.i, d.lastSite.set = k, i, true
 		return
 	}
 	wa, xa := w.access(), x.access()
@@ -227,6 +230,33 @@ func (d *Detector) add(w, x *rec, nc bool, missing func() string) {
 		Phys: x.at.phys, Offset: lo, Size: hi - lo, Owner: x.at.owner,
 		Missing: missing(), NC: nc,
 	})
+}
+
+// siteOfX is x.site(), kept for a plain x: an access races with many.
+func (d *Detector) siteOfX(x *rec) site {
+	c := &d.xSite
+	if x.kind.atomic() {
+		return x.site()
+	}
+	if c.org != x.org || c.kind != x.kind || c.line != x.line {
+		c.org, c.kind, c.line, c.site = x.org, x.kind, x.line, x.site()
+	}
+	return c.site
+}
+
+// recentSites is how many pairs of sites a Detector keeps at hand.
+const recentSites = 4
+
+// recentSite looks k up among the pairs of sites last found, the latest
+// first.
+func (d *Detector) recentSite(k *siteKey) (int, bool) {
+	for n := range recentSites {
+		e := &d.lastSites[(d.lastSite+recentSites-n)%recentSites]
+		if e.set && e.k == *k {
+			return e.i, true
+		}
+	}
+	return 0, false
 }
 
 // reported is the set of earlier accesses reported against the access
@@ -272,10 +302,14 @@ func (p *reported) reset() {
 	p.list, p.set = p.list[:0], nil
 }
 
-// labelOf is *l, or the zero label for nil.
+// labelOf is *l, or the zero label for nil; a lane's label that
+// Detector.label left without its name gets it ([sim.LaneLabel]).
 func labelOf(l *actor.Label) actor.Label {
-	if l == nil {
+	switch {
+	case l == nil:
 		return actor.Label{}
+	case l.Kind == actor.LaneTask && l.Name == "":
+		return sim.LaneLabel(&sim.Access{Device: l.Device, Kernel: l.Kernel, Launch: l.Launch, Block: l.Block, Lane: l.Lane})
 	}
 	return *l
 }

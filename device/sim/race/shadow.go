@@ -106,7 +106,12 @@ func (c *readCache) index(accs []acc) {
 	for words*64 < 16*len(accs) {
 		words *= 2
 	}
-	c.slots = make([]uint64, words)
+	if cap(c.slots) >= words {
+		c.slots = c.slots[:words]
+		clear(c.slots)
+	} else {
+		c.slots = make([]uint64, words)
+	}
 	for _, y := range accs[c.wend:] {
 		c.mark(y.slot())
 	}

@@ -73,6 +73,9 @@ const maxWarpAccs = 16
 // observeWarp checks and records the accesses of the lanes of wa.
 func (d *Detector) observeWarp(wa *sim.WarpAccess) {
 	if !d.coalescable(wa) {
+		if d.broadcast(wa) {
+			return
+		}
 		for i := range wa.Lanes {
 			a := wa.Lane(i)
 			d.access(&a)
@@ -391,3 +394,268 @@ func (d *Detector) explode(sh *shadow, s *state) {
 	}
 	s.w = nil
 }
+
+// Broadcast loads. When every lane of a warp loads the same bytes (the
+// lanes of a block reading one pointer), the lanes' reads are checked
+// together: lane by lane, each lane's read would be checked against the
+// granules' accesses and the reads of the lanes before it, and take its
+// place after them. Lanes that share their block's snapshot (their
+// clocks differ only in their own components) and made no access in the
+// granules' list since their threads started see every access there
+// alike, save the strong writes that some of them observed and the
+// accesses of their own slots (see broadcastNow); and no lane's read is
+// ordered before another's (each lane's event is new), nor races with
+// it (reads both). So one pass over the list finds the reads that the first lane
+// drops (those ordered before the snapshot), and the writes that race
+// with a lane; each lane's races are then reported in lane order, against
+// those writes only, and the lanes' reads, each its own record with its
+// own epoch and settled or not by its own checks, end the list: what
+// lane-by-lane checks would have left and reported, in the same order.
+// Anything else (granules holding different states, a warp state, a lane
+// with a clock of its own or rereading) is checked lane by lane.
+
+// broadcast checks and records the lanes of wa when it is a broadcast
+// load, and reports whether it did; it changes nothing when it did not.
+func (d *Detector) broadcast(wa *sim.WarpAccess) bool {
+	n := len(wa.Lanes)
+	if n < 2 || wa.Kind != sim.Load || wa.Write || wa.NC || wa.Shared {
+		return false
+	}
+	l0 := &wa.Lanes[0]
+	if l0.Size == 0 {
+		return false
+	}
+	for i := 1; i < n; i++ {
+		l := &wa.Lanes[i]
+		if l.Phys != l0.Phys || l.PhysOffset != l0.PhysOffset || l.Size != l0.Size || l.Owner != l0.Owner || l.Addr != l0.Addr {
+			return false
+		}
+	}
+	ts := d.warpThreads[:0]
+	for i := range wa.Lanes {
+		t := d.self(wa.Lanes[i].Task)
+		t.step()
+		ts = append(ts, t)
+	}
+	d.warpThreads = ts
+	if !d.broadcastNow(wa, ts) {
+		for i := range wa.Lanes {
+			a := wa.Lane(i)
+			d.accessBy(&a, ts[i])
+		}
+	}
+	return true
+}
+
+// broadcastNow checks and records wa, a broadcast load whose lanes'
+// threads ts made it, at once, and reports whether it did: not when the
+// lanes must be checked one by one (it then changed nothing).
+func (d *Detector) broadcastNow(wa *sim.WarpAccess, ts []*thread) bool {
+	vc := ts[0].vc
+	slots := d.bcastSlots[:0]
+	for _, t := range ts {
+		if !t.shared || vc == nil || !same(t.vc, vc) || t.own <= vc.get(t.slot) {
+			return false
+		}
+		slots = append(slots, laneSlot{t.slot, t.quiet})
+	}
+	slices.SortFunc(slots, func(a, b laneSlot) int { return a.slot - b.slot })
+	d.bcastSlots = slots
+	for i := 1; i < len(slots); i++ {
+		if slots[i].slot == slots[i-1].slot {
+			return false // a thread's lanes twice
+		}
+	}
+	lo, hi := granulesOf(&wa.Lanes[0])
+	sh := d.shadowOf(wa.Lanes[0].Phys)
+	sh.grow(hi)
+	s := sh.at(lo)
+	if end, _, _ := sh.run(lo, hi, s); end != hi || s != nil && s.w != nil {
+		return false
+	}
+	var accs []acc
+	if s != nil {
+		accs = s.accs
+	}
+	// Past the last write of a long list, every read is unordered with a
+	// snapshot that is one of its read cache's snaps, and kept; when the
+	// cache says none is of a lane's slot, they need no look.
+	end := len(accs)
+	if rc := s.cache(); rc != nil && rc.holds(vc) {
+		end = rc.wend
+		for _, l := range slots {
+			if rc.may(l.slot) {
+				end = len(accs)
+				break
+			}
+		}
+	}
+	// One pass over the list: a read ordered before the snapshot is
+	// dropped (by the first lane); a write not ordered before it may race
+	// with each lane, unless the lane observed it (a strong write). An
+	// access of a lane's slot made before the lane's thread started (by a
+	// thread it took the slot over from) is ordered before that lane (a
+	// read: dropped) and before the others as before the snapshot; one
+	// made since is a reread, which the lane checks alone.
+	drop, racing := d.bcastDrop[:0], d.bcastWrites[:0]
+	lowest, highest := slots[0].slot, slots[len(slots)-1].slot
+	for k, y := range accs[:end] {
+		sl, own := y.slot(), -1
+		if sl >= lowest && sl <= highest {
+			if i, found := slices.BinarySearchFunc(slots, sl, func(l laneSlot, sl int) int { return l.slot - sl }); found {
+				if y.clock >= slots[i].quiet {
+					return false
+				}
+				own = sl
+			}
+		}
+		ordered := y.clock <= vc.get(sl)
+		drop = append(drop, (ordered || own >= 0) && !y.write())
+		if !ordered && y.write() {
+			racing = append(racing, bcastWrite{k, own})
+		}
+	}
+	d.bcastDrop, d.bcastWrites = drop, racing
+	var at *place
+	xs := d.bcastRecs[:0]
+	for j, t := range ts {
+		d.warpLane = wa.Lane(j)
+		a := &d.warpLane
+		if j == 0 {
+			at = sh.places.of(a)
+		}
+		x := d.slab.rec()
+		*x = d.recOf(a, t, at, nil)
+		settled := true
+		d.pairs.reset()
+		for _, w := range racing {
+			y := accs[w.k]
+			if w.own == t.slot || y.tag&accStrong != 0 && y.r.observedBy(t.slot) {
+				continue
+			}
+			settled = false
+			if conflict(y.r, x) {
+				d.report(y.r, x, t)
+			}
+		}
+		xs = append(xs, accOf(x, settled))
+	}
+	d.bcastRecs = xs
+	sh.update(lo, hi, func(s *state, whole bool) *state {
+		return d.broadcastState(s, whole, drop, xs, vc)
+	})
+	clear(xs)
+	d.broadcasts++
+	return true
+}
+
+// laneSlot is the slot of a lane of a broadcast load and the first event
+// of its thread since it last learned anything.
+type laneSlot struct {
+	slot  int
+	quiet uint32
+}
+
+// bcastWrite is a write of the list a broadcast load checks, at k, not
+// ordered before the lanes' snapshot: made by the lane of slot own (-1:
+// none of them), before which it is ordered.
+type bcastWrite struct {
+	k, own int
+}
+
+// granulesOf is the run of granules [lo, hi) that l's bytes touch.
+func granulesOf(l *sim.LaneAccess) (lo, hi uint64) {
+	return l.PhysOffset / granule, (l.PhysOffset + l.Size + granule - 1) / granule
+}
+
+// broadcastState is the state that follows s (nil: none) once the reads
+// xs of a broadcast load dropped the accesses of s that drop marks (drop
+// may be shorter than the list: the accesses past it stay): s itself
+// when whole, else a new one. Its read cache, when its list is long,
+// holds the snaps of s's that every read of xs is unordered with, and
+// vc, the lanes' snapshot.
+func (d *Detector) broadcastState(s *state, whole bool, drop []bool, xs []acc, vc vclock) *state {
+	n := s
+	if !whole || s == nil {
+		n = d.slab.state()
+	}
+	var old *readCache
+	dropped := slices.Contains(drop, true)
+	switch {
+	case s == nil:
+	case n == s && !dropped:
+		old = s.rc
+	default:
+		old = s.rc
+		keep := n.accs[:0]
+		if n != s && len(s.accs)+len(xs) > cap(keep) {
+			keep = make([]acc, 0, len(s.accs)+len(xs))
+		}
+		for k, y := range s.accs {
+			if k >= len(drop) || !drop[k] {
+				keep = append(keep, y)
+			}
+		}
+		if n == s {
+			clear(s.accs[len(keep):])
+		}
+		n.accs, n.writes, n.h = keep, s.writes, s.h
+	}
+	n.accs = append(n.accs, xs...)
+	n.rc = nil
+	if len(n.accs) < minCache {
+		return n
+	}
+	var rc *readCache
+	switch {
+	case old != nil && n == s && !dropped && len(n.accs) <= 2*old.built:
+		// The same list with the reads xs after its last write.
+		rc = old
+		for _, x := range xs {
+			rc.mark(x.slot())
+		}
+	case old != nil && n == s:
+		rc = old
+	default:
+		rc = &readCache{}
+		if old != nil {
+			rc.snaps = old.snaps
+		}
+	}
+	if rc != old || dropped || len(n.accs) > 2*old.built {
+		rc.wend = 0
+		for i := len(n.accs) - 1; i >= 0; i-- {
+			if n.accs[i].write() {
+				rc.wend = i + 1
+				break
+			}
+		}
+		rc.index(n.accs)
+	}
+	for _, x := range xs {
+		for k, p := range rc.snaps {
+			if p != nil && x.clock <= p.get(x.slot()) {
+				rc.snaps[k] = nil
+			}
+		}
+	}
+	if !rc.holds(vc) {
+		copy(rc.snaps[:], rc.snaps[1:])
+		rc.snaps[maxSnaps-1] = vc
+	}
+	n.rc = rc
+	return n
+}
+
+// cache is the read cache of s, nil when s is nil or has none.
+func (s *state) cache() *readCache {
+	if s == nil {
+		return nil
+	}
+	return s.rc
+}
+
+// Broadcasts is the number of broadcast loads (every lane of a warp
+// loading the same bytes) the detector checked at once, rather than lane
+// by lane.
+func (d *Detector) Broadcasts() int { return d.broadcasts }

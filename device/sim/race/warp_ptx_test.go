@@ -286,16 +286,20 @@ DONE:
 // oracle of the warp records, their splits and their column checks.
 func TestWarpRecordsKeepTheVerdicts(t *testing.T) {
 	kernels := []struct {
-		src, entry string
+		src, entry  string
+		grid, block int
 	}{
-		{laneClocksPTX, "clocks"},
-		{sameSlotPTX, "slots"},
-		{strings.Replace(warpSlotsPTX, "OP", "st.global.u32 [%rd3], %r1;", 1), "slots"},
-		{strings.Replace(warpSlotsPTX, "OP", "ld.global.u32 %r3, [%rd3];", 1), "slots"},
-		{strings.Replace(strings.Replace(wideReadPTX, "SETTER", "0", 1), "WAIT", "", 1), "wide"},
-		{strings.Replace(layoutsPTX, "LANES", "", 1), "layouts"},
-		{supersedePTX, "supersede"},
-		{strings.Replace(layoutsPTX, "LANES", "add.s64 %rd9, %rd3, -128;\n\t@%p1 st.global.u32 [%rd9], %r1;", 1), "layouts"},
+		{laneClocksPTX, "clocks", 1, 64},
+		{sameSlotPTX, "slots", 1, 64},
+		{strings.Replace(warpSlotsPTX, "OP", "st.global.u32 [%rd3], %r1;", 1), "slots", 1, 64},
+		{strings.Replace(warpSlotsPTX, "OP", "ld.global.u32 %r3, [%rd3];", 1), "slots", 1, 64},
+		{strings.Replace(strings.Replace(wideReadPTX, "SETTER", "0", 1), "WAIT", "", 1), "wide", 1, 64},
+		{strings.Replace(layoutsPTX, "LANES", "", 1), "layouts", 1, 64},
+		{supersedePTX, "supersede", 1, 64},
+		{strings.Replace(layoutsPTX, "LANES", "add.s64 %rd9, %rd3, -128;\n\t@%p1 st.global.u32 [%rd9], %r1;", 1), "layouts", 1, 64},
+		{seenPTX, "seen", 2, 64},
+		{broadcastPTX, "bcast", 1, 128},
+		{broadcastPTX, "bcast", 2, 128},
 	}
 	for k, c := range kernels {
 		mod, err := ptx.Parse(c.src)
@@ -304,10 +308,11 @@ func TestWarpRecordsKeepTheVerdicts(t *testing.T) {
 		}
 		for seed := uint64(1); seed <= 4; seed++ {
 			var warp, lanes *race.Detector
-			got := ptxLaunch{mod: mod, entry: c.entry, grid: 1, block: 64, zeroed: 1024, det: &warp}.races(t, sim.Kernels{PTX: true}, seed, nil)
-			want := ptxLaunch{mod: mod, entry: c.entry, grid: 1, block: 64, zeroed: 1024, det: &lanes, laneEvents: true}.races(t, sim.Kernels{PTX: true}, seed, nil)
-			if warp.Coalesced() == 0 || lanes.Coalesced() != 0 {
-				t.Fatalf("kernel %d, seed %d: %d warp accesses coalesced with warp records, %d without", k, seed, warp.Coalesced(), lanes.Coalesced())
+			got := ptxLaunch{mod: mod, entry: c.entry, grid: c.grid, block: c.block, zeroed: 1024, det: &warp}.races(t, sim.Kernels{PTX: true}, seed, nil)
+			want := ptxLaunch{mod: mod, entry: c.entry, grid: c.grid, block: c.block, zeroed: 1024, det: &lanes, laneEvents: true}.races(t, sim.Kernels{PTX: true}, seed, nil)
+			if warp.Coalesced()+warp.Broadcasts() == 0 || lanes.Coalesced()+lanes.Broadcasts() != 0 {
+				t.Fatalf("kernel %d, seed %d: %d warp accesses coalesced and %d broadcast loads checked at once with warp records, %d and %d without",
+					k, seed, warp.Coalesced(), warp.Broadcasts(), lanes.Coalesced(), lanes.Broadcasts())
 			}
 			if total(warp) != total(lanes) || fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("kernel %d, seed %d: %d races with warp records, %d lane by lane:\n%v\nlane by lane:\n%v", k, seed, total(warp), total(lanes), got, want)
