@@ -110,6 +110,9 @@ fill; for a module of several entries without one named, it lists them.`,
 			f.identity, f.getenv = identity(cmd, args), envOr(a.getenv)
 			f.inline = cmp.Or(a.inlineDecisions, maxInlineDecisions)
 			a.procs(f.jobs)
+			if a.checkGC != nil {
+				a.checkGC()
+			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			return runCheck(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args, fl.Changed("seed"), fl.Changed("fault-plan"), fl.Changed("decisions"))

@@ -44,9 +44,9 @@ func main() {
 // runMain runs the command line args, prints its error, and returns the
 // exit status (130 or 143 when a signal stopped it, see [exitCode]). It
 // owns the process: simulation commands set its GOMAXPROCS, the fuzzer its
-// soft memory limit.
+// soft memory limit, the checker its collector's pace.
 func runMain(args []string) int {
-	root := newRootApp(&app{terminal: isTerminal, limitProcs: limitProcs, limitFuzzMemory: limitFuzzMemory})
+	root := newRootApp(&app{terminal: isTerminal, limitProcs: limitProcs, limitFuzzMemory: limitFuzzMemory, checkGC: setCheckGC})
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
 	if err != nil {
@@ -68,6 +68,8 @@ type app struct {
 	// limitFuzzMemory, when not nil, is [limitFuzzMemory], set as
 	// limitProcs is.
 	limitFuzzMemory func(workers int)
+	// checkGC, when not nil, is [setCheckGC], set as limitProcs is.
+	checkGC func()
 	// getenv reads the environment (nil: os.Getenv); campaign commands
 	// read their shard there.
 	getenv func(string) string

@@ -80,3 +80,18 @@ func TestFuzzSetsItsMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckSetsItsGC: the check command sets its collector's pace in a
+// process it owns.
+func TestCheckSetsItsGC(t *testing.T) {
+	set := false
+	root := newRootApp(&app{terminal: isTerminal, checkGC: func() { set = true }})
+	root.SetArgs([]string{"check", "--ptx", "../../examples/kernels/cas_barrier.ptx", "--list-unsupported"})
+	root.SetOut(io.Discard)
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !set {
+		t.Fatal("symmem check did not set its collector's pace")
+	}
+}
