@@ -144,7 +144,8 @@ type Scheduler struct {
 	now      time.Duration
 	steps    int64
 	trace    *Trace
-	next     *Task // the task the driver resumes next; nil: the run is over
+	warmth   uint64 // what Warmers returned (see pick)
+	next     *Task  // the task the driver resumes next; nil: the run is over
 	result   error
 	// runq is the runnable tasks, in ID order: the ready ones (parked
 	// at a Yield or not started, with the running task when it was
@@ -403,6 +404,15 @@ func (s *Scheduler) WaitBellThen(what string, ready func() bool, bell *Bell, tim
 // when the strategy chooses it again.
 type Continuation interface{ Continue() }
 
+// A Warmer is a [Continuation] that can read, when its task is chosen,
+// the memory its Continue reads first: Warm's loads start while the
+// scheduler finishes its step, rather than after it. Its result means
+// nothing; the scheduler keeps it so that the loads are made.
+type Warmer interface {
+	Continuation
+	Warm() uint64
+}
+
 // ContinueFunc is a func as a [Continuation].
 type ContinueFunc func()
 
@@ -626,6 +636,9 @@ func (s *Scheduler) pick() *Task {
 		s.haltedInNext = s.haltedInNext[:0]
 		if t.halted { // halted by the strategy itself
 			continue
+		}
+		if w, ok := t.then.(Warmer); ok {
+			s.warmth += w.Warm()
 		}
 		s.steps++
 		if t.state == taskBlocked {

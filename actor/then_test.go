@@ -178,3 +178,60 @@ func TestParkedTasksEndWithTheRun(t *testing.T) {
 	ReleaseWorkers()
 	noGoroutinesLeft(t, before, "a run that deadlocked among parked tasks")
 }
+
+// warmStep is a Warmer continuation of a task that yields left more
+// times; it counts the Warm calls not yet followed by a Continue.
+type warmStep struct {
+	s           *Scheduler
+	left        int
+	warm, early int
+}
+
+func (w *warmStep) Warm() uint64 { w.warm++; return uint64(w.left) }
+
+func (w *warmStep) Continue() {
+	if w.warm != 1 {
+		w.early++
+	}
+	w.warm = 0
+	if w.left--; w.left > 0 {
+		w.s.YieldThen("yield", w)
+	}
+}
+
+// TestWarmerWarmedBeforeContinue: a task parked with a Warmer has Warm
+// called once each time it is chosen, before its Continue, and the run
+// takes the steps a plain continuation's takes.
+func TestWarmerWarmedBeforeContinue(t *testing.T) {
+	var hashes [2]string
+	for k, warmer := range []bool{false, true} {
+		s := NewScheduler(Config{Seed: 5})
+		var steps []*warmStep
+		for i := range 20 {
+			w := &warmStep{s: s, left: 4}
+			steps = append(steps, w)
+			s.Go(fmt.Sprint("task ", i), func() {
+				if warmer {
+					s.YieldThen("yield", w)
+				} else {
+					s.YieldThen("yield", ContinueFunc(w.Continue))
+				}
+			})
+		}
+		if err := s.Run(); err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range steps {
+			if w.left != 0 {
+				t.Fatalf("warmer %v: task %d has %d rounds left", warmer, i, w.left)
+			}
+			if warmer && w.early != 0 {
+				t.Fatalf("task %d: %d Continues not preceded by exactly one Warm", i, w.early)
+			}
+		}
+		hashes[k] = s.Trace().Hash()
+	}
+	if hashes[0] != hashes[1] {
+		t.Fatalf("trace with a Warmer %s, with a plain continuation %s", hashes[1], hashes[0])
+	}
+}

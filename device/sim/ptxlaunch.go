@@ -320,6 +320,13 @@ func (l *ptxLane) resume() {
 // access, was chosen (resume).
 func (l *ptxLane) Continue() { l.resume() }
 
+// Warm is [actor.Warmer]: it reads the lane's first line and what its
+// thread's Run reads first.
+func (l *ptxLane) Warm() uint64 { return uint64(l.parked) + l.thread.Warm() }
+
+// Warm is [actor.Warmer], as [ptxLane.Warm].
+func (l *wokeLane) Warm() uint64 { return (*ptxLane)(l).Warm() }
+
 // wokeLane is a lane parked in the wait of a spin, as the
 // [actor.Continuation] of its task (woke).
 type wokeLane ptxLane
