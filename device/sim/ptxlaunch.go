@@ -947,6 +947,9 @@ func (l *ptxLane) spin(polls []poll) error {
 	if name == "" {
 		name = l.name()
 	}
+	if l.what == nil {
+		l.what = make([]byte, 0, len(name)+96) // the text below, grown once
+	}
 	b := append(l.what[:0], name...)
 	b = append(b, ": spinning on 0x"...)
 	b = strconv.AppendUint(b, uint64(p), 16)
