@@ -134,13 +134,23 @@ func (c *blockCtx) emit(a *Access) {
 	if w.observe == nil {
 		return
 	}
+	c.who(a)
+	w.emitAs(a, a.Task)
+}
+
+// who fills in who made a: the launch, the block and lane, and the task
+// (the running one, -1 outside tasks, for a block without a task of its
+// own).
+func (c *blockCtx) who(a *Access) {
 	a.Device, a.Stream, a.Seq, a.Op = c.l.dev.index, c.l.op.stream.id, c.l.op.seq, "kernel"
 	a.Kernel, a.Launch, a.Block, a.Lane = c.l.kernel, c.l.id, c.index, c.lane
-	if c.ownTask {
-		w.emitAs(a, c.task)
-		return
+	a.Task = c.task
+	if !c.ownTask {
+		a.Task = -1
+		if cur := c.l.dev.w.sched.Current(); cur != nil {
+			a.Task = cur.ID()
+		}
 	}
-	w.emit(a)
 }
 
 func (c *blockCtx) emitSeg(kind AccessKind, sg segment, write bool, order signal.Order, scope signal.Scope) {

@@ -167,7 +167,6 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name(), err)
 		}
-		ln.th = &ln.thread
 		live[i] = ln
 	}
 	parent := w.sched.Current().ID()
@@ -220,12 +219,12 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 		// Every thread left waits at a barrier of every thread: either
 		// one that completed (all of them are at it), or none can.
 		for _, ln := range next {
-			if !ln.th.Barrier().Done {
+			if !ln.thread.Barrier().Done {
 				return fmt.Errorf("%s: %w", c.name(), mem.Deadlock())
 			}
 		}
 		for _, ln := range next {
-			if err := ln.th.Release(); err != nil {
+			if err := ln.thread.Release(); err != nil {
 				return fmt.Errorf("%s: %w", c.name(), err)
 			}
 		}
@@ -284,7 +283,7 @@ func (l *ptxLane) run(ph *lanePhase) {
 	if !l.begun {
 		l.startWarp(ph)
 	}
-	if stop, ok := l.th.Stopped(); ok {
+	if stop, ok := l.thread.Stopped(); ok {
 		l.end(ph, stop, nil) // in lockstep with its warp
 		return
 	}
@@ -298,11 +297,10 @@ func (l *ptxLane) run(ph *lanePhase) {
 // [actor.Scheduler.YieldThen]); when chosen again, the task resumes the
 // thread, which makes the access without a scheduling point of its own.
 func (l *ptxLane) resume() {
-	th := &l.thread
-	before := th.Executed()
-	stop, err := th.Run()
+	before := l.thread.Executed()
+	stop, err := l.thread.Run()
 	w := l.l.dev.w
-	w.executed += th.Executed() - before
+	w.executed += l.thread.Executed() - before
 	if err == nil && stop == ptx.Parked {
 		kind := l.parked
 		l.parked, l.tookPoint = parkNone, true
@@ -349,7 +347,7 @@ func (l *ptxLane) woke() {
 // access returns ptx.ErrPark, and resume yields once Run returned), else
 // its task yields at once.
 func (l *ptxLane) yield(what string) error {
-	if l.th.Parkable() {
+	if l.thread.Parkable() {
 		l.parked, l.parkWhat = parkYield, what
 		return ptx.ErrPark
 	}
@@ -404,7 +402,7 @@ func (l *ptxLane) startWarp(ph *lanePhase) {
 		w.warp = nil
 		ths := ws.threads[:0]
 		for _, m := range l.mates {
-			ths = append(ths, m.th)
+			ths = append(ths, &m.thread)
 		}
 		n := ws.lockstep.Lockstep(ths)
 		clear(ths)
@@ -414,7 +412,7 @@ func (l *ptxLane) startWarp(ph *lanePhase) {
 		w.lockstep += n
 	}
 	for _, m := range l.mates {
-		switch stop, ok := m.th.Stopped(); {
+		switch stop, ok := m.thread.Stopped(); {
 		case m == l:
 		case ok:
 			m.end(ph, stop, nil)
@@ -430,8 +428,7 @@ type ptxLane struct {
 	// The fields a step of the lane's task reads first come first, with
 	// the blockCtx's launch: a lane chosen among thousands is a cache
 	// miss.
-	th  *ptx.Thread // &thread
-	rec []byte      // the launch's error record
+	rec []byte // the launch's error record
 	// ph is the phase the lane runs in. parked is the scheduling point
 	// the thread parked before (see resume): a yield named parkWhat, or
 	// the wait of a spin named waitWhat with timeout waitFor; tookPoint:
@@ -446,7 +443,7 @@ type ptxLane struct {
 	begun bool
 	blockCtx
 	// thread is the lane's thread, in the lane's record: a step reads
-	// both, and the thread's address needs no load of th.
+	// both.
 	thread ptx.Thread
 	// mates are the lanes of its warp that run in the block's current
 	// phase (itself included).
@@ -526,7 +523,9 @@ func (p ThreadPlace) String() string {
 	return fmt.Sprintf("PTX line %d, in the loop that branches back at PTX line %d", p.Line, p.Loop)
 }
 
-func (l *ptxLane) place() fmt.Stringer { return ThreadPlace{Line: l.th.Line(), Loop: l.th.LoopLine()} }
+func (l *ptxLane) place() fmt.Stringer {
+	return ThreadPlace{Line: l.thread.Line(), Loop: l.thread.LoopLine()}
+}
 
 // spinRead is one word of a spin: its segments, and what the poll read
 // (the poll's own bytes).
@@ -628,13 +627,13 @@ func (l *ptxLane) unpoll() { l.prevLive, l.round.ok = false, false }
 // nothing else, and began with the same read (all of them would read the
 // same again). A poll at a new loop count starts a new round.
 func (l *ptxLane) spinsAt(addr uint64, n int, kind pollKind) (polls []poll, ok bool) {
-	loops := l.th.Loops()
+	loops := l.thread.Loops()
 	if !l.round.started || loops != l.round.loops {
 		l.last, l.round = l.round, pollRound{loops: loops, started: true, ok: true, track: l.round.strong,
 			polls: l.last.polls[:0]}
 	}
 	if p := l.prev; l.prevLive && p.kind == kind && p.addr == addr && p.n == n && loops != l.prevLoops {
-		p.line = l.th.Line()
+		p.line = l.thread.Line()
 		l.one[0] = p
 		return l.one[:], true
 	}
@@ -657,7 +656,7 @@ func (l *ptxLane) polled(addr uint64, b []byte, kind pollKind) {
 	l.prevLive = kind != plainPoll
 	if l.prevLive {
 		l.prev = poll{addr: addr, kind: kind}
-		l.prev.n, l.prevLoops = copy(l.prev.b[:], b), l.th.Loops()
+		l.prev.n, l.prevLoops = copy(l.prev.b[:], b), l.thread.Loops()
 		r.strong = true
 	}
 	switch {
@@ -669,7 +668,7 @@ func (l *ptxLane) polled(addr uint64, b []byte, kind pollKind) {
 	}
 	p := poll{addr: addr, n: len(b), kind: kind}
 	if kind != plainPoll {
-		p.line = l.th.Line()
+		p.line = l.thread.Line()
 	}
 	copy(p.b[:], b)
 	r.polls = append(r.polls, p)
@@ -683,7 +682,7 @@ func (l *ptxLane) emitSeg(kind AccessKind, sg segment, write bool, order signal.
 	}
 	a := l.l.dev.w.scratchAccess()
 	*a = segAccess(kind, sg, write, order, scope, 0, 0)
-	a.Line = l.th.Line()
+	a.Line = l.thread.Line()
 	if kind == Store && l.held(a) {
 		return
 	}
@@ -698,7 +697,7 @@ func (l *ptxLane) emitLoad(sg segment, nc bool) {
 	}
 	a := l.l.dev.w.scratchAccess()
 	*a = segAccess(Load, sg, false, signal.Relaxed, signal.Block, 0, 0)
-	a.Line = l.th.Line()
+	a.Line = l.thread.Line()
 	a.NC = nc
 	if l.held(a) {
 		return
@@ -714,11 +713,11 @@ func (l *ptxLane) point(strong bool, what string) error {
 			if l.plain++; l.plain < every {
 				return nil
 			}
-		} else if l.th.Loops()-l.pointLoops < DefaultPTXPlainLoops {
+		} else if l.thread.Loops()-l.pointLoops < DefaultPTXPlainLoops {
 			return nil
 		}
 	}
-	l.plain, l.pointLoops = 0, l.th.Loops()
+	l.plain, l.pointLoops = 0, l.thread.Loops()
 	return l.yield(what)
 }
 
@@ -734,7 +733,7 @@ func (l *ptxLane) PlainNow(addr uint64, n int, write bool) bool {
 		if l.plain+1 >= every {
 			return false
 		}
-	} else if l.th.Loops()-l.pointLoops >= DefaultPTXPlainLoops {
+	} else if l.thread.Loops()-l.pointLoops >= DefaultPTXPlainLoops {
 		return false
 	}
 	if _, ok, err := l.inRecord(addr, n); ok || err != nil {
@@ -847,7 +846,7 @@ func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error
 			l.emitStrong(sg, false, order(sem), scope(sc), unit, 0, from)
 		} else {
 			l.wv.plainLoad(sg)
-			l.emitLoad(sg, l.th.NonCoherent())
+			l.emitLoad(sg, l.thread.NonCoherent())
 		}
 		at += n
 	}
@@ -858,7 +857,7 @@ func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error
 // unit is the size of each strong access an access of n bytes by the
 // current instruction stands for: its element size (at most 8 bytes).
 func (l *ptxLane) unit(n int) int {
-	u := l.th.AccessUnit()
+	u := l.thread.AccessUnit()
 	if u <= 0 || u > 8 || n%u != 0 {
 		return min(n, 8)
 	}
@@ -875,7 +874,7 @@ func (l *ptxLane) emitStrong(sg segment, write bool, order signal.Order, scope s
 	}
 	a := l.l.dev.w.scratchAccess()
 	*a = segAccess(Atomic, sg, write, order, scope, 0, 0)
-	a.Line, a.Stamp, a.From = l.th.Line(), stamp, from
+	a.Line, a.Stamp, a.From = l.thread.Line(), stamp, from
 	if len(sg.b) > unit {
 		a.Unit = uint64(unit)
 	}
@@ -921,7 +920,7 @@ func (l *ptxLane) spin(polls []poll) error {
 		// The spin outlasted the launch's timeout: the thread polls on,
 		// a round a step, for roundsPastTimeout rounds that did not
 		// change its state.
-		l.state, l.prevState = l.th.AppendState(l.prevState[:0]), l.state
+		l.state, l.prevState = l.thread.AppendState(l.prevState[:0]), l.state
 		if l.pastTimeout > 1 && !bytes.Equal(l.state, l.prevState) {
 			l.moved++
 		}
@@ -971,7 +970,7 @@ func (l *ptxLane) spin(polls []poll) error {
 	for _, r := range reads {
 		l.watch(r.segs)
 	}
-	if l.th.Parkable() {
+	if l.thread.Parkable() {
 		l.parked, l.waitWhat, l.waitFor = parkWait, what, timeout
 		return ptx.ErrPark
 	}
@@ -1047,7 +1046,7 @@ func (l *ptxLane) Store(addr uint64, src []byte, sem ptx.Sem, sc ptx.Scope) erro
 		for e := 0; e+unit <= n; e += unit {
 			el := sg.sub(e, unit)
 			v := loadN(src[at+e : at+e+unit])
-			stamp, newest := w.weakStore(&l.wv, el, unit, v, order(sem), scope(sc), nil, l.th.Line())
+			stamp, newest := w.weakStore(&l.wv, el, unit, v, order(sem), scope(sc), nil, l.thread.Line())
 			if e == 0 {
 				first = stamp
 			}
@@ -1119,14 +1118,14 @@ func (l *ptxLane) Atomic(addr uint64, size int, op ptx.AtomOp, sem ptx.Sem, sc p
 		// ran before it: that store's mark (see Hoist) ends here too.
 		l.hoisted = false
 		l.unpoll()
-		stamp, _ = w.weakStore(&l.wv, sg, size, val, o, scope(sc), carried, l.th.Line())
+		stamp, _ = w.weakStore(&l.wv, sg, size, val, o, scope(sc), carried, l.thread.Line())
 		storeWord(sg.b, val)
 	} else {
 		l.polled(addr, sg.b, casPoll)
 	}
 	const at = "atom %s %#x phys %d+%d %d %d prev %d %s %s"
 	l.record(blockPrefix+at, lanePrefix+at, op.String(), addr, sg.phys.id, sg.off, a, b, old, o.String(), scope(sc).String())
-	l.emitRMW(sg, write, o, scope(sc), uint32(a), uint32(b), stamp, from, l.th.Line())
+	l.emitRMW(sg, write, o, scope(sc), uint32(a), uint32(b), stamp, from, l.thread.Line())
 	return old, nil
 }
 
@@ -1219,7 +1218,7 @@ func (l *ptxLane) barrierAccess(id int, a ptx.Arrival, arrive bool) Access {
 	}
 	acc := Access{Kind: Atomic, Parent: -1, Size: 4, Phys: phys,
 		PhysOffset: 4 * (a.N%BarrierSlots*uint64(l.l.threads) + uint64(a.Thread)), Owner: l.l.dev.index, Write: arrive,
-		Order: signal.Acquire, Scope: signal.Block, Line: l.th.Line()}
+		Order: signal.Acquire, Scope: signal.Block, Line: l.thread.Line()}
 	if arrive {
 		acc.Order = signal.Release
 	}

@@ -101,16 +101,7 @@ func (l *ptxLane) held(a *Access) bool {
 	if !w.batch.on {
 		return false
 	}
-	c := &l.blockCtx
-	a.Device, a.Stream, a.Seq, a.Op = c.l.dev.index, c.l.op.stream.id, c.l.op.seq, "kernel"
-	a.Kernel, a.Launch, a.Block, a.Lane = c.l.kernel, c.l.id, c.index, c.lane
-	a.Task = c.task
-	if !c.ownTask {
-		a.Task = -1
-		if cur := w.sched.Current(); cur != nil {
-			a.Task = cur.ID()
-		}
-	}
+	l.who(a)
 	x := *a // a may be the access flushWarp hands on
 	b := &w.batch.a
 	if len(b.Lanes) > 0 && !sameWarpAccess(&b.Access, &x) {
