@@ -81,6 +81,7 @@ func (w *Warp) Lockstep(threads []*Thread) uint64 {
 			return 0
 		}
 	}
+	warp, _ := lanes[0].env.(WarpEnv) // takes each ld or st's accesses as one
 	top := len(lanes[0].frames) - 1
 	frames := w.frames[:0]
 	for _, t := range lanes {
@@ -173,24 +174,21 @@ func (w *Warp) Lockstep(threads []*Thread) uint64 {
 				}
 			}
 			left = budget
-			warp, _ := lanes[0].env.(WarpEnv)
 			if warp != nil {
 				warp.WarpBegin()
 			}
+			stop := -1 // the lane whose access could not be made now
 			for i, t := range lanes {
-				f := frames[i]
-				if !h.runs(f.regs) {
-					continue
-				}
-				if !t.plainMemory(f, in) {
-					if warp != nil {
-						warp.WarpEnd()
-					}
-					return done + part(i)
+				if f := frames[i]; h.runs(f.regs) && !t.plainMemory(f, in) {
+					stop = i
+					break
 				}
 			}
 			if warp != nil {
 				warp.WarpEnd()
+			}
+			if stop >= 0 {
+				return done + part(stop)
 			}
 		case h.op == opBar && wholeBlockBarrier(in) || h.op == opRet && top == 0:
 			// Every lane stops here, as Run would return: at the barrier
