@@ -449,21 +449,16 @@ func histOf(sg segment, size int) *history {
 		return nil
 	}
 	var found *history
-	for *link != nil {
-		h := *link
-		switch {
-		case h.off == sg.off && h.size == size:
-			if h.nval == loadN(sg.b) {
-				found = h
-				link = &h.next
-				continue
+	dropIf(link, func(h *history) bool {
+		if h.off == sg.off && h.size == size {
+			if h.nval != loadN(sg.b) {
+				return true // stale: a write the history did not see
 			}
-		case h.off+uint64(h.size) <= sg.off || sg.off+uint64(size) <= h.off:
-			link = &h.next
-			continue
+			found = h
+			return false
 		}
-		*link, h.next = h.next, nil
-	}
+		return h.overlaps(sg)
+	})
 	return found
 }
 
