@@ -82,11 +82,12 @@ type weakMem struct {
 	// as long as the run.
 	hists slab.Slab[history]
 	// mems are the allocations with histories, in the order they got
-	// their first (freed ones until the next settle drops them). walk is
-	// what the next settle visits (the pages and histories the last one
-	// found, plus the histories made since), since the strong accesses
-	// since the last settle, which pay for it (see settle).
-	mems  []*weakMemOf
+	// their first (freed ones until the next settle drops them).
+	mems []*weakMemOf
+	// walk is what the next settle visits (the pages and histories the
+	// last one found, plus the histories made since), and since counts
+	// the strong accesses since the last settle, which pay for it (see
+	// settle).
 	walk  int
 	since int
 	// launches counts the launches whose blocks run (runResident).
