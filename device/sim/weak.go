@@ -173,8 +173,6 @@ func (h *history) floor(v *weakView) uint64 {
 // it: that hides at least what the floor hid. A PTX thread keeps the read
 // for its block's next bar.sync.
 func (h *history) read(v *weakView, stamp uint64) {
-	// A reader whose view settle dropped (v nil, its thread ended) keeps
-	// its floor's stamp, which evictions compare.
 	if v.block != nil {
 		v.keepRead(h, stamp)
 	}
@@ -191,6 +189,8 @@ func (h *history) read(v *weakView, stamp uint64) {
 				old = i
 			}
 		}
+		// A reader whose view settle dropped (v nil, its thread ended)
+		// kept its floor's stamp for this comparison alone.
 		if r := h.readers[old]; r.v != nil {
 			r.v.known = max(r.v.known, r.stamp)
 		}
