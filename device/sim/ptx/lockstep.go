@@ -55,9 +55,6 @@ func Lockstep(threads []*Thread) uint64 {
 type Warp struct {
 	lanes  []*Thread
 	frames []*frame
-	// moved[i]: lane i executed the instruction at pc already (an access
-	// that some lanes made before one could not): it stands at pc+1.
-	moved []bool
 }
 
 // Lockstep is [Lockstep], with w's buffers.
@@ -101,10 +98,13 @@ func (w *Warp) Lockstep(threads []*Thread) uint64 {
 	}
 	left := budget
 	var done uint64
-	moved := false // some lanes executed the instruction at pc (w.moved)
+	// moved: lanes 0 to moved-1 executed the instruction at pc already
+	// (an access that some lanes made before one could not): they stand
+	// at pc+1.
+	moved := 0
 	defer func() {
 		for i, f := range frames {
-			if moved && w.moved[i] {
+			if i < moved {
 				if lanes[i].stacks != nil {
 					f.pc = pc + 1
 				}
@@ -120,11 +120,9 @@ func (w *Warp) Lockstep(threads []*Thread) uint64 {
 		if n == 0 {
 			return 0
 		}
-		moved = true
-		w.moved = append(w.moved[:0], make([]bool, len(lanes))...)
-		for j := range n {
-			w.moved[j] = true
-			lanes[j].executed++
+		moved = n
+		for _, t := range lanes[:n] {
+			t.executed++
 		}
 		return uint64(n)
 	}
