@@ -97,7 +97,7 @@ type Task struct {
 	waitPoint string
 	deadline  time.Duration       // < 0: none
 	where     func() fmt.Stringer // where it is, for reports (see SetWhere)
-	_         [48]byte            // to 256 bytes, a multiple of 64 (TestTaskHotFieldsShareALine)
+	_         [48]byte            // to 256 bytes, a multiple of 128 (TestTaskHotFieldsShareALine)
 }
 
 // waitPrefix starts the point of a task parked in a Wait.

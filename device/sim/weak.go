@@ -82,11 +82,12 @@ type weakMem struct {
 	// as long as the run.
 	hists slab.Slab[history]
 	// mems are the allocations with histories, in the order they got
-	// their first (freed ones until the next settle drops them). walk is
-	// what the next settle visits (the pages and histories the last one
-	// found, plus the histories made since), since the strong accesses
-	// since the last settle, which pay for it (see settle).
-	mems  []*weakMemOf
+	// their first (freed ones until the next settle drops them).
+	mems []*weakMemOf
+	// walk is what the next settle visits (the pages and histories the
+	// last one found, plus the histories made since), and since counts
+	// the strong accesses since the last settle, which pay for it (see
+	// settle).
 	walk  int
 	since int
 	// launches counts the launches whose blocks run (runResident).
@@ -172,8 +173,6 @@ func (h *history) floor(v *weakView) uint64 {
 // it: that hides at least what the floor hid. A PTX thread keeps the read
 // for its block's next bar.sync.
 func (h *history) read(v *weakView, stamp uint64) {
-	// A reader whose view settle dropped (v nil, its thread ended) keeps
-	// its floor's stamp, which evictions compare.
 	if v.block != nil {
 		v.keepRead(h, stamp)
 	}
@@ -190,6 +189,8 @@ func (h *history) read(v *weakView, stamp uint64) {
 				old = i
 			}
 		}
+		// A reader whose view settle dropped (v nil, its thread ended)
+		// kept its floor's stamp for this comparison alone.
 		if r := h.readers[old]; r.v != nil {
 			r.v.known = max(r.v.known, r.stamp)
 		}
@@ -449,21 +450,16 @@ func histOf(sg segment, size int) *history {
 		return nil
 	}
 	var found *history
-	for *link != nil {
-		h := *link
-		switch {
-		case h.off == sg.off && h.size == size:
-			if h.nval == loadN(sg.b) {
-				found = h
-				link = &h.next
-				continue
+	dropIf(link, func(h *history) bool {
+		if h.off == sg.off && h.size == size {
+			if h.nval != loadN(sg.b) {
+				return true // stale: a write the history did not see
 			}
-		case h.off+uint64(h.size) <= sg.off || sg.off+uint64(size) <= h.off:
-			link = &h.next
-			continue
+			found = h
+			return false
 		}
-		*link, h.next = h.next, nil
-	}
+		return h.overlaps(sg)
+	})
 	return found
 }
 

@@ -55,9 +55,6 @@ func Lockstep(threads []*Thread) uint64 {
 type Warp struct {
 	lanes  []*Thread
 	frames []*frame
-	// moved[i]: lane i executed the instruction at pc already (an access
-	// that some lanes made before one could not): it stands at pc+1.
-	moved []bool
 }
 
 // Lockstep is [Lockstep], with w's buffers.
@@ -81,6 +78,7 @@ func (w *Warp) Lockstep(threads []*Thread) uint64 {
 			return 0
 		}
 	}
+	warp, _ := lanes[0].env.(WarpEnv) // takes each ld or st's accesses as one
 	top := len(lanes[0].frames) - 1
 	frames := w.frames[:0]
 	for _, t := range lanes {
@@ -100,10 +98,13 @@ func (w *Warp) Lockstep(threads []*Thread) uint64 {
 	}
 	left := budget
 	var done uint64
-	moved := false // some lanes executed the instruction at pc (w.moved)
+	// moved: lanes 0 to moved-1 executed the instruction at pc already
+	// (an access that some lanes made before one could not): they stand
+	// at pc+1.
+	moved := 0
 	defer func() {
 		for i, f := range frames {
-			if moved && w.moved[i] {
+			if i < moved {
 				if lanes[i].stacks != nil {
 					f.pc = pc + 1
 				}
@@ -119,11 +120,9 @@ func (w *Warp) Lockstep(threads []*Thread) uint64 {
 		if n == 0 {
 			return 0
 		}
-		moved = true
-		w.moved = append(w.moved[:0], make([]bool, len(lanes))...)
-		for j := range n {
-			w.moved[j] = true
-			lanes[j].executed++
+		moved = n
+		for _, t := range lanes[:n] {
+			t.executed++
 		}
 		return uint64(n)
 	}
@@ -173,24 +172,21 @@ func (w *Warp) Lockstep(threads []*Thread) uint64 {
 				}
 			}
 			left = budget
-			warp, _ := lanes[0].env.(WarpEnv)
 			if warp != nil {
 				warp.WarpBegin()
 			}
+			stop := -1 // the lane whose access could not be made now
 			for i, t := range lanes {
-				f := frames[i]
-				if !h.runs(f.regs) {
-					continue
-				}
-				if !t.plainMemory(f, in) {
-					if warp != nil {
-						warp.WarpEnd()
-					}
-					return done + part(i)
+				if f := frames[i]; h.runs(f.regs) && !t.plainMemory(f, in) {
+					stop = i
+					break
 				}
 			}
 			if warp != nil {
 				warp.WarpEnd()
+			}
+			if stop >= 0 {
+				return done + part(stop)
 			}
 		case h.op == opBar && wholeBlockBarrier(in) || h.op == opRet && top == 0:
 			// Every lane stops here, as Run would return: at the barrier
