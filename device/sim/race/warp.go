@@ -83,13 +83,7 @@ func (d *Detector) observeWarp(wa *sim.WarpAccess) {
 		return
 	}
 	n := len(wa.Lanes)
-	ts := d.warpThreads[:0]
-	for i := range wa.Lanes {
-		t := d.self(wa.Lanes[i].Task)
-		t.step()
-		ts = append(ts, t)
-	}
-	d.warpThreads = ts
+	ts := d.laneThreads(wa)
 	l0, last := &wa.Lanes[0], &wa.Lanes[n-1]
 	size := l0.Size
 	lo, hi := l0.PhysOffset/granule, (last.PhysOffset+last.Size)/granule
@@ -110,10 +104,7 @@ func (d *Detector) observeWarp(wa *sim.WarpAccess) {
 		if sh.warped {
 			d.explodeIn(sh, lo, hi)
 		}
-		for i := range wa.Lanes {
-			a := wa.Lane(i)
-			d.accessBy(&a, ts[i])
-		}
+		d.lanesBy(wa, ts)
 		return
 	}
 	a0 := wa.Lane(0)
@@ -152,6 +143,28 @@ func (d *Detector) observeWarp(wa *sim.WarpAccess) {
 		return d.rebuild(s, whole, mask, y, wr, ws)
 	})
 	sh.warped = true
+}
+
+// laneThreads is the threads of the lanes of wa, each stepped to the
+// event of its lane's access (scratch space, valid until the next call).
+func (d *Detector) laneThreads(wa *sim.WarpAccess) []*thread {
+	ts := d.warpThreads[:0]
+	for i := range wa.Lanes {
+		t := d.self(wa.Lanes[i].Task)
+		t.step()
+		ts = append(ts, t)
+	}
+	d.warpThreads = ts
+	return ts
+}
+
+// lanesBy checks and records the lanes of wa one by one, lane i's made
+// by thread ts[i].
+func (d *Detector) lanesBy(wa *sim.WarpAccess, ts []*thread) {
+	for i := range wa.Lanes {
+		a := wa.Lane(i)
+		d.accessBy(&a, ts[i])
+	}
 }
 
 // Coalesced is the number of warp accesses ([sim.WarpAccess]) the
@@ -332,13 +345,7 @@ func (d *Detector) unwarp(sh *shadow, a *sim.Access, t *thread, lo, hi uint64) {
 		}
 		split = append(split, s)
 	})
-	for _, s := range split {
-		if s.w != nil {
-			d.explode(sh, s)
-		}
-	}
-	clear(split)
-	d.warpStates = split[:0]
+	d.explodeAll(sh, split)
 }
 
 // warpStep checks x, a plain access of thread t that covers every
@@ -365,6 +372,12 @@ func (d *Detector) explodeIn(sh *shadow, lo, hi uint64) {
 			split = append(split, s)
 		}
 	})
+	d.explodeAll(sh, split)
+}
+
+// explodeAll splits each of the states split (scratch space: d.warpStates)
+// that is still a warp state into its columns.
+func (d *Detector) explodeAll(sh *shadow, split []*state) {
 	for _, s := range split {
 		if s.w != nil {
 			d.explode(sh, s)
@@ -431,18 +444,9 @@ func (d *Detector) broadcast(wa *sim.WarpAccess) bool {
 			return false
 		}
 	}
-	ts := d.warpThreads[:0]
-	for i := range wa.Lanes {
-		t := d.self(wa.Lanes[i].Task)
-		t.step()
-		ts = append(ts, t)
-	}
-	d.warpThreads = ts
+	ts := d.laneThreads(wa)
 	if !d.broadcastNow(wa, ts) {
-		for i := range wa.Lanes {
-			a := wa.Lane(i)
-			d.accessBy(&a, ts[i])
-		}
+		d.lanesBy(wa, ts)
 	}
 	return true
 }

@@ -1,7 +1,6 @@
 package race_test
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -78,15 +77,6 @@ func TestCoalescedWarpsRace(t *testing.T) {
 			}
 		}
 	}
-}
-
-// total is the number of races det found, repeats included.
-func total(det *race.Detector) int {
-	var e *race.Error
-	if errors.As(det.Err(), &e) {
-		return e.Total
-	}
-	return 0
 }
 
 // wideReadPTX: lanes 0 and 1 of warp 0 store words 0 and 1 in lockstep
@@ -308,8 +298,10 @@ func TestWarpRecordsKeepTheVerdicts(t *testing.T) {
 		}
 		for seed := uint64(1); seed <= 4; seed++ {
 			var warp, lanes *race.Detector
-			got := ptxLaunch{mod: mod, entry: c.entry, grid: c.grid, block: c.block, zeroed: 1024, det: &warp}.races(t, sim.Kernels{PTX: true}, seed, nil)
-			want := ptxLaunch{mod: mod, entry: c.entry, grid: c.grid, block: c.block, zeroed: 1024, det: &lanes, laneEvents: true}.races(t, sim.Kernels{PTX: true}, seed, nil)
+			launch := ptxLaunch{mod: mod, entry: c.entry, grid: c.grid, block: c.block, zeroed: 1024, det: &warp}
+			got := launch.races(t, sim.Kernels{PTX: true}, seed, nil)
+			launch.det, launch.laneEvents = &lanes, true
+			want := launch.races(t, sim.Kernels{PTX: true}, seed, nil)
 			if warp.Coalesced()+warp.Broadcasts() == 0 || lanes.Coalesced()+lanes.Broadcasts() != 0 {
 				t.Fatalf("kernel %d, seed %d: %d warp accesses coalesced and %d broadcast loads checked at once with warp records, %d and %d without",
 					k, seed, warp.Coalesced(), warp.Broadcasts(), lanes.Coalesced(), lanes.Broadcasts())
