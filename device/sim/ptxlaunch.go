@@ -37,8 +37,9 @@ type Kernels struct {
 	// plain access one only once the thread went round
 	// DefaultPTXPlainLoops loops since its last scheduling point, so that
 	// a loop of plain accesses (a spin on a plain load) lets the others
-	// run. Atomics, strong loads and stores, fences, shared-memory accesses
-	// and barriers always are. Plain accesses order nothing, so where they
+	// run. Plain accesses of shared memory count as global ones. Atomics,
+	// strong loads and stores, fences and barriers always are scheduling
+	// points. Plain accesses order nothing, so where they
 	// interleave changes no outcome of a program without data races, and
 	// the race detector sees every one of them either way.
 	PlainYield int
@@ -708,17 +709,36 @@ func (l *ptxLane) emitLoad(sg segment, nc bool) {
 // point is the scheduling point of a global access: every strong one,
 // and a plain one as Kernels.PlainYield says.
 func (l *ptxLane) point(strong bool, what string) error {
+	if !l.pointNow(strong) {
+		return nil
+	}
+	return l.yield(what)
+}
+
+// pointNow reports whether an access, strong or plain, is a scheduling
+// point, and counts it: every strong one is, a plain one as
+// Kernels.PlainYield says.
+func (l *ptxLane) pointNow(strong bool) bool {
 	if !strong {
 		if every := l.l.dev.w.cfg.Kernels.PlainYield; every > 0 {
 			if l.plain++; l.plain < every {
-				return nil
+				return false
 			}
 		} else if l.thread.Loops()-l.pointLoops < DefaultPTXPlainLoops {
-			return nil
+			return false
 		}
 	}
 	l.plain, l.pointLoops = 0, l.thread.Loops()
-	return l.yield(what)
+	return true
+}
+
+// plainDue reports whether the next plain access of the thread would be
+// a scheduling point (see pointNow), counting nothing.
+func (l *ptxLane) plainDue() bool {
+	if every := l.l.dev.w.cfg.Kernels.PlainYield; every > 0 {
+		return l.plain+1 >= every
+	}
+	return l.thread.Loops()-l.pointLoops >= DefaultPTXPlainLoops
 }
 
 // PlainNow is [ptx.PlainEnv]: a plain access may run in lockstep with the
@@ -726,14 +746,7 @@ func (l *ptxLane) point(strong bool, what string) error {
 // poll of a spin (the lane made no strong poll since its phase began),
 // and its bytes exist.
 func (l *ptxLane) PlainNow(addr uint64, n int, write bool) bool {
-	if l.prevLive || l.round.strong || l.last.strong || l.hoisted {
-		return false
-	}
-	if every := l.l.dev.w.cfg.Kernels.PlainYield; every > 0 {
-		if l.plain+1 >= every {
-			return false
-		}
-	} else if l.thread.Loops()-l.pointLoops >= DefaultPTXPlainLoops {
+	if l.prevLive || l.round.strong || l.last.strong || l.hoisted || l.plainDue() {
 		return false
 	}
 	if _, ok, err := l.inRecord(addr, n); ok || err != nil {
@@ -1143,12 +1156,24 @@ func (l *ptxLane) Fence(sem ptx.Sem, sc ptx.Scope) {
 	l.emit(&Access{Kind: Fence, Parent: -1, Order: signal.AcqRel, Scope: scope(sc), SC: sem == ptx.SC})
 }
 
+// SharedNow is [ptx.PlainEnv]: a plain access of shared memory may run
+// in lockstep with the lane's warp when it is no scheduling point (see
+// pointNow).
+func (l *ptxLane) SharedNow() bool { return !l.plainDue() }
+
 // Shared reports an access to the block's shared memory to the race
-// detector; it is a scheduling point, so the threads of a block interleave
-// their shared accesses.
-func (l *ptxLane) Shared(off uint64, n int, write, atomic bool) {
+// detector. An atom and a strong ld or st are scheduling points, so the
+// threads of a block interleave them; a plain ld or st is one as a plain
+// access of global memory is (pointNow), for plain accesses order
+// nothing and the race detector sees each either way.
+func (l *ptxLane) Shared(off uint64, n int, write bool, sem ptx.Sem, atomic bool) {
 	l.unpoll()
-	l.l.dev.w.sched.Yield("ptx shared")
+	if l.pointNow(atomic || sem != ptx.Weak) {
+		l.l.dev.w.sched.Yield("ptx shared")
+	}
+	if w := l.l.dev.w; w.batch.on && len(w.batch.a.Lanes) > 0 {
+		w.flushWarp() // in lockstep, after a warp's global accesses
+	}
 	kind := Load
 	switch {
 	case atomic:

@@ -43,7 +43,7 @@ func (e *flatEnv) at(addr uint64, n int) ([]byte, error) {
 	return nil, fmt.Errorf("no memory at %#x (%d bytes)", addr, n)
 }
 
-func (e *flatEnv) Shared(uint64, int, bool, bool) {}
+func (e *flatEnv) Shared(uint64, int, bool, ptx.Sem, bool) {}
 
 func (e *flatEnv) Load(addr uint64, dst []byte, _ ptx.Sem, _ ptx.Scope) error {
 	b, err := e.at(addr, len(dst))

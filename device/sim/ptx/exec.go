@@ -24,8 +24,9 @@ type Env interface {
 	// membar) or AcqRel (fence.acq_rel).
 	Fence(sem Sem, scope Scope)
 	// Shared is told of every access to the block's shared memory before it
-	// happens: n bytes at offset off, a write or not, an atom or not.
-	Shared(off uint64, n int, write, atomic bool)
+	// happens: n bytes at offset off, a write or not, with semantics sem
+	// (Weak for a plain ld or st), an atom or not.
+	Shared(off uint64, n int, write bool, sem Sem, atomic bool)
 	// Clock is %globaltimer in nanoseconds.
 	Clock() uint64
 }
@@ -693,7 +694,7 @@ func (t *Thread) sharedAtomic(f *frame, in *inst, off uint64) error {
 	if off+n > uint64(len(t.mem.Shared)) || off%n != 0 {
 		return fmt.Errorf("shared atomic at offset %d of %d bytes", off, len(t.mem.Shared))
 	}
-	t.env.Shared(off, int(n), true, true)
+	t.env.Shared(off, int(n), true, in.sem, true)
 	b := t.mem.Shared[off : off+n]
 	old := load(b, in.t)
 	a := t.value(f, &in.ops[2], in.t)
@@ -830,11 +831,11 @@ func (t *Thread) access(f *frame, in *inst, o *operand, buf []byte, write bool) 
 		}
 		return move(t.mem.Params, addr, buf, false, "kernel parameter")
 	case spShared:
-		if t.lockstep {
+		if t.lockstep && (in.sem != Weak || !t.env.(PlainEnv).SharedNow()) {
 			return errNotNow
 		}
 		if addr <= uint64(len(t.mem.Shared)) && uint64(len(buf)) <= uint64(len(t.mem.Shared))-addr {
-			t.env.Shared(addr, len(buf), write, false)
+			t.env.Shared(addr, len(buf), write, in.sem, false)
 		}
 		return move(t.mem.Shared, addr, buf, write, "shared")
 	}

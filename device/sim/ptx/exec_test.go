@@ -39,9 +39,9 @@ func (e *memEnv) Atomic(addr uint64, size int, op AtomOp, sem Sem, sc Scope, a, 
 	return old, nil
 }
 
-func (e *memEnv) Fence(Sem, Scope)               { e.fences++ }
-func (e *memEnv) Shared(uint64, int, bool, bool) {}
-func (e *memEnv) Clock() uint64                  { return 1000 }
+func (e *memEnv) Fence(Sem, Scope)                    { e.fences++ }
+func (e *memEnv) Shared(uint64, int, bool, Sem, bool) {}
+func (e *memEnv) Clock() uint64                       { return 1000 }
 
 const testKernel = `
 .version 9.0

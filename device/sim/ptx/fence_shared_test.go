@@ -17,7 +17,7 @@ func (e *orderEnv) Fence(sem Sem, sc Scope) {
 	e.fences = append(e.fences, sem.String()+"."+[...]string{"cta", "gpu", "sys"}[sc])
 }
 
-func (e *orderEnv) Shared(off uint64, n int, write, atomic bool) {
+func (e *orderEnv) Shared(off uint64, n int, write bool, _ Sem, atomic bool) {
 	k := "ld"
 	switch {
 	case atomic:

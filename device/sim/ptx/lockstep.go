@@ -10,6 +10,10 @@ type PlainEnv interface {
 	// scheduling point and no error. Lockstep leaves a thread before an
 	// access for which it reports false; the thread's own Run makes it.
 	PlainNow(addr uint64, n int, write bool) bool
+	// SharedNow reports whether a plain access of the block's shared
+	// memory may be made now with no scheduling point, as PlainNow for
+	// global memory.
+	SharedNow() bool
 }
 
 // WarpEnv is implemented by a [PlainEnv] that takes the plain accesses of
@@ -30,10 +34,10 @@ type WarpEnv interface {
 // warp executes it, for as long as the lanes take every branch the same
 // way and the instruction is none that makes a scheduling point or
 // needs one lane at a time. It executes register arithmetic, branches,
-// and plain loads and stores of global memory, of the kernel's
-// parameters and of local memory (a global one only where the lane's
-// Env, a [PlainEnv], says it may be made now); it stops before any other
-// instruction (strong, atomic, fenced and shared-memory accesses,
+// and plain loads and stores of global and shared memory, of the
+// kernel's parameters and of local memory (a global or shared one only
+// where the lane's Env, a [PlainEnv], says it may be made now); it stops
+// before any other instruction (strong, atomic and fenced accesses,
 // barriers, warp collectives, calls, returns, traps, prints), before a
 // branch its lanes take differently, and before an access the model may
 // reorder with a later store (hoist.go). Each thread is left before the
@@ -163,7 +167,7 @@ func (w *Warp) Lockstep(threads []*Thread) uint64 {
 			}
 			continue
 		case h.op == opLd || h.op == opSt:
-			if in.sem != Weak || in.hoist != 0 || in.space == spShared {
+			if in.sem != Weak || in.hoist != 0 {
 				return done
 			}
 			for _, f := range frames {
@@ -309,8 +313,7 @@ func aluSafe(in *inst) bool {
 
 // plainMemory executes ld or st in, a plain access, for t in frame f, as
 // Run's memory does, and reports true; or, for an access that Run must
-// make (one of shared memory, one the Env will not make now, or one that
-// fails), it changes nothing and reports false: access stops before any
+// make (one the Env will not make now, or one that fails), it changes nothing and reports false: access stops before any
 // Env call that would be a scheduling point (errNotNow), and it and move
 // check an access before they make it.
 func (t *Thread) plainMemory(f *frame, in *inst) bool {

@@ -14,9 +14,11 @@ import (
 // in lockstep (PlainNow) at the addresses refuse names.
 type laneEnv struct {
 	*sliceEnv
-	log    *[]string
-	refuse func(addr uint64) bool
-	asked  int // PlainNow calls
+	log      *[]string
+	refuse   func(addr uint64) bool
+	asked    int      // PlainNow calls
+	noShared bool     // SharedNow refuses
+	shared   []string // the lane's shared accesses, as Shared was told of them
 }
 
 func (e *laneEnv) Load(addr uint64, dst []byte, sem Sem, sc Scope) error {
@@ -27,6 +29,12 @@ func (e *laneEnv) Load(addr uint64, dst []byte, sem Sem, sc Scope) error {
 func (e *laneEnv) Store(addr uint64, src []byte, sem Sem, sc Scope) error {
 	*e.log = append(*e.log, fmt.Sprintf("st %s %#x %x", sem, addr, src))
 	return e.sliceEnv.Store(addr, src, sem, sc)
+}
+
+func (e *laneEnv) SharedNow() bool { return !e.noShared }
+
+func (e *laneEnv) Shared(off uint64, n int, write bool, sem Sem, atomic bool) {
+	e.shared = append(e.shared, fmt.Sprintf("%v %s %d/%d", write, sem, off, n))
 }
 
 func (e *laneEnv) PlainNow(addr uint64, n int, write bool) bool {
@@ -221,7 +229,7 @@ func TestLockstepStopsWhereALaneMust(t *testing.T) {
 }
 
 // TestLockstepStopsBeforeSchedulingPoints: a strong load, an atom, a
-// fence, a shared-memory access, a barrier and a warp collective each
+// fence, a strong shared-memory access, a barrier and a warp collective each
 // stop every lane before it, with no access made; a read of the clock
 // too (the lanes read it one at a time).
 func TestLockstepStopsBeforeSchedulingPoints(t *testing.T) {
@@ -232,7 +240,9 @@ func TestLockstepStopsBeforeSchedulingPoints(t *testing.T) {
 		"st.release.gpu.global.u32 [%rd1], %r1;",
 		"atom.global.add.u32 %r2, [%rd1], 1;",
 		"fence.acq_rel.gpu;",
-		"ld.shared.u32 %r2, [sh];",
+		"ld.volatile.shared.u32 %r2, [sh];",
+		"st.relaxed.cta.shared.u32 [sh], %r1;",
+		"atom.shared.add.u32 %r2, [sh], 1;",
 		"bar.sync 1, 32;",
 		"bar.arrive 1, 64;",
 		"shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;",
@@ -265,6 +275,97 @@ func TestLockstepStopsBeforeSchedulingPoints(t *testing.T) {
 			if len(l) != 1 || l[0] != fmt.Sprintf("ld weak %#x 4", lockIn) {
 				t.Errorf("%s: lane %d made %q in lockstep, want only the plain load", inst, i, l)
 			}
+		}
+	}
+}
+
+// sharedKernel: every lane stores its index to its word of shared memory
+// and to the next lane's (the last lane's goes to word 0), then reads its
+// own word back, a generic load of the shared window included, and
+// stores what it read to out[tid].
+const sharedKernel = `
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 in, .param .u64 out)
+{
+	.shared .align 4 .b8 sh[128];
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<8>;
+	ld.param.u64 %rd1, [out];
+	mov.u32 %r1, %tid.x;
+	mov.u32 %r2, %ntid.x;
+	shl.b32 %r3, %r1, 2;
+	add.u32 %r4, %r1, 1;
+	rem.u32 %r4, %r4, %r2;
+	shl.b32 %r4, %r4, 2;
+	mov.u32 %r5, sh;
+	add.u32 %r3, %r3, %r5;
+	add.u32 %r4, %r4, %r5;
+	st.shared.u32 [%r3], %r1;
+	st.shared.u32 [%r4], %r1;
+	ld.shared.u32 %r6, [%r3];
+	cvta.shared.u64 %rd2, sh;
+	cvt.u64.u32 %rd3, %r3;
+	add.s64 %rd2, %rd2, %rd3;
+	ld.u32 %r7, [%rd2];
+	add.u32 %r6, %r6, %r7;
+	mul.wide.u32 %rd4, %r1, 4;
+	add.s64 %rd5, %rd1, %rd4;
+	st.global.u32 [%rd5], %r6;
+	ret;
+}
+`
+
+// TestLockstepRunsPlainSharedAccesses: plain loads and stores of shared
+// memory run in lockstep where the Env says they may (SharedNow), in
+// the order a warp makes them (each instruction for every lane, in lane
+// order), each told to the lane's Env; where it says no, every lane stops
+// before the first of them.
+func TestLockstepRunsPlainSharedAccesses(t *testing.T) {
+	const n = 4
+	run := func(noShared bool) ([]*Thread, []*laneEnv, []byte) {
+		out := make([]byte, 4*n)
+		mem := &sliceEnv{regions: []region{{lockOut, out}}}
+		params := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, lockIn), lockOut)
+		ths, envs, _ := startLanes(t, sharedKernel, n, mem, params, nil)
+		for _, e := range envs {
+			e.noShared = noShared
+		}
+		return ths, envs, out
+	}
+	ths, envs, out := run(false)
+	if got, want := Lockstep(ths), uint64(22*n); got != want {
+		t.Fatalf("Lockstep ran %d lane-instructions, want %d: every instruction, the exit too, in %d lanes", got, want, n)
+	}
+	for i, e := range envs {
+		want := []string{
+			fmt.Sprintf("true weak %d/4", 4*i),
+			fmt.Sprintf("true weak %d/4", 4*((i+1)%n)),
+			fmt.Sprintf("false weak %d/4", 4*i),
+			fmt.Sprintf("false weak %d/4", 4*i),
+		}
+		if !slices.Equal(e.shared, want) {
+			t.Errorf("lane %d told its Env of %q, want %q", i, e.shared, want)
+		}
+	}
+	// A warp's order: every lane's first store, then every lane's second,
+	// so that lane i's word holds lane i-1's index (word 0 lane n-1's)
+	// when the lanes read it.
+	for i := range n {
+		prev := uint32((i + n - 1) % n)
+		if got := binary.LittleEndian.Uint32(out[4*i:]); got != 2*prev {
+			t.Errorf("out[%d] = %d, want %d (twice lane %d's index)", i, got, 2*prev, prev)
+		}
+	}
+
+	refused, renvs, _ := run(true)
+	if got, want := Lockstep(refused), uint64(10*n); got != want {
+		t.Errorf("Lockstep with shared accesses refused ran %d lane-instructions, want the %d before the first", got, want)
+	}
+	for i, e := range renvs {
+		if len(e.shared) != 0 {
+			t.Errorf("lane %d made %q in lockstep with shared accesses refused", i, e.shared)
 		}
 	}
 }

@@ -53,8 +53,8 @@ func (e *sliceEnv) Atomic(addr uint64, size int, op AtomOp, _ Sem, _ Scope, a, c
 	return old, nil
 }
 
-func (e *sliceEnv) Fence(Sem, Scope)               {}
-func (e *sliceEnv) Shared(uint64, int, bool, bool) {}
+func (e *sliceEnv) Fence(Sem, Scope)                    {}
+func (e *sliceEnv) Shared(uint64, int, bool, Sem, bool) {}
 
 func (e *sliceEnv) Clock() uint64 { return 0 }
 

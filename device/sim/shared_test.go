@@ -1,0 +1,132 @@
+package sim
+
+import (
+	"encoding/binary"
+	"strings"
+	"testing"
+
+	"github.com/symmem/symmem/actor"
+	"github.com/symmem/symmem/device"
+	"github.com/symmem/symmem/device/sim/ptx"
+)
+
+// sharedPTX: every thread of a block of 64 stores its index to its word
+// of shared memory with LD_ST, waits at a barrier, loads the word of the
+// next thread, and stores it to global word tid.
+const sharedPTX = `
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry sh(.param .u64 p)
+{
+	.shared .align 4 .b8 buf[256];
+	.reg .b32 %r<6>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [p];
+	mov.u32 %r1, %tid.x;
+	mov.u32 %r5, buf;
+	shl.b32 %r2, %r1, 2;
+	add.u32 %r2, %r2, %r5;
+	STORE [%r2], %r1;
+	bar.sync 0;
+	add.u32 %r3, %r1, 1;
+	and.b32 %r3, %r3, 63;
+	shl.b32 %r3, %r3, 2;
+	add.u32 %r3, %r3, %r5;
+	LOAD %r4, [%r3];
+	mul.wide.u32 %rd2, %r1, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r4;
+	ret;
+}
+`
+
+// runShared runs sharedPTX with the given shared load and store; it
+// returns the global words the threads stored, the shared accesses the
+// observer saw, and how many steps ran a lane from a shared access.
+func runShared(t *testing.T, load, store string) (words []uint32, seen, points int) {
+	t.Helper()
+	src := strings.NewReplacer("LOAD", load, "STORE", store).Replace(sharedPTX)
+	m, err := ptx.Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := actor.NewScheduler(actor.Config{Seed: 3, KeepEvents: true})
+	w, err := NewWorld(s, Config{World: 1, Kernels: Kernels{PTX: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Observe(func(a *Access) {
+		if a.Shared && (a.Kind == Load || a.Kind == Store) {
+			seen++
+		}
+	})
+	out := make([]byte, 256)
+	var runErr error
+	s.Go("test", func() {
+		runErr = func() error {
+			d := w.Device(0)
+			h, err := d.CreatePhysical(device.Granularity)
+			if err != nil {
+				return err
+			}
+			p, err := mapBlock(d, h, device.Granularity)
+			if err != nil {
+				return err
+			}
+			st, err := d.NewStream()
+			if err != nil {
+				return err
+			}
+			params := binary.LittleEndian.AppendUint64(nil, uint64(p))
+			if err := d.(PTXLauncher).LaunchPTX(st, PTXLaunch{Module: m, Entry: "sh", Params: params, Grid: 1, Block: 64}); err != nil {
+				return err
+			}
+			return d.Read(st, out, p)
+		}()
+	})
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if runErr != nil {
+		t.Fatal(runErr)
+	}
+	for _, e := range s.Trace().Events() {
+		if e.Kind == "run" && e.Detail == "ptx shared" {
+			points++
+		}
+	}
+	for i := range 64 {
+		words = append(words, binary.LittleEndian.Uint32(out[4*i:]))
+	}
+	return words, seen, points
+}
+
+// TestPlainSharedAccessesAreNoSchedulingPoints: a plain ld or st of
+// shared memory is no scheduling point (as a plain global access is
+// not), while a strong one is; the race detector is told of each either
+// way, and the kernel computes the same.
+func TestPlainSharedAccessesAreNoSchedulingPoints(t *testing.T) {
+	for _, c := range []struct {
+		load, store string
+		points      int
+	}{
+		{"ld.shared.u32", "st.shared.u32", 0},
+		{"ld.volatile.shared.u32", "st.volatile.shared.u32", 128},
+		{"ld.relaxed.cta.shared.u32", "st.shared.u32", 64},
+	} {
+		words, seen, points := runShared(t, c.load, c.store)
+		if seen != 128 {
+			t.Errorf("%s/%s: the observer saw %d shared accesses, want 128 (one load and one store a thread)", c.load, c.store, seen)
+		}
+		if points != c.points {
+			t.Errorf("%s/%s: %d steps ran a lane from a shared access, want %d", c.load, c.store, points, c.points)
+		}
+		for i, v := range words {
+			if want := uint32((i + 1) % 64); v != want {
+				t.Errorf("%s/%s: thread %d stored %d, want %d", c.load, c.store, i, v, want)
+				break
+			}
+		}
+	}
+}
