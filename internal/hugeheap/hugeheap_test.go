@@ -1,0 +1,23 @@
+package hugeheap
+
+import "testing"
+
+func TestAlign(t *testing.T) {
+	for _, c := range []struct{ p, n, start, size uintptr }{
+		{0, 4 * PageSize, 0, 4 * PageSize},
+		{1, 4 * PageSize, PageSize, 3 * PageSize},
+		{PageSize - 1, PageSize + 1, PageSize, PageSize},
+		{PageSize + 1, PageSize, 2 * PageSize, 0},
+		{3 * PageSize, PageSize - 1, 3 * PageSize, 0},
+	} {
+		if start, size := align(c.p, c.n); start != c.start || size != c.size {
+			t.Errorf("align(%#x, %#x) = %#x, %#x; want %#x, %#x", c.p, c.n, start, size, c.start, c.size)
+		}
+	}
+}
+
+func TestReserveBelowAPage(t *testing.T) {
+	if n, err := Reserve(PageSize - 1); n != 0 || err != nil {
+		t.Errorf("Reserve of less than a huge page = %d, %v; want 0, nil", n, err)
+	}
+}
