@@ -113,6 +113,7 @@ fill; for a module of several entries without one named, it lists them.`,
 			if a.checkGC != nil {
 				a.checkGC()
 			}
+			a.reserveHeap()
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			return runCheck(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args, fl.Changed("seed"), fl.Changed("fault-plan"), fl.Changed("decisions"))

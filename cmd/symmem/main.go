@@ -46,7 +46,7 @@ func main() {
 // owns the process: simulation commands set its GOMAXPROCS, the fuzzer its
 // soft memory limit, the checker its collector's pace.
 func runMain(args []string) int {
-	root := newRootApp(&app{terminal: isTerminal, limitProcs: limitProcs, limitFuzzMemory: limitFuzzMemory, checkGC: setCheckGC})
+	root := newRootApp(&app{terminal: isTerminal, limitProcs: limitProcs, limitFuzzMemory: limitFuzzMemory, checkGC: setCheckGC, hugeHeap: reserveHugeHeap})
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
 	if err != nil {
@@ -70,6 +70,9 @@ type app struct {
 	limitFuzzMemory func(workers int)
 	// checkGC, when not nil, is [setCheckGC], set as limitProcs is.
 	checkGC func()
+	// hugeHeap, when not nil, is [reserveHugeHeap], set as limitProcs is:
+	// called by the commands that run long simulations (check, selftest).
+	hugeHeap func()
 	// getenv reads the environment (nil: os.Getenv); campaign commands
 	// read their shard there.
 	getenv func(string) string

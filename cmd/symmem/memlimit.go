@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 
 	"github.com/symmem/symmem/internal/hostmem"
+	"github.com/symmem/symmem/internal/hugeheap"
 )
 
 // setSoftMemoryLimit sets the Go runtime's soft memory limit to half the
@@ -68,4 +69,29 @@ func setCheckGC() {
 		return
 	}
 	debug.SetGCPercent(checkGCPercent)
+}
+
+// hugeHeapEnv turns the huge-page heap of check and selftest off when it
+// is "0".
+const hugeHeapEnv = "SYMMEM_HUGE_HEAP"
+
+// reserveHugeHeap reserves hugeheap.DefaultReserve of heap marked for
+// transparent huge pages ([hugeheap.Reserve]), unless the environment
+// variable SYMMEM_HUGE_HEAP is "0". Best effort: where the kernel has no
+// huge pages, the heap stays as it was.
+func reserveHugeHeap() {
+	if !hugeHeapWanted(os.Getenv) {
+		return
+	}
+	_, _ = hugeheap.Reserve(hugeheap.DefaultReserve)
+}
+
+// hugeHeapWanted reports whether getenv leaves the huge-page heap on.
+func hugeHeapWanted(getenv func(string) string) bool { return getenv(hugeHeapEnv) != "0" }
+
+// reserveHeap calls the app's hugeHeap, if any.
+func (a *app) reserveHeap() {
+	if a.hugeHeap != nil {
+		a.hugeHeap()
+	}
 }

@@ -44,6 +44,7 @@ outcome. Exits non-zero if any case fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.bad = flagErrors(cmd)
+			a.reserveHeap()
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			return runSelftest(ctx, a, f, cmd.OutOrStdout())
