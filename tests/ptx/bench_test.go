@@ -1,11 +1,13 @@
 package ptx
 
 import (
+	"os"
 	"testing"
 	"time"
 
 	"github.com/symmem/symmem/conformance"
 	"github.com/symmem/symmem/device/sim"
+	"github.com/symmem/symmem/internal/hugeheap"
 	"github.com/symmem/symmem/simjob"
 )
 
@@ -13,8 +15,15 @@ import (
 // the launches' own shapes (symmem selftest --kernels ptx --world 4
 // --cases '^graphs$'): a graph of low-latency, one-shot and two-shot
 // calls replayed for three rounds, every kernel interpreted thread by
-// thread.
+// thread. Its heap is reserved for huge pages as the command's is, unless
+// SYMMEM_HUGE_HEAP is "0".
 func BenchmarkGraphsWorld4(b *testing.B) {
+	if os.Getenv("SYMMEM_HUGE_HEAP") != "0" {
+		if _, err := hugeheap.Reserve(hugeheap.DefaultReserve); err != nil {
+			b.Log(err)
+		}
+		b.ResetTimer()
+	}
 	var graphs conformance.Case
 	for _, c := range conformance.Cases(conformance.Options{Cycles: 3, Seed: 1}) {
 		if c.Name == "graphs" {
