@@ -87,6 +87,10 @@ ends with its smallest case so far, the report covers the runs that ran
 to the end (a --report file too, marked interrupted), and the exit
 status is 130 or 143.
 
+Its heap is reserved for transparent huge pages where Linux leaves them
+to the program (a simulation's records are read at random); set
+SYMMEM_HUGE_HEAP=0 to keep it as Go leaves it.
+
 --faults draws one fault per run from its seed, of the kinds listed:
   stall       a rank's launch starts late: its host sleeps 1us, 100us or
               10ms (virtual) before enqueuing it

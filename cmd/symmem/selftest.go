@@ -40,7 +40,11 @@ func newSelftestCmd(a *app) *cobra.Command {
 ranks run as goroutines of this process, or one per process under
 'symmem launch --nproc N -- symmem selftest --device cuda'. Each rank checks
 its own results; the table lists each case, the mode, world size, time and
-outcome. Exits non-zero if any case fails.`,
+outcome. Exits non-zero if any case fails.
+
+Its heap is reserved for transparent huge pages where Linux leaves them
+to the program (a simulation's records are read at random); set
+SYMMEM_HUGE_HEAP=0 to keep it as Go leaves it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.bad = flagErrors(cmd)
