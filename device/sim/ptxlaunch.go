@@ -297,22 +297,37 @@ func (l *ptxLane) run(ph *lanePhase) {
 // its task parked at that scheduling point holding no goroutine (see
 // [actor.Scheduler.YieldThen]); when chosen again, the task resumes the
 // thread, which makes the access without a scheduling point of its own.
+//
+// A lane that lockstep left standing at its scheduling point (fresh,
+// chosen for the first time in its phase, and parking before it executed
+// an instruction) takes that point at once: the step that chose it is
+// the point's, as the step that chose it parked there would have been.
+// No instruction, access or other lane's step lies between the two, so
+// the schedules are the same but for a step that did nothing.
 func (l *ptxLane) resume() {
-	before := l.thread.Executed()
-	stop, err := l.thread.Run()
 	w := l.l.dev.w
-	w.executed += l.thread.Executed() - before
-	if err == nil && stop == ptx.Parked {
+	for {
+		before := l.thread.Executed()
+		stop, err := l.thread.Run()
+		w.executed += l.thread.Executed() - before
+		fresh := l.fresh
+		l.fresh = false
+		if err != nil || stop != ptx.Parked {
+			l.end(l.ph, stop, err)
+			return
+		}
 		kind := l.parked
 		l.parked, l.tookPoint = parkNone, true
-		if kind == parkWait {
+		switch {
+		case kind == parkYield && fresh && l.thread.Executed() == before:
+			continue // the point is this step's
+		case kind == parkWait:
 			w.sched.WaitBellThen(l.waitWhat, l.changed, &l.bell, l.waitFor, (*wokeLane)(l))
-		} else {
+		default:
 			w.sched.YieldThen(l.parkWhat, l)
 		}
 		return
 	}
-	l.end(l.ph, stop, err)
 }
 
 // Continue is [actor.Continuation]: the lane's task, parked before an
@@ -418,6 +433,7 @@ func (l *ptxLane) startWarp(ph *lanePhase) {
 		case ok:
 			m.end(ph, stop, nil)
 		default:
+			m.fresh = true
 			m.spawn(ph)
 		}
 	}
@@ -440,8 +456,9 @@ type ptxLane struct {
 	parked    parkKind
 	tookPoint bool
 	// begun: the phase's first lane of the warp to run started its mates
-	// (startWarp).
-	begun bool
+	// (startWarp). fresh: startWarp gave the lane its task, which has not
+	// run yet (see resume).
+	begun, fresh bool
 	blockCtx
 	// thread is the lane's thread, in the lane's record: a step reads
 	// both.
