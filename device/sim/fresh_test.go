@@ -1,13 +1,6 @@
 package sim
 
-import (
-	"encoding/binary"
-	"testing"
-
-	"github.com/symmem/symmem/actor"
-	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/device/sim/ptx"
-)
+import "testing"
 
 // freshPTX: every thread of a block of 64 computes its word's address in
 // lockstep with its warp, then stores its index there with a strong store
@@ -34,56 +27,14 @@ const freshPTX = `
 // chose their task.
 func runFresh(t *testing.T, seed uint64, laneByLane bool) ([]uint32, map[string]int) {
 	t.Helper()
-	m, err := ptx.Parse(freshPTX)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := actor.NewScheduler(actor.Config{Seed: seed, KeepEvents: true})
-	w, err := NewWorld(s, Config{World: 1, Kernels: Kernels{PTX: true, LaneByLane: laneByLane}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]byte, 256)
-	var runErr error
-	s.Go("test", func() {
-		runErr = func() error {
-			d := w.Device(0)
-			h, err := d.CreatePhysical(device.Granularity)
-			if err != nil {
-				return err
-			}
-			p, err := mapBlock(d, h, device.Granularity)
-			if err != nil {
-				return err
-			}
-			st, err := d.NewStream()
-			if err != nil {
-				return err
-			}
-			params := binary.LittleEndian.AppendUint64(nil, uint64(p))
-			if err := d.(PTXLauncher).LaunchPTX(st, PTXLaunch{Module: m, Entry: "fresh", Params: params, Grid: 1, Block: 64}); err != nil {
-				return err
-			}
-			return d.Read(st, out, p)
-		}()
-	})
-	if err := s.Run(); err != nil {
-		t.Fatal(err)
-	}
-	if runErr != nil {
-		t.Fatal(runErr)
-	}
+	out, s := runOnGranule(t, freshPTX, "fresh", 64, 256, seed, Kernels{PTX: true, LaneByLane: laneByLane}, nil)
 	steps := map[string]int{}
 	for _, e := range s.Trace().Events() {
 		if e.Kind == "run" {
 			steps[e.Detail]++
 		}
 	}
-	var words []uint32
-	for i := range 64 {
-		words = append(words, binary.LittleEndian.Uint32(out[4*i:]))
-	}
-	return words, steps
+	return words(out), steps
 }
 
 // TestLanesLeftAtTheirPointTakeItAtOnce: a lane that lockstep leaves

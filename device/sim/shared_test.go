@@ -1,13 +1,8 @@
 package sim
 
 import (
-	"encoding/binary"
 	"strings"
 	"testing"
-
-	"github.com/symmem/symmem/actor"
-	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/device/sim/ptx"
 )
 
 // sharedPTX: every thread of a block of 64 stores its index to its word
@@ -44,62 +39,20 @@ const sharedPTX = `
 // runShared runs sharedPTX with the given shared load and store; it
 // returns the global words the threads stored, the shared accesses the
 // observer saw, and how many steps ran a lane from a shared access.
-func runShared(t *testing.T, load, store string) (words []uint32, seen, points int) {
+func runShared(t *testing.T, load, store string) (stored []uint32, seen, points int) {
 	t.Helper()
 	src := strings.NewReplacer("LOAD", load, "STORE", store).Replace(sharedPTX)
-	m, err := ptx.Parse(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := actor.NewScheduler(actor.Config{Seed: 3, KeepEvents: true})
-	w, err := NewWorld(s, Config{World: 1, Kernels: Kernels{PTX: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Observe(func(a *Access) {
+	out, s := runOnGranule(t, src, "sh", 64, 256, 3, Kernels{PTX: true}, func(a *Access) {
 		if a.Shared && (a.Kind == Load || a.Kind == Store) {
 			seen++
 		}
 	})
-	out := make([]byte, 256)
-	var runErr error
-	s.Go("test", func() {
-		runErr = func() error {
-			d := w.Device(0)
-			h, err := d.CreatePhysical(device.Granularity)
-			if err != nil {
-				return err
-			}
-			p, err := mapBlock(d, h, device.Granularity)
-			if err != nil {
-				return err
-			}
-			st, err := d.NewStream()
-			if err != nil {
-				return err
-			}
-			params := binary.LittleEndian.AppendUint64(nil, uint64(p))
-			if err := d.(PTXLauncher).LaunchPTX(st, PTXLaunch{Module: m, Entry: "sh", Params: params, Grid: 1, Block: 64}); err != nil {
-				return err
-			}
-			return d.Read(st, out, p)
-		}()
-	})
-	if err := s.Run(); err != nil {
-		t.Fatal(err)
-	}
-	if runErr != nil {
-		t.Fatal(runErr)
-	}
 	for _, e := range s.Trace().Events() {
 		if e.Kind == "run" && e.Detail == "ptx shared" {
 			points++
 		}
 	}
-	for i := range 64 {
-		words = append(words, binary.LittleEndian.Uint32(out[4*i:]))
-	}
-	return words, seen, points
+	return words(out), seen, points
 }
 
 // TestPlainSharedAccessesAreNoSchedulingPoints: a plain ld or st of
@@ -115,14 +68,14 @@ func TestPlainSharedAccessesAreNoSchedulingPoints(t *testing.T) {
 		{"ld.volatile.shared.u32", "st.volatile.shared.u32", 128},
 		{"ld.relaxed.cta.shared.u32", "st.shared.u32", 64},
 	} {
-		words, seen, points := runShared(t, c.load, c.store)
+		stored, seen, points := runShared(t, c.load, c.store)
 		if seen != 128 {
 			t.Errorf("%s/%s: the observer saw %d shared accesses, want 128 (one load and one store a thread)", c.load, c.store, seen)
 		}
 		if points != c.points {
 			t.Errorf("%s/%s: %d steps ran a lane from a shared access, want %d", c.load, c.store, points, c.points)
 		}
-		for i, v := range words {
+		for i, v := range stored {
 			if want := uint32((i + 1) % 64); v != want {
 				t.Errorf("%s/%s: thread %d stored %d, want %d", c.load, c.store, i, v, want)
 				break
