@@ -21,3 +21,20 @@ func TestReserveBelowAPage(t *testing.T) {
 		t.Errorf("Reserve of less than a huge page = %d, %v; want 0, nil", n, err)
 	}
 }
+
+func TestParseMode(t *testing.T) {
+	for in, want := range map[string]string{
+		"always [madvise] never\n": "madvise",
+		"[always] madvise never\n": "always",
+		"always madvise [never]":   "never",
+	} {
+		if got, err := ParseMode(in); got != want || err != nil {
+			t.Errorf("ParseMode(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "always madvise never", "[] madvise", "[madvise"} {
+		if got, err := ParseMode(bad); err == nil {
+			t.Errorf("ParseMode(%q) = %q, want an error", bad, got)
+		}
+	}
+}
