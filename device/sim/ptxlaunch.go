@@ -736,14 +736,9 @@ func (l *ptxLane) point(strong bool, what string) error {
 // point, and counts it: every strong one is, a plain one as
 // Kernels.PlainYield says.
 func (l *ptxLane) pointNow(strong bool) bool {
-	if !strong {
-		if every := l.l.dev.w.cfg.Kernels.PlainYield; every > 0 {
-			if l.plain++; l.plain < every {
-				return false
-			}
-		} else if l.thread.Loops()-l.pointLoops < DefaultPTXPlainLoops {
-			return false
-		}
+	if !strong && !l.plainDue() {
+		l.plain++
+		return false
 	}
 	l.plain, l.pointLoops = 0, l.thread.Loops()
 	return true

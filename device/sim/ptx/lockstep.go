@@ -313,9 +313,10 @@ func aluSafe(in *inst) bool {
 
 // plainMemory executes ld or st in, a plain access, for t in frame f, as
 // Run's memory does, and reports true; or, for an access that Run must
-// make (one the Env will not make now, or one that fails), it changes nothing and reports false: access stops before any
-// Env call that would be a scheduling point (errNotNow), and it and move
-// check an access before they make it.
+// make (one the Env will not make now, or one that fails), it changes
+// nothing and reports false: access stops before any Env call that would
+// be a scheduling point (errNotNow), and it and move check an access
+// before they make it.
 func (t *Thread) plainMemory(f *frame, in *inst) bool {
 	line := t.line
 	t.line, t.lockstep = in.line, true
