@@ -71,33 +71,10 @@ func setCheckGC() {
 	debug.SetGCPercent(checkGCPercent)
 }
 
-// hugeHeapEnv turns the huge-page heap of check and selftest off when it
-// is "0".
-const hugeHeapEnv = "SYMMEM_HUGE_HEAP"
-
-// reserveHugeHeap reserves heap marked for transparent huge pages
-// ([hugeheap.Reserve]) where the system leaves them to the program (THP
-// "madvise"), unless the environment variable SYMMEM_HUGE_HEAP is "0":
-// hugeheap.DefaultReserve, or a quarter of the machine's memory when
-// that is less (the reservation is address space, never touched, but a
-// system that commits memory strictly counts it). Best effort: where the
-// setting or the memory cannot be read, the heap stays as it was.
-func reserveHugeHeap() {
-	if !hugeHeapWanted(os.Getenv) {
-		return
-	}
-	if mode, err := hugeheap.Mode(); err != nil || mode != "madvise" {
-		return // "always": the heap has them; "never": none to have
-	}
-	total, err := hostmem.Total()
-	if err != nil {
-		return
-	}
-	_, _ = hugeheap.Reserve(int(min(uint64(hugeheap.DefaultReserve), total/4)))
-}
-
-// hugeHeapWanted reports whether getenv leaves the huge-page heap on.
-func hugeHeapWanted(getenv func(string) string) bool { return getenv(hugeHeapEnv) != "0" }
+// reserveHugeHeap reserves heap for transparent huge pages where the
+// system leaves them to the program, unless SYMMEM_HUGE_HEAP is "0"
+// ([hugeheap.Auto]). Best effort: an error leaves the heap as it was.
+func reserveHugeHeap() { _, _ = hugeheap.Auto(os.Getenv) }
 
 // reserveHeap calls the app's hugeHeap, if any.
 func (a *app) reserveHeap() {

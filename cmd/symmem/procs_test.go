@@ -84,7 +84,7 @@ func TestFuzzSetsItsMemoryLimit(t *testing.T) {
 // TestCheckSetsItsGC: the check command sets its collector's pace in a
 // process it owns.
 // TestSimulationCommandsReserveAHugeHeap: check and selftest reserve
-// their heap for huge pages; SYMMEM_HUGE_HEAP=0 turns that off.
+// their heap for huge pages (hugeheap's tests cover what Auto does).
 func TestSimulationCommandsReserveAHugeHeap(t *testing.T) {
 	for _, args := range [][]string{
 		{"check", "--ptx", "../../examples/kernels/cas_barrier.ptx", "--list-unsupported"},
@@ -100,14 +100,6 @@ func TestSimulationCommandsReserveAHugeHeap(t *testing.T) {
 		if reserved != 1 {
 			t.Errorf("symmem %s reserved its heap %d times, want once", args[0], reserved)
 		}
-	}
-	env := map[string]string{}
-	if !hugeHeapWanted(func(k string) string { return env[k] }) {
-		t.Error("the huge-page heap is off with SYMMEM_HUGE_HEAP unset")
-	}
-	env[hugeHeapEnv] = "0"
-	if hugeHeapWanted(func(k string) string { return env[k] }) {
-		t.Error("the huge-page heap is on with SYMMEM_HUGE_HEAP=0")
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/symmem/symmem/internal/hostmem"
 )
 
 // PageSize is the size of a transparent huge page on the systems Reserve
@@ -58,4 +60,31 @@ func align(p, n uintptr) (start, size uintptr) {
 		return start, 0
 	}
 	return start, end - start
+}
+
+// Env is the environment variable that turns Auto off when it is "0".
+const Env = "SYMMEM_HUGE_HEAP"
+
+// Wanted reports whether getenv leaves Auto on (Env is not "0").
+func Wanted(getenv func(string) string) bool { return getenv(Env) != "0" }
+
+// Auto reserves heap for huge pages where that helps: unless getenv's Env
+// is "0", and only under the setting "madvise" (under "always" the heap
+// has them already, under "never" there are none to have), it reserves
+// DefaultReserve, or a quarter of the machine's memory when that is less
+// (the reservation is address space, never touched, but a system that
+// commits memory strictly counts it). It returns the bytes marked; where
+// the setting or the machine's memory cannot be read it marks none.
+func Auto(getenv func(string) string) (uint64, error) {
+	if !Wanted(getenv) {
+		return 0, nil
+	}
+	if mode, err := Mode(); err != nil || mode != "madvise" {
+		return 0, err
+	}
+	total, err := hostmem.Total()
+	if err != nil {
+		return 0, err
+	}
+	return Reserve(int(min(uint64(DefaultReserve), total/4)))
 }

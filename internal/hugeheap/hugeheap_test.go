@@ -38,3 +38,24 @@ func TestParseMode(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoIsOffWithItsEnv: Env "0" turns Auto off before it reads the
+// system; unset, or any other value, leaves it on.
+func TestAutoIsOffWithItsEnv(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	if !Wanted(getenv) {
+		t.Errorf("Auto is off with %s unset", Env)
+	}
+	env[Env] = "1"
+	if !Wanted(getenv) {
+		t.Errorf("Auto is off with %s=1", Env)
+	}
+	env[Env] = "0"
+	if Wanted(getenv) {
+		t.Errorf("Auto is on with %s=0", Env)
+	}
+	if n, err := Auto(getenv); n != 0 || err != nil {
+		t.Errorf("Auto with %s=0 = %d, %v; want 0, nil", Env, n, err)
+	}
+}

@@ -15,15 +15,13 @@ import (
 // the launches' own shapes (symmem selftest --kernels ptx --world 4
 // --cases '^graphs$'): a graph of low-latency, one-shot and two-shot
 // calls replayed for three rounds, every kernel interpreted thread by
-// thread. Its heap is reserved for huge pages as the command's is, unless
-// SYMMEM_HUGE_HEAP is "0".
+// thread. Its heap is reserved for huge pages as the command's is
+// (hugeheap.Auto).
 func BenchmarkGraphsWorld4(b *testing.B) {
-	if os.Getenv("SYMMEM_HUGE_HEAP") != "0" {
-		if _, err := hugeheap.Reserve(hugeheap.DefaultReserve); err != nil {
-			b.Log(err)
-		}
-		b.ResetTimer()
+	if _, err := hugeheap.Auto(os.Getenv); err != nil {
+		b.Log(err)
 	}
+	b.ResetTimer()
 	var graphs conformance.Case
 	for _, c := range conformance.Cases(conformance.Options{Cycles: 3, Seed: 1}) {
 		if c.Name == "graphs" {
