@@ -1177,10 +1177,14 @@ func (l *ptxLane) SharedNow() bool { return !l.plainDue() }
 // detector. An atom and a strong ld or st are scheduling points, so the
 // threads of a block interleave them; a plain ld or st is one as a plain
 // access of global memory is (pointNow), for plain accesses order
-// nothing and the race detector sees each either way.
+// nothing and the race detector sees each either way. The detector takes
+// an atom as a read-modify-write and a strong ld or st as a strong load
+// or store, each with its semantics, at the block's scope (which holds
+// every thread that shares the memory).
 func (l *ptxLane) Shared(off uint64, n int, write bool, sem ptx.Sem, atomic bool) {
 	l.unpoll()
-	if l.pointNow(atomic || sem != ptx.Weak) {
+	strong := atomic || sem != ptx.Weak
+	if l.pointNow(strong) {
 		l.l.dev.w.sched.Yield("ptx shared")
 	}
 	if w := l.l.dev.w; w.batch.on && len(w.batch.a.Lanes) > 0 {
@@ -1188,13 +1192,13 @@ func (l *ptxLane) Shared(off uint64, n int, write bool, sem ptx.Sem, atomic bool
 	}
 	kind := Load
 	switch {
-	case atomic:
+	case strong:
 		kind = Atomic
 	case write:
 		kind = Store
 	}
 	l.emit(&Access{Kind: kind, Parent: -1, Size: uint64(n), Phys: SharedPhys(l.l.id, l.index), PhysOffset: off,
-		Owner: l.l.dev.index, Write: write, Shared: true, Order: signal.Relaxed, Scope: signal.Block})
+		Owner: l.l.dev.index, Write: write, RMW: atomic, Shared: true, Order: order(sem), Scope: signal.Block})
 }
 
 // Clock is %globaltimer: the virtual time in nanoseconds, plus a second

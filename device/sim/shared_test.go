@@ -38,13 +38,17 @@ const sharedPTX = `
 
 // runShared runs sharedPTX with the given shared load and store; it
 // returns the global words the threads stored, the shared accesses the
-// observer saw, and how many steps ran a lane from a shared access.
-func runShared(t *testing.T, load, store string) (stored []uint32, seen, points int) {
+// observer saw (strong: those it saw as strong ones), and how many steps
+// ran a lane from a shared access.
+func runShared(t *testing.T, load, store string) (stored []uint32, seen, strong, points int) {
 	t.Helper()
 	src := strings.NewReplacer("LOAD", load, "STORE", store).Replace(sharedPTX)
 	out, s := runOnGranule(t, src, "sh", 64, 256, 3, Kernels{PTX: true}, func(a *Access) {
-		if a.Shared && (a.Kind == Load || a.Kind == Store) {
+		if a.Shared && (a.Kind == Load || a.Kind == Store || a.Kind == Atomic) {
 			seen++
+		}
+		if a.Shared && a.Kind == Atomic {
+			strong++
 		}
 	})
 	for _, e := range s.Trace().Events() {
@@ -52,13 +56,13 @@ func runShared(t *testing.T, load, store string) (stored []uint32, seen, points 
 			points++
 		}
 	}
-	return words(out), seen, points
+	return words(out), seen, strong, points
 }
 
 // TestPlainSharedAccessesAreNoSchedulingPoints: a plain ld or st of
 // shared memory is no scheduling point (as a plain global access is
 // not), while a strong one is; the race detector is told of each either
-// way, and the kernel computes the same.
+// way, a strong one as strong, and the kernel computes the same.
 func TestPlainSharedAccessesAreNoSchedulingPoints(t *testing.T) {
 	for _, c := range []struct {
 		load, store string
@@ -68,9 +72,12 @@ func TestPlainSharedAccessesAreNoSchedulingPoints(t *testing.T) {
 		{"ld.volatile.shared.u32", "st.volatile.shared.u32", 128},
 		{"ld.relaxed.cta.shared.u32", "st.shared.u32", 64},
 	} {
-		stored, seen, points := runShared(t, c.load, c.store)
+		stored, seen, strong, points := runShared(t, c.load, c.store)
 		if seen != 128 {
 			t.Errorf("%s/%s: the observer saw %d shared accesses, want 128 (one load and one store a thread)", c.load, c.store, seen)
+		}
+		if strong != c.points {
+			t.Errorf("%s/%s: the observer saw %d strong shared accesses, want %d", c.load, c.store, strong, c.points)
 		}
 		if points != c.points {
 			t.Errorf("%s/%s: %d steps ran a lane from a shared access, want %d", c.load, c.store, points, c.points)

@@ -113,3 +113,94 @@ func TestLowLatencyIsRaceFreePTX(t *testing.T) {
 	dev := sim.Config{Kernels: sim.Kernels{PTX: true}}
 	clean(t, "world 2", simulate(t, simjob.Config{World: 2, Seed: 2, Device: dev}, llLoop(2, 520)))
 }
+
+// flagAt is flag's offset in flagPTX's shared memory: after data.
+const flagAt = 4
+
+// flagPTX: thread 0 stores 42 to data in shared memory, then 1 to flag
+// with STRONG; thread 32 (the second warp) polls flag with STRONGLD until
+// it reads 1, then loads data and stores it to global word 0. FENCE goes
+// between the two accesses of each thread.
+const flagPTX = `
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry flag(.param .u64 p)
+{
+	.shared .align 4 .b8 data[4];
+	.shared .align 4 .b8 flag[4];
+	.reg .pred %p<3>;
+	.reg .b32 %r<6>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [p];
+	mov.u32 %r1, %tid.x;
+	setp.eq.u32 %p1, %r1, 0;
+	@%p1 bra WRITER;
+	setp.ne.u32 %p2, %r1, 32;
+	@%p2 bra DONE;
+POLL:
+	STRONGLD.u32 %r2, [flag];
+	setp.ne.u32 %p2, %r2, 1;
+	@%p2 bra POLL;
+	FENCE
+	ld.shared.u32 %r3, [data];
+	st.global.u32 [%rd1], %r3;
+	bra DONE;
+WRITER:
+	mov.u32 %r4, 42;
+	st.shared.u32 [data], %r4;
+	FENCE
+	mov.u32 %r5, 1;
+	STRONG.u32 [flag], %r5;
+DONE:
+	ret;
+}
+`
+
+// TestStrongSharedAccessesDoNotRace: strong accesses of shared memory
+// (volatile, relaxed, release and acquire ones) reach the detector as
+// strong ones: a flag that two warps poll and set with them never races,
+// and with fences of the block's scope (or release and acquire) it orders
+// the plain data before it; without them the data races, and the flag
+// still does not.
+func TestStrongSharedAccessesDoNotRace(t *testing.T) {
+	for _, c := range []struct {
+		name               string
+		load, store, fence string
+		dataRaces          bool
+	}{
+		{"volatile with fences", "ld.volatile.shared", "st.volatile.shared", "fence.acq_rel.cta;", false},
+		{"relaxed with fences", "ld.relaxed.cta.shared", "st.relaxed.cta.shared", "fence.acq_rel.cta;", false},
+		{"acquire and release", "ld.acquire.cta.shared", "st.release.cta.shared", "", false},
+		{"volatile", "ld.volatile.shared", "st.volatile.shared", "", true},
+		{"relaxed", "ld.relaxed.cta.shared", "st.relaxed.cta.shared", "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := strings.NewReplacer("STRONGLD", c.load, "STRONG", c.store, "FENCE", c.fence).Replace(flagPTX)
+			mod, err := ptx.Parse(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := ptxLaunch{mod: mod, entry: "flag", grid: 1, block: 64, zeroed: 4}
+			for seed := uint64(1); seed <= 6; seed++ {
+				var dataRaced bool
+				for _, r := range l.races(t, sim.Kernels{PTX: true}, seed, nil) {
+					if !r.First.Shared || !r.Second.Shared {
+						t.Fatalf("seed %d: a race off shared memory:\n%v", seed, r)
+					}
+					if r.First.PhysOffset != r.Second.PhysOffset || r.First.Size != 4 {
+						t.Fatalf("seed %d: a race across the two words:\n%v", seed, r)
+					}
+					if r.First.PhysOffset == flagAt {
+						t.Errorf("seed %d: strong accesses of the flag race:\n%v", seed, r)
+						continue
+					}
+					dataRaced = true
+				}
+				if dataRaced != c.dataRaces {
+					t.Errorf("seed %d: the data raced: %v, want %v", seed, dataRaced, c.dataRaces)
+				}
+			}
+		})
+	}
+}
