@@ -198,7 +198,7 @@ func (c *blockCtx) Load(p device.Ptr, dst []byte) error {
 	for _, sg := range segs {
 		at += copy(dst[at:], sg.b)
 		if sg.phys.weak != nil {
-			c.view().plainLoad(sg)
+			c.view().plainLoad(&c.l.dev.w.weak, sg)
 		}
 		c.emitSeg(Load, sg, false, signal.Relaxed, signal.Block)
 	}
@@ -365,6 +365,7 @@ func (c *blockCtx) Lanes(n int, fn func(kernels.Block) error) error {
 		w.sched.GoLabeled(lc.label(), func() {
 			lc.emit(&Access{Kind: LaneStart, Parent: parent})
 			errs[i] = fn(lc)
+			w.weak.forget(&lc.wv)
 			lc.emit(&Access{Kind: LaneEnd, Parent: -1})
 			done++
 			finished.Ring()

@@ -321,6 +321,7 @@ func (d *simDevice) runResident(ln *launch, r Residency, body func(ctx *blockCtx
 		d.w.sched.GoLabeled(ctx.label(), func() {
 			ctx.emit(&Access{Kind: BlockStart, Parent: parent})
 			errs[b] = body(ctx)
+			d.w.weak.forget(&ctx.wv)
 			ctx.emit(&Access{Kind: BlockEnd, Parent: -1})
 			done++
 			failed = failed || errs[b] != nil

@@ -172,17 +172,26 @@ func (c *blockCtx) runPTXBlock(mod *ptx.Module, entry string, params []byte, sha
 	}
 	parent := w.sched.Current().ID()
 	block := &weakView{started: true} // the floors of what the block read (weak.go)
+	w.weak.enlist(block)
+	defer func() {
+		// The block's threads read no more: the histories they read
+		// no longer find their views (nor keep their records).
+		w.weak.forget(block)
+		for i := range lanes {
+			w.weak.forget(&lanes[i].wv)
+		}
+	}()
 	for phase := 0; len(live) > 0; phase++ {
 		ph := &lanePhase{parent: parent}
 		bar := blockSync{stamp: w.weak.stamp, block: block}
 		for _, ln := range live {
-			bar.add(&ln.wv)
+			bar.add(&w.weak, &ln.wv)
 		}
 		warpsOf(live, w.cfg.Kernels.LaneByLane)
 		for _, ln := range live {
 			ln.reset()
 			if phase == 0 {
-				ln.wv.start(c.l.begun, place{dev: int32(c.l.dev.index), launch: c.l.id, block: int32(c.index), lane: int32(ln.lane)})
+				ln.wv.start(&w.weak, c.l.begun, place{dev: int32(c.l.dev.index), launch: c.l.id, block: int32(c.index), lane: int32(ln.lane)})
 				ln.wv.block = block
 			} else {
 				ln.wv.syncBlock(&bar) // bar.sync
@@ -870,7 +879,7 @@ func (l *ptxLane) Load(addr uint64, dst []byte, sem ptx.Sem, sc ptx.Scope) error
 			}
 			l.emitStrong(sg, false, order(sem), scope(sc), unit, 0, from)
 		} else {
-			l.wv.plainLoad(sg)
+			l.wv.plainLoad(&w.weak, sg)
 			l.emitLoad(sg, l.thread.NonCoherent())
 		}
 		at += n

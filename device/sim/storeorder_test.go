@@ -27,8 +27,8 @@ func TestStorePlacement(t *testing.T) {
 		sg := segment{phys: ph, off: 8, b: ph.data[8:16]}
 		storeN(sg.b, 7)
 		var a, b weakView
-		a.start(w.weak.stamp, place{lane: 0})
-		b.start(w.weak.stamp, place{lane: 1})
+		a.start(&w.weak, w.weak.stamp, place{lane: 0})
+		b.start(&w.weak, w.weak.stamp, place{lane: 1})
 		// a clears the flag; b, not knowing the clear, sets it.
 		if _, newest := w.weakStore(&a, sg, 8, 0, signal.Relaxed, signal.System, nil, clearLine); !newest {
 			t.Fatal("the first store of a location was placed before another")
@@ -68,7 +68,7 @@ func TestStorePlacement(t *testing.T) {
 			t.Fatalf("coherence order %v: a thread's store before its own earlier one", order)
 		}
 		var c weakView
-		c.start(w.weak.stamp, place{lane: 2})
+		c.start(&w.weak, w.weak.stamp, place{lane: 2})
 		if _, newest := w.weakStore(&c, sg, 8, 3, signal.Relaxed, signal.System, nil, 0); !newest {
 			t.Fatal("a store was placed before one its thread knows")
 		}
@@ -82,8 +82,8 @@ func TestStorePlacement(t *testing.T) {
 		ph := &physical{id: 2, data: make([]byte, 16)}
 		sg := segment{phys: ph, off: 0, b: ph.data[0:8]}
 		var a, b weakView
-		a.start(w.weak.stamp, place{lane: 0})
-		b.start(w.weak.stamp, place{lane: 1})
+		a.start(&w.weak, w.weak.stamp, place{lane: 0})
+		b.start(&w.weak, w.weak.stamp, place{lane: 1})
 		carried, _ := w.weakRMW(&a, sg, 8, signal.Relaxed, signal.System)
 		w.weakStore(&a, sg, 8, 1, signal.Relaxed, signal.System, carried, 0)
 		storeN(sg.b, 1)

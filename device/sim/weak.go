@@ -92,6 +92,47 @@ type weakMem struct {
 	since int
 	// launches counts the launches whose blocks run (runResident).
 	launches int
+	// views are the live views by slot, and freeViews the slots that
+	// ended views left (reused last freed first). A history's reader
+	// names its view by id rather than by pointer, so that a location
+	// read once by a lane of every launch does not keep those lanes'
+	// records alive; an eviction finds the reader's view here.
+	views     []*weakView
+	viewGen   []uint32 // per slot, how many views it held
+	freeViews []int32
+}
+
+// enlist gives v an id and a slot among the live views.
+func (wm *weakMem) enlist(v *weakView) {
+	var slot int
+	if n := len(wm.freeViews); n > 0 {
+		slot, wm.freeViews = int(wm.freeViews[n-1]), wm.freeViews[:n-1]
+	} else {
+		slot = len(wm.views)
+		wm.views, wm.viewGen = append(wm.views, nil), append(wm.viewGen, 0)
+	}
+	wm.viewGen[slot]++
+	wm.views[slot] = v
+	v.id = uint64(wm.viewGen[slot])<<32 | uint64(slot+1)
+}
+
+// forget ends v: its thread reads no more, so the histories it read no
+// longer find it (its id stays unique: the slot's next view has another).
+func (wm *weakMem) forget(v *weakView) {
+	if slot := int(uint32(v.id)) - 1; slot >= 0 && slot < len(wm.views) && wm.views[slot] == v {
+		wm.views[slot] = nil
+		wm.freeViews = append(wm.freeViews, int32(slot))
+	}
+}
+
+// view returns the live view of id, nil when it ended.
+func (wm *weakMem) view(id uint64) *weakView {
+	if slot := int(uint32(id)) - 1; slot >= 0 && slot < len(wm.views) {
+		if v := wm.views[slot]; v != nil && v.id == id {
+			return v
+		}
+	}
+	return nil
 }
 
 // maxSC bounds the fence.sc records (every thread of every launch that
@@ -152,16 +193,17 @@ type history struct {
 // every launch of a long run would otherwise keep them all.
 const maxReaders = 8
 
-// reader is one thread's floor in a history.
+// reader is one thread's floor in a history: its view's id (see
+// weakMem.views) and the stamp of the newest entry it read.
 type reader struct {
-	v     *weakView
+	view  uint64
 	stamp uint64
 }
 
 // floor returns the stamp of the newest entry v read, 0 if none.
 func (h *history) floor(v *weakView) uint64 {
 	for _, r := range h.readers {
-		if r.v == v {
+		if r.view == v.id {
 			return r.stamp
 		}
 	}
@@ -172,12 +214,12 @@ func (h *history) floor(v *weakView) uint64 {
 // reader of the oldest floor, whose thread then knows every store up to
 // it: that hides at least what the floor hid. A PTX thread keeps the read
 // for its block's next bar.sync.
-func (h *history) read(v *weakView, stamp uint64) {
+func (h *history) read(wm *weakMem, v *weakView, stamp uint64) {
 	if v.block != nil {
-		v.keepRead(h, stamp)
+		v.keepRead(wm, h, stamp)
 	}
 	for i := range h.readers {
-		if r := &h.readers[i]; r.v == v {
+		if r := &h.readers[i]; r.view == v.id {
 			r.stamp = max(r.stamp, stamp)
 			return
 		}
@@ -189,15 +231,15 @@ func (h *history) read(v *weakView, stamp uint64) {
 				old = i
 			}
 		}
-		// A reader whose view settle dropped (v nil, its thread ended)
-		// kept its floor's stamp for this comparison alone.
-		if r := h.readers[old]; r.v != nil {
-			r.v.known = max(r.v.known, r.stamp)
+		// A reader whose thread ended keeps its floor's stamp for this
+		// comparison alone.
+		if r := h.readers[old]; wm.view(r.view) != nil {
+			wm.view(r.view).known = max(wm.view(r.view).known, r.stamp)
 		}
-		h.readers[old] = reader{v, stamp}
+		h.readers[old] = reader{view: v.id, stamp: stamp}
 		return
 	}
-	h.readers = append(h.readers, reader{v, stamp})
+	h.readers = append(h.readers, reader{view: v.id, stamp: stamp})
 }
 
 // wstore is one store of a history (80 bytes: a location's history is
@@ -282,8 +324,10 @@ type locRef struct {
 // started yet.
 type weakView struct {
 	started bool
-	who     place
-	known   uint64
+	// id names the view in the histories it read (weakMem.views).
+	id    uint64
+	who   place
+	known uint64
 	// pend[s]: what strong reads observed from releases that need scope
 	// s, for a later fence or acquire read (the model's acquire read
 	// takes what reads of its own location observed; taking all of it
@@ -319,7 +363,7 @@ const maxReads = 64
 // Past maxReads locations the floor goes to the block at once: the
 // block's other threads then read no older store there before the
 // barrier either, which only hides stores.
-func (v *weakView) keepRead(h *history, stamp uint64) {
+func (v *weakView) keepRead(wm *weakMem, h *history, stamp uint64) {
 	for i := range v.reads {
 		if r := &v.reads[i]; r.h == h {
 			r.stamp = max(r.stamp, stamp)
@@ -327,17 +371,18 @@ func (v *weakView) keepRead(h *history, stamp uint64) {
 		}
 	}
 	if len(v.reads) == maxReads {
-		h.read(v.block, stamp)
+		h.read(wm, v.block, stamp)
 		return
 	}
 	v.reads = append(v.reads, readRef{h, stamp})
 }
 
-// start makes v a thread of a launch that began at stamp begun: it knows
-// every strong store up to it, with the start itself a system-scope
-// release fence (the kernel boundary).
-func (v *weakView) start(begun uint64, who place) {
+// start makes v a thread of a launch that began at stamp begun, live
+// among wm's views: it knows every strong store up to it, with the start
+// itself a system-scope release fence (the kernel boundary).
+func (v *weakView) start(wm *weakMem, begun uint64, who place) {
 	*v = weakView{started: true, who: who, known: begun}
+	wm.enlist(v)
 	for s := range v.relFence {
 		v.relFence[s] = begun
 	}
@@ -362,13 +407,13 @@ type blockSync struct {
 }
 
 // add joins what v knows, observed and read into b.
-func (b *blockSync) add(v *weakView) {
+func (b *blockSync) add(wm *weakMem, v *weakView) {
 	b.known = max(b.known, v.known)
 	for s := range b.pend {
 		b.pend[s] = max(b.pend[s], v.pend[s])
 	}
 	for _, r := range v.reads {
-		r.h.read(b.block, r.stamp)
+		r.h.read(wm, b.block, r.stamp)
 	}
 	clear(v.reads)
 	v.reads = v.reads[:0]
@@ -508,7 +553,7 @@ func (w *World) weakLoad(v *weakView, sg segment, size int, o signal.Order, sc s
 	}
 	e := &h.ents[pick]
 	v.observe(e, o, sc)
-	h.read(v, e.stamp)
+	h.read(&w.weak, v, e.stamp)
 	return e.val, h.from(e)
 }
 
@@ -669,11 +714,11 @@ func plainStore(sg segment) {
 
 // plainLoad: a plain load reads the newest store, so the thread may not
 // read an older one of those locations later (read-read coherence).
-func (v *weakView) plainLoad(sg segment) {
+func (v *weakView) plainLoad(wm *weakMem, sg segment) {
 	eachWord(sg, func(slot **history) {
 		for h := *slot; h != nil; h = h.next {
 			if h.overlaps(sg) {
-				h.read(v, h.newest().stamp)
+				h.read(wm, v, h.newest().stamp)
 			}
 		}
 	})
@@ -702,7 +747,7 @@ func (sg segment) sub(off, n int) segment {
 // its first strong access as of its launch's start.
 func (c *blockCtx) view() *weakView {
 	if !c.wv.started {
-		c.wv.start(c.l.begun, place{dev: int32(c.l.dev.index), launch: c.l.id, block: int32(c.index), lane: int32(c.lane)})
+		c.wv.start(&c.l.dev.w.weak, c.l.begun, place{dev: int32(c.l.dev.index), launch: c.l.id, block: int32(c.index), lane: int32(c.lane)})
 	}
 	return &c.wv
 }
@@ -733,12 +778,9 @@ func (l *ptxLane) Hoist(loadAddr uint64, loadSize int, storeAddr uint64, storeSi
 // Every kernel thread that reads a history from now on starts knowing
 // every strong store made so far (its launch begins later), so of each
 // location only the newest entry stays readable, and every thread whose
-// view is among the readers has ended. Histories keep what only those
-// threads could still use, which holds their lanes' records: settle
-// drops the views from the readers (each keeps its floor's stamp, which
-// later evictions compare, so every later read and eviction is as
-// before) and every entry but the newest, unless an older one ran after
-// it (a lost store, which lostStores reports). A history whose newest is
+// view is among the readers has ended. Settle drops every entry but the
+// newest, unless an older one ran after it (a lost store, which
+// lostStores reports). A history whose newest is
 // the only one readable reads and places stores as before, and reports
 // the same stores to the race detector.
 //
@@ -776,9 +818,6 @@ func (wm *weakMem) settle() {
 // settle drops what no thread can read any more from h (see
 // weakMem.settle).
 func (h *history) settle() {
-	for i := range h.readers {
-		h.readers[i].v = nil
-	}
 	if len(h.ents) == 1 {
 		return
 	}

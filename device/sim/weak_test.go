@@ -3,8 +3,10 @@ package sim
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
+	"weak"
 
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
@@ -157,8 +159,8 @@ func TestWeakHistory(t *testing.T) {
 	ph := &physical{id: 1, data: make([]byte, 64)}
 	sg := segment{phys: ph, off: 8, b: ph.data[8:16]}
 	var writer, reader weakView
-	writer.start(w.weak.stamp, place{lane: 0})
-	reader.start(w.weak.stamp, place{lane: 1})
+	writer.start(&w.weak, w.weak.stamp, place{lane: 0})
+	reader.start(&w.weak, w.weak.stamp, place{lane: 1})
 	for v := uint64(1); v <= 10; v++ {
 		w.weakStore(&writer, sg, 8, v, 0, 2, nil, 0)
 		storeN(sg.b, v)
@@ -197,7 +199,7 @@ func TestWeakHistory(t *testing.T) {
 	// read, so it still never reads older.
 	views := make([]weakView, maxReaders+1)
 	for i := range views {
-		views[i].start(w.weak.stamp, place{lane: int32(2 + i)})
+		views[i].start(&w.weak, w.weak.stamp, place{lane: int32(2 + i)})
 		views[i].known = 0
 		for j := 0; j < 20; j++ {
 			if v, _ := w.weakLoad(&views[i], sg, 8, 0, 2); v == 10 {
@@ -226,7 +228,7 @@ func TestWeakHistory(t *testing.T) {
 	base := false
 	for i := 0; i < 50 && !base; i++ {
 		fresh := weakView{}
-		fresh.start(w.weak.stamp, place{lane: 20})
+		fresh.start(&w.weak, w.weak.stamp, place{lane: 20})
 		fresh.known = 0
 		v, from := w.weakLoad(&fresh, sg, 8, 0, 2)
 		switch {
@@ -252,18 +254,18 @@ func TestWeakHistory(t *testing.T) {
 func TestWeakSCFencesBounded(t *testing.T) {
 	var wm weakMem
 	first := weakView{}
-	first.start(wm.stamp, place{dev: 0, launch: 1, block: 0})
+	first.start(&wm, wm.stamp, place{dev: 0, launch: 1, block: 0})
 	wm.stamp = 5
 	first.fence(&wm, 0, true) // cta scope, block 0: stamp 5
 	other := weakView{}
-	other.start(wm.stamp, place{dev: 0, launch: 1, block: 1, lane: 0})
+	other.start(&wm, wm.stamp, place{dev: 0, launch: 1, block: 1, lane: 0})
 	other.known = 0
 	other.fence(&wm, 0, true)
 	if other.known != 0 {
 		t.Errorf("a cta-scoped fence.sc of another block gave %d", other.known)
 	}
 	sameBlock := weakView{}
-	sameBlock.start(wm.stamp, place{dev: 0, launch: 1, block: 0, lane: 1})
+	sameBlock.start(&wm, wm.stamp, place{dev: 0, launch: 1, block: 0, lane: 1})
 	sameBlock.known = 0
 	sameBlock.fence(&wm, 0, true)
 	if sameBlock.known != 5 {
@@ -272,14 +274,14 @@ func TestWeakSCFencesBounded(t *testing.T) {
 	for i := 0; i < maxSC+1; i++ {
 		wm.stamp = uint64(10 + i)
 		v := weakView{}
-		v.start(wm.stamp, place{dev: 1, launch: uint64(2 + i)})
+		v.start(&wm, wm.stamp, place{dev: 1, launch: uint64(2 + i)})
 		v.fence(&wm, 2, true)
 	}
 	if len(wm.sc) != maxSC || wm.scEvicted < 5 {
 		t.Fatalf("%d records, evicted up to %d", len(wm.sc), wm.scEvicted)
 	}
 	late := weakView{}
-	late.start(wm.stamp, place{dev: 3, launch: 99})
+	late.start(&wm, wm.stamp, place{dev: 3, launch: 99})
 	late.known = 0
 	late.fence(&wm, 2, true)
 	if late.known != wm.stamp {
@@ -292,7 +294,7 @@ func TestWeakSCFencesBounded(t *testing.T) {
 // launches (no thread of the first reads after it), and checks that every
 // load and store of the second launch returns the same in both, with
 // more readers than a history keeps (evictions), while the settled
-// histories kept only their newest entries and no view of the first.
+// histories kept only their newest entries and no live view.
 func TestWeakSettleKeepsLaterReads(t *testing.T) {
 	type result struct{ val, from, stamp uint64 }
 	run := func(settle bool) ([]result, *World, *physical) {
@@ -307,7 +309,7 @@ func TestWeakSettleKeepsLaterReads(t *testing.T) {
 		launch := func(lanes int) {
 			views := make([]weakView, lanes)
 			for i := range views {
-				views[i].start(w.weak.stamp, place{launch: w.weak.stamp, lane: int32(i)})
+				views[i].start(&w.weak, w.weak.stamp, place{launch: w.weak.stamp, lane: int32(i)})
 			}
 			for range 400 {
 				v := &views[rng.IntN(lanes)]
@@ -324,6 +326,9 @@ func TestWeakSettleKeepsLaterReads(t *testing.T) {
 				}
 				val, from := w.weakLoad(v, sg, 8, signal.Relaxed, signal.System)
 				out = append(out, result{val: val, from: from})
+			}
+			for i := range views {
+				w.weak.forget(&views[i]) // the launch ends
 			}
 		}
 		launch(12)
@@ -346,7 +351,7 @@ func TestWeakSettleKeepsLaterReads(t *testing.T) {
 	}
 	// Settled again with no thread live: only the newest entries stay,
 	// but where a store placed before the newest ran after it, and no
-	// reader keeps a view.
+	// reader names a live view.
 	w.weak.since = w.weak.walk
 	w.weak.settle()
 	collapsed := 0
@@ -366,8 +371,8 @@ func TestWeakSettleKeepsLaterReads(t *testing.T) {
 				collapsed++
 			}
 			for _, r := range h.readers {
-				if r.v != nil {
-					t.Errorf("location %d keeps a reader's view after a settle", off)
+				if w.weak.view(r.view) != nil {
+					t.Errorf("location %d names a live view after its threads ended", off)
 				}
 			}
 		}
@@ -389,7 +394,7 @@ func TestWeakSettleKeepsLostStores(t *testing.T) {
 	ph := &physical{id: 1, data: make([]byte, 16)}
 	sg := segment{phys: ph, off: 0, b: ph.data[0:8]}
 	var v weakView
-	v.start(0, place{lane: 1})
+	v.start(&w.weak, 0, place{lane: 1})
 	for val := uint64(1); val <= 3; val++ {
 		w.weakStore(&v, sg, 8, val, signal.Relaxed, signal.System, nil, 0)
 		storeN(sg.b, val)
@@ -409,5 +414,59 @@ func TestWeakSettleKeepsLostStores(t *testing.T) {
 	w.weak.settle()
 	if len(w.weak.mems) != 0 {
 		t.Errorf("a settle kept %d allocations, one of them freed; want none", len(w.weak.mems))
+	}
+}
+
+// TestWeakReadersDoNotKeepEndedViews checks that a history names its
+// readers without holding their views: a view that read a location and
+// ended can be collected, a view that takes its slot later does not
+// inherit its floor, evicting the ended reader raises no live view, and
+// evicting a live one still makes it know its floor.
+func TestWeakReadersDoNotKeepEndedViews(t *testing.T) {
+	var wm weakMem
+	h := &history{}
+	old := new(weakView)
+	old.start(&wm, 0, place{lane: 1})
+	h.read(&wm, old, 5)
+	if got := h.floor(old); got != 5 {
+		t.Fatalf("floor %d, want 5", got)
+	}
+	wm.forget(old)
+	gone := weak.Make(old)
+	old = nil
+	runtime.GC()
+	if gone.Value() != nil {
+		t.Error("a history keeps the view of a thread that ended")
+	}
+	next := new(weakView)
+	next.start(&wm, 0, place{lane: 2})
+	if len(wm.views) != 1 {
+		t.Fatalf("%d view slots, want the ended view's slot reused", len(wm.views))
+	}
+	if got := h.floor(next); got != 0 {
+		t.Errorf("a view in the ended one's slot has its floor %d", got)
+	}
+	live := make([]weakView, maxReaders)
+	for i := range live {
+		live[i].start(&wm, 0, place{lane: int32(3 + i)})
+	}
+	for i := range maxReaders - 1 {
+		h.read(&wm, &live[i], uint64(10+i))
+	}
+	h.read(&wm, &live[maxReaders-1], 30) // evicts the ended reader (floor 5)
+	if next.known != 0 {
+		t.Errorf("evicting an ended reader raised the view in its slot to %d", next.known)
+	}
+	for i := range live {
+		if live[i].known != 0 {
+			t.Errorf("evicting an ended reader raised view %d to %d", i, live[i].known)
+		}
+	}
+	h.read(&wm, next, 40) // evicts live[0] (floor 10)
+	if live[0].known != 10 {
+		t.Errorf("the evicted live reader knows %d, want its floor 10", live[0].known)
+	}
+	if got := h.floor(next); got != 40 {
+		t.Errorf("floor %d, want 40", got)
 	}
 }
