@@ -42,7 +42,7 @@ func TestSharedContextDeadlockShowsOnTheSimulator(t *testing.T) {
 	program := subgroupForms(t)
 	for _, world := range []int{4, 5} {
 		hung := 0
-		for seed := uint64(1); seed <= 8 && hung == 0; seed++ {
+		for seed := uint64(1); seed <= 16 && hung == 0; seed++ {
 			res, err := simjob.Simulate(sharedContext(world, seed, sim.SyncDestroyStream), program)
 			if err != nil {
 				t.Fatalf("world %d seed %d: simulation: %v", world, seed, err)
@@ -56,7 +56,7 @@ func TestSharedContextDeadlockShowsOnTheSimulator(t *testing.T) {
 			simulate(t, sharedContext(world, seed, 0), program)
 		}
 		if hung == 0 {
-			t.Errorf("world %d: a stream destroy that synchronises the shared context never hung the other group in 8 seeds", world)
+			t.Errorf("world %d: a stream destroy that synchronises the shared context never hung the other group in 16 seeds", world)
 		}
 	}
 }

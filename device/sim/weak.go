@@ -194,10 +194,28 @@ type history struct {
 const maxReaders = 8
 
 // reader is one thread's floor in a history: its view's id (see
-// weakMem.views) and the stamp of the newest entry it read.
+// weakMem.views) and the stamp of the newest entry it read. older counts
+// the thread's last strong reads of the location that returned an older
+// store than the newest, in a row (at most maxOlder): its next read
+// there returns an older one with half the chance of the last.
 type reader struct {
 	view  uint64
 	stamp uint64
+	older uint8
+}
+
+// maxOlder bounds reader.older: past it, the chance that a thread reads
+// an older store of a location again stays 2^-(maxOlder+1).
+const maxOlder = 16
+
+// readerOf returns v's entry among h's readers, nil if none.
+func (h *history) readerOf(v *weakView) *reader {
+	for i := range h.readers {
+		if r := &h.readers[i]; r.view == v.id {
+			return r
+		}
+	}
+	return nil
 }
 
 // floor returns the stamp of the newest entry v read, 0 if none.
@@ -545,15 +563,27 @@ func (w *World) weakLoad(v *weakView, sg segment, size int, o signal.Order, sc s
 	w.weak.since++
 	first := v.visible(h)
 	pick := len(h.ents) - 1
+	var older uint8 // the thread's reads of the location in a row that returned older stores
+	if r := h.readerOf(v); r != nil {
+		older = r.older
+	}
 	if n := pick - first; n > 0 {
-		// Half the time the newest, so that a spin sees a new store soon.
-		if r := w.weakRand().IntN(2 * n); r < n {
+		// An older store half the time at a thread's first read, and
+		// half as often at each read after one that returned an older
+		// store, so that a spin soon sees the newest.
+		if r := w.weakRand().IntN(2 * n << older); r < n {
 			pick = first + r
 		}
 	}
 	e := &h.ents[pick]
 	v.observe(e, o, sc)
 	h.read(&w.weak, v, e.stamp)
+	if r := h.readerOf(v); r != nil {
+		r.older = 0
+		if pick < len(h.ents)-1 {
+			r.older = min(older+1, maxOlder)
+		}
+	}
 	return e.val, h.from(e)
 }
 

@@ -470,3 +470,54 @@ func TestWeakReadersDoNotKeepEndedViews(t *testing.T) {
 		t.Errorf("floor %d, want 40", got)
 	}
 }
+
+// TestWeakRereadsGetNewer: a thread's first read of a location with older
+// stores it may read returns one of them half the time; reading it again
+// right after one did, it returns an older one half as often as the time
+// before, so that a spin soon sees the newest; and a read of another
+// location in between does not reset that.
+func TestWeakRereadsGetNewer(t *testing.T) {
+	s := actor.NewScheduler(actor.Config{Seed: 5})
+	w, err := NewWorld(s, Config{World: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := &physical{id: 1, data: make([]byte, 16)}
+	x := segment{phys: ph, off: 0, b: ph.data[0:8]}
+	y := segment{phys: ph, off: 8, b: ph.data[8:16]}
+	var writer weakView
+	writer.start(&w.weak, w.weak.stamp, place{lane: 0})
+	for v := uint64(1); v <= WeakHistory; v++ {
+		for _, sg := range []segment{x, y} {
+			w.weakStore(&writer, sg, 8, v, signal.Relaxed, signal.System, nil, 0)
+			storeN(sg.b, v)
+		}
+	}
+	const trials = 40000
+	var stale [4]int // stale[k]: trials whose reads 0..k of x all returned older stores
+	for i := range trials {
+		var v weakView
+		v.start(&w.weak, 0, place{lane: int32(1 + i)})
+		for k := range stale {
+			if k == 2 {
+				w.weakLoad(&v, y, 8, signal.Relaxed, signal.System) // another location between
+			}
+			if got, _ := w.weakLoad(&v, x, 8, signal.Relaxed, signal.System); got == WeakHistory {
+				break
+			}
+			stale[k]++
+		}
+		w.weak.forget(&v)
+	}
+	// The chance of an older store: 1/2, then 1/4, 1/8 and 1/16.
+	for k, n := range stale {
+		var prev = trials
+		if k > 0 {
+			prev = stale[k-1]
+		}
+		want := 1 / float64(int(2)<<k)
+		if got := float64(n) / float64(prev); got < want*0.7 || got > want*1.3 {
+			t.Errorf("read %d returned an older store in %d of %d trials (%.3f), want about %.3f", k+1, n, prev, got, want)
+		}
+	}
+}
