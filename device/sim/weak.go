@@ -92,12 +92,15 @@ type weakMem struct {
 	since int
 	// launches counts the launches whose blocks run (runResident).
 	launches int
-	// views are the live views by slot, and freeViews the slots that
-	// ended views left (reused last freed first). A history's reader
-	// names its view by id rather than by pointer, so that a location
-	// read once by a lane of every launch does not keep those lanes'
-	// records alive; an eviction finds the reader's view here.
+	// views are the live views by slot, liveIDs their ids (0 for a free
+	// slot: a dense table that a history's read asks which readers
+	// ended), and freeViews the slots that ended views left (reused last
+	// freed first). A history's reader names its view by id rather than
+	// by pointer, so that a location read once by a lane of every launch
+	// does not keep those lanes' records alive; an eviction finds the
+	// reader's view here.
 	views     []*weakView
+	liveIDs   []uint64
 	viewGen   []uint32 // per slot, how many views it held
 	freeViews []int32
 }
@@ -109,30 +112,35 @@ func (wm *weakMem) enlist(v *weakView) {
 		slot, wm.freeViews = int(wm.freeViews[n-1]), wm.freeViews[:n-1]
 	} else {
 		slot = len(wm.views)
-		wm.views, wm.viewGen = append(wm.views, nil), append(wm.viewGen, 0)
+		wm.views, wm.liveIDs, wm.viewGen = append(wm.views, nil), append(wm.liveIDs, 0), append(wm.viewGen, 0)
 	}
 	wm.viewGen[slot]++
 	wm.views[slot] = v
 	v.id = uint64(wm.viewGen[slot])<<32 | uint64(slot+1)
+	wm.liveIDs[slot] = v.id
 }
 
 // forget ends v: its thread reads no more, so the histories it read no
 // longer find it (its id stays unique: the slot's next view has another).
 func (wm *weakMem) forget(v *weakView) {
 	if slot := int(uint32(v.id)) - 1; slot >= 0 && slot < len(wm.views) && wm.views[slot] == v {
-		wm.views[slot] = nil
+		wm.views[slot], wm.liveIDs[slot] = nil, 0
 		wm.freeViews = append(wm.freeViews, int32(slot))
 	}
 }
 
+// ended reports whether the view of id ended (forget).
+func (wm *weakMem) ended(id uint64) bool {
+	slot := int(uint32(id)) - 1
+	return slot < 0 || slot >= len(wm.liveIDs) || wm.liveIDs[slot] != id
+}
+
 // view returns the live view of id, nil when it ended.
 func (wm *weakMem) view(id uint64) *weakView {
-	if slot := int(uint32(id)) - 1; slot >= 0 && slot < len(wm.views) {
-		if v := wm.views[slot]; v != nil && v.id == id {
-			return v
-		}
+	if wm.ended(id) {
+		return nil
 	}
-	return nil
+	return wm.views[int(uint32(id))-1]
 }
 
 // maxSC bounds the fence.sc records (every thread of every launch that
@@ -177,20 +185,21 @@ type history struct {
 	// latest write: the newest entry but where a later store was placed
 	// before it (see weakStore).
 	last uint64
-	// readers holds, per thread that read the location, the stamp of the
-	// newest entry it read (read-read coherence), at most maxReaders.
+	// readers holds, per live thread that read the location, the stamp
+	// of the newest entry it read (read-read coherence), at most
+	// maxReaders: those of ended threads go when another joins.
 	readers []reader
-	// inlReader backs readers while one thread read it (the packet's
-	// poller), and inl backs ents while it holds the base and one store,
-	// as most do (a packet of the low-latency protocol is written once a
-	// launch): neither takes an allocation of its own. A strong read
-	// reads the lines in this order.
-	inlReader [1]reader
+	// inlReader backs readers while two threads at most read it (the
+	// packet's poller and its block), and inl backs ents while it holds
+	// the base and one store, as most do (a packet of the low-latency
+	// protocol is written once a launch): neither takes an allocation of
+	// its own. A strong read reads the lines in this order.
+	inlReader [2]reader
 	inl       [2]wstore
 }
 
-// maxReaders bounds a history's readers: a location read by a thread of
-// every launch of a long run would otherwise keep them all.
+// maxReaders bounds a history's live readers: a location read by many
+// threads at once would otherwise keep them all.
 const maxReaders = 8
 
 // reader is one thread's floor in a history: its view's id (see
@@ -228,10 +237,11 @@ func (h *history) floor(v *weakView) uint64 {
 	return 0
 }
 
-// read raises v's floor to stamp. A full list makes room by evicting the
-// reader of the oldest floor, whose thread then knows every store up to
-// it: that hides at least what the floor hid. A PTX thread keeps the read
-// for its block's next bar.sync.
+// read raises v's floor to stamp. A new reader first drops those whose
+// threads ended; a list still full makes room by evicting the reader of
+// the oldest floor, whose thread then knows every store up to it: that
+// hides at least what the floor hid. A PTX thread keeps the read for its
+// block's next bar.sync.
 func (h *history) read(wm *weakMem, v *weakView, stamp uint64) {
 	if v.block != nil {
 		v.keepRead(wm, h, stamp)
@@ -242,6 +252,7 @@ func (h *history) read(wm *weakMem, v *weakView, stamp uint64) {
 			return
 		}
 	}
+	h.dropEnded(wm)
 	if len(h.readers) == maxReaders {
 		old := 0
 		for i, r := range h.readers {
@@ -249,15 +260,29 @@ func (h *history) read(wm *weakMem, v *weakView, stamp uint64) {
 				old = i
 			}
 		}
-		// A reader whose thread ended keeps its floor's stamp for this
-		// comparison alone.
-		if r := h.readers[old]; wm.view(r.view) != nil {
-			wm.view(r.view).known = max(wm.view(r.view).known, r.stamp)
+		if ov := wm.view(h.readers[old].view); ov != nil {
+			ov.known = max(ov.known, h.readers[old].stamp)
 		}
 		h.readers[old] = reader{view: v.id, stamp: stamp}
 		return
 	}
 	h.readers = append(h.readers, reader{view: v.id, stamp: stamp})
+}
+
+// dropEnded drops the readers whose threads ended (they read no more),
+// keeping the others in their order, inline when they fit.
+func (h *history) dropEnded(wm *weakMem) {
+	keep := h.readers[:0]
+	for _, r := range h.readers {
+		if !wm.ended(r.view) {
+			keep = append(keep, r)
+		}
+	}
+	inline := cap(keep) > 0 && &keep[:1][0] == &h.inlReader[0]
+	if len(keep) <= len(h.inlReader) && !inline {
+		keep = h.inlReader[:copy(h.inlReader[:], keep)]
+	}
+	h.readers = keep
 }
 
 // wstore is one store of a history (80 bytes: a location's history is

@@ -420,17 +420,25 @@ func TestWeakSettleKeepsLostStores(t *testing.T) {
 // TestWeakReadersDoNotKeepEndedViews checks that a history names its
 // readers without holding their views: a view that read a location and
 // ended can be collected, a view that takes its slot later does not
-// inherit its floor, evicting the ended reader raises no live view, and
-// evicting a live one still makes it know its floor.
+// inherit its floor, the ended reader goes when another joins (the two
+// live ones inline again), and a list of live readers still full evicts
+// the oldest floor, whose view then knows it.
 func TestWeakReadersDoNotKeepEndedViews(t *testing.T) {
 	var wm weakMem
 	h := &history{}
+	h.readers = h.inlReader[:0]
 	old := new(weakView)
 	old.start(&wm, 0, place{lane: 1})
 	h.read(&wm, old, 5)
 	if got := h.floor(old); got != 5 {
 		t.Fatalf("floor %d, want 5", got)
 	}
+	live := make([]weakView, maxReaders)
+	for i := range live {
+		live[i].start(&wm, 0, place{lane: int32(3 + i)})
+	}
+	h.read(&wm, &live[0], 6)
+	h.read(&wm, &live[1], 7) // three readers: off the inline ones
 	wm.forget(old)
 	gone := weak.Make(old)
 	old = nil
@@ -440,34 +448,33 @@ func TestWeakReadersDoNotKeepEndedViews(t *testing.T) {
 	}
 	next := new(weakView)
 	next.start(&wm, 0, place{lane: 2})
-	if len(wm.views) != 1 {
+	if len(wm.views) != maxReaders+1 {
 		t.Fatalf("%d view slots, want the ended view's slot reused", len(wm.views))
 	}
 	if got := h.floor(next); got != 0 {
 		t.Errorf("a view in the ended one's slot has its floor %d", got)
 	}
-	live := make([]weakView, maxReaders)
-	for i := range live {
-		live[i].start(&wm, 0, place{lane: int32(3 + i)})
+	wm.forget(&live[1])
+	h.read(&wm, next, 8) // drops the two ended readers
+	if len(h.readers) != 2 || h.readers[0].view != live[0].id || h.readers[1].view != next.id {
+		t.Fatalf("readers %+v, want live view 0's and the new one's", h.readers)
 	}
-	for i := range maxReaders - 1 {
+	if &h.readers[0] != &h.inlReader[0] {
+		t.Error("two readers left off the history's inline ones")
+	}
+	live[1].start(&wm, 0, place{lane: 40}) // a new view again
+	for i := 1; i < maxReaders-1; i++ {
 		h.read(&wm, &live[i], uint64(10+i))
 	}
-	h.read(&wm, &live[maxReaders-1], 30) // evicts the ended reader (floor 5)
-	if next.known != 0 {
-		t.Errorf("evicting an ended reader raised the view in its slot to %d", next.known)
+	if len(h.readers) != maxReaders {
+		t.Fatalf("%d readers, want %d", len(h.readers), maxReaders)
 	}
-	for i := range live {
-		if live[i].known != 0 {
-			t.Errorf("evicting an ended reader raised view %d to %d", i, live[i].known)
-		}
+	h.read(&wm, &live[maxReaders-1], 30) // full of live ones: evicts live[0] (floor 6)
+	if live[0].known != 6 {
+		t.Errorf("the evicted reader knows %d, want its floor 6", live[0].known)
 	}
-	h.read(&wm, next, 40) // evicts live[0] (floor 10)
-	if live[0].known != 10 {
-		t.Errorf("the evicted live reader knows %d, want its floor 10", live[0].known)
-	}
-	if got := h.floor(next); got != 40 {
-		t.Errorf("floor %d, want 40", got)
+	if next.known != 0 || h.floor(next) != 8 {
+		t.Errorf("a reader not evicted knows %d and has floor %d, want 0 and 8", next.known, h.floor(next))
 	}
 }
 
