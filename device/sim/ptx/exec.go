@@ -151,6 +151,9 @@ type Thread struct {
 	loop     int    // the line of the last backward branch taken
 	// printed is the text of the thread's last vprintf (printf.go).
 	printed string
+	// given is the record the module's pool gave the thread's stacks in,
+	// which exit gives them back in.
+	given *stacks
 }
 
 // Parkable reports whether the Env's Load, Store or Atomic now called may
@@ -220,7 +223,7 @@ func (m *Module) InitThread(t *Thread, entry string, env Env, mem *BlockMem, dim
 	}
 	t.m, t.env, t.mem, t.dim = m, env, mem, dim
 	if st, _ := m.stacks.Get().(*stacks); st != nil {
-		t.own = *st
+		t.own, t.given = *st, st
 	}
 	t.own.frames = t.entry[:0]
 	t.stacks = &t.own
@@ -260,10 +263,15 @@ func (t *Thread) push(fn *Func, call *inst) {
 
 // exit gives the stacks of a thread that returned from its entry back to
 // its module (the next thread copies them into its own; the copy given
-// keeps the exited thread, and what it refers to, collectable).
+// keeps the exited thread, and what it refers to, collectable), in the
+// record its own came in, if any.
 func (t *Thread) exit() {
-	st := &stacks{regs: t.regs, params: t.params, local: t.local}
-	t.stacks, t.own = nil, stacks{}
+	st := t.given
+	if st == nil {
+		st = new(stacks)
+	}
+	*st = stacks{regs: t.regs, params: t.params, local: t.local}
+	t.stacks, t.own, t.given = nil, stacks{}, nil
 	t.m.stacks.Put(st)
 }
 
