@@ -167,7 +167,7 @@ func (p *physical) free() {
 		}
 	}
 	if p.weak != nil {
-		p.weak.freed = true // settle drops it
+		p.weak.freed = true // dropped at a settle or the next allocation's first history (dropFreed)
 	}
 	p.data, p.filled, p.weak, p.watches = nil, nil, nil, nil
 }

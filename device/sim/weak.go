@@ -82,7 +82,8 @@ type weakMem struct {
 	// as long as the run.
 	hists slab.Slab[history]
 	// mems are the allocations with histories, in the order they got
-	// their first (freed ones until the next settle drops them).
+	// their first (freed ones until the next settle, or the next
+	// allocation's first history, drops them).
 	mems []*weakMemOf
 	// walk is what the next settle visits (the pages and histories the
 	// last one found, plus the histories made since), and since counts
@@ -662,7 +663,9 @@ func (w *World) weakStore(v *weakView, sg segment, size int, val uint64, o signa
 		h.ents[0] = wstore{val: loadN(sg.b[:size]), base: true}
 		if p.weak == nil {
 			p.weak = &weakMemOf{pages: make([]*weakPage, (p.size()+pageSize-1)/pageSize)}
-			w.weak.mems = append(w.weak.mems, p.weak)
+			// Freed allocations go here too, not only at a settle:
+			// launches that overlap on every device leave none.
+			w.weak.mems = append(dropFreed(w.weak.mems), p.weak)
 		}
 		link := p.weak.wordAt(sg.off, true)
 		for *link != nil {
@@ -847,12 +850,8 @@ func (wm *weakMem) settle() {
 		return
 	}
 	wm.since, wm.walk = 0, 0
-	keep := wm.mems[:0]
+	wm.mems = dropFreed(wm.mems)
 	for _, m := range wm.mems {
-		if m.freed {
-			continue
-		}
-		keep = append(keep, m)
 		for _, pg := range m.pages {
 			if pg == nil {
 				continue
@@ -866,8 +865,19 @@ func (wm *weakMem) settle() {
 			}
 		}
 	}
-	clear(wm.mems[len(keep):])
-	wm.mems = keep
+}
+
+// dropFreed returns mems without the freed allocations, whose histories
+// no thread reads any more.
+func dropFreed(mems []*weakMemOf) []*weakMemOf {
+	keep := mems[:0]
+	for _, m := range mems {
+		if !m.freed {
+			keep = append(keep, m)
+		}
+	}
+	clear(mems[len(keep):])
+	return keep
 }
 
 // settle drops what no thread can read any more from h (see

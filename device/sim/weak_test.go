@@ -528,3 +528,32 @@ func TestWeakRereadsGetNewer(t *testing.T) {
 		}
 	}
 }
+
+// TestWeakDropsFreedAllocationsWithoutASettle: an allocation freed while
+// no settle runs (launches overlap on every device) leaves the weak
+// memory's list when the next allocation gets its first history.
+func TestWeakDropsFreedAllocationsWithoutASettle(t *testing.T) {
+	s := actor.NewScheduler(actor.Config{Seed: 4})
+	w, err := NewWorld(s, Config{World: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v weakView
+	v.start(&w.weak, 0, place{lane: 1})
+	var prev *physical
+	for i := range 10 {
+		ph := newPhysical(uint64(i+1), 0, pageSize)
+		ph.touch(0, 8)
+		sg := segment{phys: ph, off: 0, b: ph.data[0:8]}
+		w.weakStore(&v, sg, 8, 1, signal.Relaxed, signal.System, nil, 0)
+		storeN(sg.b, 1)
+		if len(w.weak.mems) != 1 || w.weak.mems[0] != ph.weak {
+			t.Fatalf("allocation %d: the list holds %d allocations, want the live one alone", i, len(w.weak.mems))
+		}
+		if prev != nil && prev.weak != nil {
+			t.Fatalf("allocation %d: the freed one keeps its histories", i)
+		}
+		ph.free()
+		prev = ph
+	}
+}
