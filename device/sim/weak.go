@@ -230,28 +230,24 @@ func (h *history) readerOf(v *weakView) *reader {
 
 // floor returns the stamp of the newest entry v read, 0 if none.
 func (h *history) floor(v *weakView) uint64 {
-	for _, r := range h.readers {
-		if r.view == v.id {
-			return r.stamp
-		}
+	if r := h.readerOf(v); r != nil {
+		return r.stamp
 	}
 	return 0
 }
 
-// read raises v's floor to stamp. A new reader first drops those whose
-// threads ended; a list still full makes room by evicting the reader of
-// the oldest floor, whose thread then knows every store up to it: that
-// hides at least what the floor hid. A PTX thread keeps the read for its
-// block's next bar.sync.
-func (h *history) read(wm *weakMem, v *weakView, stamp uint64) {
+// read raises v's floor to stamp and returns v's entry. A new reader
+// first drops those whose threads ended; a list still full makes room by
+// evicting the reader of the oldest floor, whose thread then knows every
+// store up to it: that hides at least what the floor hid. A PTX thread
+// keeps the read for its block's next bar.sync.
+func (h *history) read(wm *weakMem, v *weakView, stamp uint64) *reader {
 	if v.block != nil {
 		v.keepRead(wm, h, stamp)
 	}
-	for i := range h.readers {
-		if r := &h.readers[i]; r.view == v.id {
-			r.stamp = max(r.stamp, stamp)
-			return
-		}
+	if r := h.readerOf(v); r != nil {
+		r.stamp = max(r.stamp, stamp)
+		return r
 	}
 	h.dropEnded(wm)
 	if len(h.readers) == maxReaders {
@@ -265,9 +261,10 @@ func (h *history) read(wm *weakMem, v *weakView, stamp uint64) {
 			ov.known = max(ov.known, h.readers[old].stamp)
 		}
 		h.readers[old] = reader{view: v.id, stamp: stamp}
-		return
+		return &h.readers[old]
 	}
 	h.readers = append(h.readers, reader{view: v.id, stamp: stamp})
+	return &h.readers[len(h.readers)-1]
 }
 
 // dropEnded drops the readers whose threads ended (they read no more),
@@ -590,10 +587,10 @@ func (w *World) weakLoad(v *weakView, sg segment, size int, o signal.Order, sc s
 	first := v.visible(h)
 	pick := len(h.ents) - 1
 	var older uint8 // the thread's reads of the location in a row that returned older stores
-	if r := h.readerOf(v); r != nil {
-		older = r.older
-	}
 	if n := pick - first; n > 0 {
+		if r := h.readerOf(v); r != nil {
+			older = r.older
+		}
 		// An older store half the time at a thread's first read, and
 		// half as often at each read after one that returned an older
 		// store, so that a spin soon sees the newest.
@@ -603,12 +600,10 @@ func (w *World) weakLoad(v *weakView, sg segment, size int, o signal.Order, sc s
 	}
 	e := &h.ents[pick]
 	v.observe(e, o, sc)
-	h.read(&w.weak, v, e.stamp)
-	if r := h.readerOf(v); r != nil {
-		r.older = 0
-		if pick < len(h.ents)-1 {
-			r.older = min(older+1, maxOlder)
-		}
+	r := h.read(&w.weak, v, e.stamp)
+	r.older = 0
+	if pick < len(h.ents)-1 {
+		r.older = min(older+1, maxOlder)
 	}
 	return e.val, h.from(e)
 }

@@ -518,7 +518,7 @@ func TestWeakRereadsGetNewer(t *testing.T) {
 	}
 	// The chance of an older store: 1/2, then 1/4, 1/8 and 1/16.
 	for k, n := range stale {
-		var prev = trials
+		prev := trials
 		if k > 0 {
 			prev = stale[k-1]
 		}
