@@ -81,8 +81,6 @@ func TestFuzzSetsItsMemoryLimit(t *testing.T) {
 	}
 }
 
-// TestCheckSetsItsGC: the check command sets its collector's pace in a
-// process it owns.
 // TestSimulationCommandsReserveAHugeHeap: check and selftest reserve
 // their heap for huge pages (hugeheap's tests cover what Auto does).
 func TestSimulationCommandsReserveAHugeHeap(t *testing.T) {
@@ -103,6 +101,8 @@ func TestSimulationCommandsReserveAHugeHeap(t *testing.T) {
 	}
 }
 
+// TestCheckSetsItsGC: the check command sets its collector's pace in a
+// process it owns.
 func TestCheckSetsItsGC(t *testing.T) {
 	set := false
 	root := newRootApp(&app{terminal: isTerminal, checkGC: func() { set = true }})
