@@ -9,26 +9,46 @@ import (
 	"github.com/symmem/symmem/device/sim/ptx"
 )
 
-// runOnGranule runs src's entry as one block of block threads on a world
-// of one device under a scheduler of seed that keeps its events, with
-// cfg's kernels; the entry's one parameter is a granule of device memory.
-// observe, when not nil, is installed with Observe. It returns the
-// granule's first n bytes after the launch and the scheduler.
-func runOnGranule(t *testing.T, src, entry string, block, n int, seed uint64, k Kernels, observe func(*Access)) ([]byte, *actor.Scheduler) {
+// granuleLaunch is a launch of one PTX entry on a granule of device 0's
+// memory, in a world of one device configured as cfg: the entry's
+// parameters are the granule's address, then extra; the granule's first
+// zeroed bytes are set to 0 before it.
+type granuleLaunch struct {
+	src, entry  string
+	grid, block int
+	shared      int        // bytes of dynamic shared memory a block
+	occupancy   *Occupancy // the launch's, nil for none
+	zeroed      uint64
+	extra       []byte
+	cfg         Config // its World is 1
+	// setup, when not nil, is called with the world before it runs (to
+	// install observers).
+	setup func(*World)
+	// after, when not nil, runs on the launch's stream once the launch is
+	// enqueued, with the granule's address; else the stream is
+	// synchronised.
+	after func(d device.Device, st device.Stream, p device.Ptr) error
+}
+
+// run runs the launch, then after, under a scheduler of seed that keeps
+// its events; it returns the scheduler and the error of the launch or of
+// after. A scheduler that fails fails the test.
+func (g granuleLaunch) run(t *testing.T, seed uint64) (*actor.Scheduler, error) {
 	t.Helper()
-	m, err := ptx.Parse(src)
+	m, err := ptx.Parse(g.src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := actor.NewScheduler(actor.Config{Seed: seed, KeepEvents: true})
-	w, err := NewWorld(s, Config{World: 1, Kernels: k})
+	cfg := g.cfg
+	cfg.World = 1
+	w, err := NewWorld(s, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if observe != nil {
-		w.Observe(observe)
+	if g.setup != nil {
+		g.setup(w)
 	}
-	out := make([]byte, n)
 	var runErr error
 	s.Go("test", func() {
 		runErr = func() error {
@@ -45,18 +65,44 @@ func runOnGranule(t *testing.T, src, entry string, block, n int, seed uint64, k 
 			if err != nil {
 				return err
 			}
-			params := binary.LittleEndian.AppendUint64(nil, uint64(p))
-			if err := d.(PTXLauncher).LaunchPTX(st, PTXLaunch{Module: m, Entry: entry, Params: params, Grid: 1, Block: block}); err != nil {
+			if g.zeroed > 0 {
+				if err := d.Memset(st, p, 0, g.zeroed); err != nil {
+					return err
+				}
+			}
+			params := append(binary.LittleEndian.AppendUint64(nil, uint64(p)), g.extra...)
+			if err := d.(PTXLauncher).LaunchPTX(st, PTXLaunch{Module: m, Entry: g.entry, Params: params, Grid: g.grid, Block: g.block,
+				Shared: g.shared, Occupancy: g.occupancy}); err != nil {
 				return err
 			}
-			return d.Read(st, out, p)
+			if g.after != nil {
+				return g.after(d, st, p)
+			}
+			return d.Synchronize(st)
 		}()
 	})
 	if err := s.Run(); err != nil {
 		t.Fatal(err)
 	}
-	if runErr != nil {
-		t.Fatal(runErr)
+	return s, runErr
+}
+
+// runOnGranule runs src's entry as one block of block threads on a world
+// of one device under a scheduler of seed, with k's kernels; the entry's
+// one parameter is a granule of device memory. observe, when not nil, is
+// installed with Observe. It returns the granule's first n bytes after
+// the launch and the scheduler.
+func runOnGranule(t *testing.T, src, entry string, block, n int, seed uint64, k Kernels, observe func(*Access)) ([]byte, *actor.Scheduler) {
+	t.Helper()
+	out := make([]byte, n)
+	g := granuleLaunch{src: src, entry: entry, grid: 1, block: block, cfg: Config{Kernels: k},
+		after: func(d device.Device, st device.Stream, p device.Ptr) error { return d.Read(st, out, p) }}
+	if observe != nil {
+		g.setup = func(w *World) { w.Observe(observe) }
+	}
+	s, err := g.run(t, seed)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out, s
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
 	"github.com/symmem/symmem/device/sim/ptx"
 )
@@ -176,48 +175,10 @@ DONE:
 // and the launch's error.
 func runGridBarrier(t *testing.T, occ *Occupancy, grid, shared, from int, seed uint64) ([]uint32, error) {
 	t.Helper()
-	m, err := ptx.Parse(gridBarrierPTX)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := actor.NewScheduler(actor.Config{Seed: seed})
-	w, err := NewWorld(s, Config{World: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	tickets := make([]uint32, grid)
-	var runErr error
-	s.Go("test", func() {
-		runErr = func() error {
-			d := w.Device(0)
-			h, err := d.CreatePhysical(device.Granularity)
-			if err != nil {
-				return err
-			}
-			p, err := d.Reserve(device.Granularity)
-			if err != nil {
-				return err
-			}
-			if err := d.Map(p, device.Granularity, h); err != nil {
-				return err
-			}
-			if err := d.SetAccess(p, device.Granularity); err != nil {
-				return err
-			}
-			st, err := d.NewStream()
-			if err != nil {
-				return err
-			}
-			if err := d.Memset(st, p, 0, uint64(4+4*grid)); err != nil {
-				return err
-			}
-			params := make([]byte, 12)
-			binary.LittleEndian.PutUint64(params, uint64(p))
-			binary.LittleEndian.PutUint32(params[8:], uint32(from))
-			if err := d.(PTXLauncher).LaunchPTX(st, PTXLaunch{Module: m, Entry: "gridbar", Params: params, Grid: grid, Block: 32,
-				Shared: shared, Occupancy: occ}); err != nil {
-				return err
-			}
+	g := granuleLaunch{src: gridBarrierPTX, entry: "gridbar", grid: grid, block: 32, shared: shared, occupancy: occ,
+		zeroed: uint64(4 + 4*grid), extra: binary.LittleEndian.AppendUint32(nil, uint32(from)),
+		after: func(d device.Device, st device.Stream, p device.Ptr) error {
 			if err := d.Synchronize(st); err != nil {
 				return err
 			}
@@ -229,12 +190,9 @@ func runGridBarrier(t *testing.T, occ *Occupancy, grid, shared, from int, seed u
 				tickets[i] = binary.LittleEndian.Uint32(b[4*i:])
 			}
 			return nil
-		}()
-	})
-	if err := s.Run(); err != nil {
-		t.Fatal(err)
-	}
-	return tickets, runErr
+		}}
+	_, err := g.run(t, seed)
+	return tickets, err
 }
 
 // TestGridBarrierHangsOnlyWithOccupancy: a grid of 3 blocks that meet at a

@@ -5,9 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/device/sim/ptx"
 	"github.com/symmem/symmem/kernels"
 )
 
@@ -41,46 +39,9 @@ func launchCount(t *testing.T, k Kernels, grid, block int) (uint32, error) {
 // and returns how many threads ran.
 func launchCountIn(t *testing.T, cfg Config, grid, block int, after func(d device.Device, counter device.Ptr) error) (uint32, error) {
 	t.Helper()
-	m, err := ptx.Parse(countPTX)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := actor.NewScheduler(actor.Config{Seed: 1})
-	w, err := NewWorld(s, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var n uint32
-	var runErr error
-	s.Go("test", func() {
-		runErr = func() error {
-			d := w.Device(0)
-			h, err := d.CreatePhysical(device.Granularity)
-			if err != nil {
-				return err
-			}
-			p, err := d.Reserve(device.Granularity)
-			if err != nil {
-				return err
-			}
-			if err := d.Map(p, device.Granularity, h); err != nil {
-				return err
-			}
-			if err := d.SetAccess(p, device.Granularity); err != nil {
-				return err
-			}
-			st, err := d.NewStream()
-			if err != nil {
-				return err
-			}
-			if err := d.Memset(st, p, 0, 4); err != nil {
-				return err
-			}
-			params := make([]byte, 8)
-			binary.LittleEndian.PutUint64(params, uint64(p))
-			if err := d.(PTXLauncher).LaunchPTX(st, PTXLaunch{Module: m, Entry: "count", Params: params, Grid: grid, Block: block}); err != nil {
-				return err
-			}
+	g := granuleLaunch{src: countPTX, entry: "count", grid: grid, block: block, zeroed: 4, cfg: cfg,
+		after: func(d device.Device, st device.Stream, p device.Ptr) error {
 			if after != nil {
 				if err := after(d, p); err != nil {
 					return err
@@ -95,12 +56,9 @@ func launchCountIn(t *testing.T, cfg Config, grid, block int, after func(d devic
 			}
 			n = binary.LittleEndian.Uint32(b[:])
 			return nil
-		}()
-	})
-	if err := s.Run(); err != nil {
-		t.Fatal(err)
-	}
-	return n, runErr
+		}}
+	_, err := g.run(t, 1)
+	return n, err
 }
 
 // TestLaunchPTXShape: a launch runs the grid and block it asks for (here

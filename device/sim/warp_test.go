@@ -1,13 +1,10 @@
 package sim
 
 import (
-	"encoding/binary"
 	"reflect"
 	"testing"
 
 	"github.com/symmem/symmem/actor"
-	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/device/sim/ptx"
 )
 
 // warpPTX: every thread of a block of 64 loads the pointer at word 32
@@ -40,58 +37,27 @@ const warpPTX = `
 // (their lane counts), and the trace hash.
 func runWarp(t *testing.T, seed uint64, warps bool) ([]Access, []int, string) {
 	t.Helper()
-	m, err := ptx.Parse(warpPTX)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := actor.NewScheduler(actor.Config{Seed: seed})
-	w, err := NewWorld(s, Config{World: 1, Kernels: Kernels{PTX: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var seen []Access
 	var lanes []int
-	w.Observe(func(a *Access) {
-		if a.Kernel != "" && (a.Kind == Load || a.Kind == Store) {
-			seen = append(seen, *a)
-		}
-	})
-	if warps {
-		w.ObserveWarp(func(wa *WarpAccess) {
-			lanes = append(lanes, len(wa.Lanes))
-			for i := range wa.Lanes {
-				seen = append(seen, wa.Lane(i))
+	g := granuleLaunch{src: warpPTX, entry: "warp", grid: 1, block: 64, cfg: Config{Kernels: Kernels{PTX: true}},
+		setup: func(w *World) {
+			w.Observe(func(a *Access) {
+				if a.Kernel != "" && (a.Kind == Load || a.Kind == Store) {
+					seen = append(seen, *a)
+				}
+			})
+			if warps {
+				w.ObserveWarp(func(wa *WarpAccess) {
+					lanes = append(lanes, len(wa.Lanes))
+					for i := range wa.Lanes {
+						seen = append(seen, wa.Lane(i))
+					}
+				})
 			}
-		})
-	}
-	var runErr error
-	s.Go("test", func() {
-		runErr = func() error {
-			d := w.Device(0)
-			h, err := d.CreatePhysical(device.Granularity)
-			if err != nil {
-				return err
-			}
-			p, err := mapBlock(d, h, device.Granularity)
-			if err != nil {
-				return err
-			}
-			st, err := d.NewStream()
-			if err != nil {
-				return err
-			}
-			params := binary.LittleEndian.AppendUint64(nil, uint64(p))
-			if err := d.(PTXLauncher).LaunchPTX(st, PTXLaunch{Module: m, Entry: "warp", Params: params, Grid: 1, Block: 64}); err != nil {
-				return err
-			}
-			return d.Synchronize(st)
-		}()
-	})
-	if err := s.Run(); err != nil {
+		}}
+	s, err := g.run(t, seed)
+	if err != nil {
 		t.Fatal(err)
-	}
-	if runErr != nil {
-		t.Fatal(runErr)
 	}
 	return seen, lanes, s.Trace().Hash()
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/device"
-	"github.com/symmem/symmem/device/sim/ptx"
 	"github.com/symmem/symmem/signal"
 )
 
@@ -55,45 +54,17 @@ SPIN:
 // read, the trace hash, and the strong vector accesses reported.
 func runVector(t *testing.T, seed uint64) ([2]uint32, string, []Access) {
 	t.Helper()
-	m, err := ptx.Parse(vectorPTX)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := actor.NewScheduler(actor.Config{Seed: seed})
-	w, err := NewWorld(s, Config{World: 1, Kernels: Kernels{PTX: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var vecs []Access
-	w.Observe(func(a *Access) {
-		if a.Kind == Atomic && a.Size == 8 {
-			vecs = append(vecs, *a)
-		}
-	})
 	var got [2]uint32
-	var runErr error
-	s.Go("test", func() {
-		runErr = func() error {
-			d := w.Device(0)
-			h, err := d.CreatePhysical(device.Granularity)
-			if err != nil {
-				return err
-			}
-			p, err := mapBlock(d, h, device.Granularity)
-			if err != nil {
-				return err
-			}
-			st, err := d.NewStream()
-			if err != nil {
-				return err
-			}
-			if err := d.Memset(st, p, 0, 32); err != nil {
-				return err
-			}
-			params := binary.LittleEndian.AppendUint64(nil, uint64(p))
-			if err := d.(PTXLauncher).LaunchPTX(st, PTXLaunch{Module: m, Entry: "vec", Params: params, Grid: 3, Block: 1}); err != nil {
-				return err
-			}
+	g := granuleLaunch{src: vectorPTX, entry: "vec", grid: 3, block: 1, zeroed: 32, cfg: Config{Kernels: Kernels{PTX: true}},
+		setup: func(w *World) {
+			w.Observe(func(a *Access) {
+				if a.Kind == Atomic && a.Size == 8 {
+					vecs = append(vecs, *a)
+				}
+			})
+		},
+		after: func(d device.Device, st device.Stream, p device.Ptr) error {
 			if err := d.Synchronize(st); err != nil {
 				return err
 			}
@@ -103,13 +74,10 @@ func runVector(t *testing.T, seed uint64) ([2]uint32, string, []Access) {
 			}
 			got = [2]uint32{binary.LittleEndian.Uint32(b[:]), binary.LittleEndian.Uint32(b[4:])}
 			return nil
-		}()
-	})
-	if err := s.Run(); err != nil {
+		}}
+	s, err := g.run(t, seed)
+	if err != nil {
 		t.Fatal(err)
-	}
-	if runErr != nil {
-		t.Fatal(runErr)
 	}
 	return got, s.Trace().Hash(), vecs
 }
