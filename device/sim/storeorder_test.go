@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/symmem/symmem/actor"
 	"github.com/symmem/symmem/signal"
 )
 
@@ -15,11 +14,7 @@ import (
 // before one it knows, one of its own, or right before a
 // read-modify-write's store.
 func TestStorePlacement(t *testing.T) {
-	s := actor.NewScheduler(actor.Config{Seed: 5})
-	w, err := NewWorld(s, Config{World: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := weakWorld(t, 5)
 	const clearLine, answerLine = 23, 38
 	placed := 0
 	for trial := 0; trial < 40; trial++ {

@@ -119,11 +119,7 @@ func TestWeakVectorElements(t *testing.T) {
 // plain store ends the history; bytes changed behind the history (a host
 // write) start it again.
 func TestWeakHistory(t *testing.T) {
-	s := actor.NewScheduler(actor.Config{Seed: 3})
-	w, err := NewWorld(s, Config{World: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := weakWorld(t, 3)
 	ph := &physical{id: 1, data: make([]byte, 64)}
 	sg := segment{phys: ph, off: 8, b: ph.data[8:16]}
 	var writer, reader weakView
@@ -266,11 +262,7 @@ func TestWeakSCFencesBounded(t *testing.T) {
 func TestWeakSettleKeepsLaterReads(t *testing.T) {
 	type result struct{ val, from, stamp uint64 }
 	run := func(settle bool) ([]result, *World, *physical) {
-		s := actor.NewScheduler(actor.Config{Seed: 11})
-		w, err := NewWorld(s, Config{World: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := weakWorld(t, 11)
 		ph := &physical{id: 1, data: make([]byte, 64)}
 		rng := rand.New(rand.NewPCG(5, 6))
 		var out []result
@@ -354,11 +346,7 @@ func TestWeakSettleKeepsLaterReads(t *testing.T) {
 // a history with a store placed before the newest that ran after it (a
 // lost store, which lostStores reports), and drops freed allocations.
 func TestWeakSettleKeepsLostStores(t *testing.T) {
-	s := actor.NewScheduler(actor.Config{Seed: 3})
-	w, err := NewWorld(s, Config{World: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := weakWorld(t, 3)
 	ph := &physical{id: 1, data: make([]byte, 16)}
 	sg := segment{phys: ph, off: 0, b: ph.data[0:8]}
 	var v weakView
@@ -452,11 +440,7 @@ func TestWeakReadersDoNotKeepEndedViews(t *testing.T) {
 // before, so that a spin soon sees the newest; and a read of another
 // location in between does not reset that.
 func TestWeakRereadsGetNewer(t *testing.T) {
-	s := actor.NewScheduler(actor.Config{Seed: 5})
-	w, err := NewWorld(s, Config{World: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := weakWorld(t, 5)
 	ph := &physical{id: 1, data: make([]byte, 16)}
 	x := segment{phys: ph, off: 0, b: ph.data[0:8]}
 	y := segment{phys: ph, off: 8, b: ph.data[8:16]}
@@ -501,11 +485,7 @@ func TestWeakRereadsGetNewer(t *testing.T) {
 // no settle runs (launches overlap on every device) leaves the weak
 // memory's list when the next allocation gets its first history.
 func TestWeakDropsFreedAllocationsWithoutASettle(t *testing.T) {
-	s := actor.NewScheduler(actor.Config{Seed: 4})
-	w, err := NewWorld(s, Config{World: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := weakWorld(t, 4)
 	var v weakView
 	v.start(&w.weak, 0, place{lane: 1})
 	var prev *physical
@@ -524,4 +504,15 @@ func TestWeakDropsFreedAllocationsWithoutASettle(t *testing.T) {
 		ph.free()
 		prev = ph
 	}
+}
+
+// weakWorld is a world of one device under a scheduler of seed, for tests
+// of its weak memory alone.
+func weakWorld(t *testing.T, seed uint64) *World {
+	t.Helper()
+	w, err := NewWorld(actor.NewScheduler(actor.Config{Seed: seed}), Config{World: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
